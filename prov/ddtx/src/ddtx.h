@@ -1,0 +1,54 @@
+/*
+ * Provider-wide definitions: the fi_provider object, logging, and the FI_DDTX_* settings.
+ * Every layer may include this header; it includes nothing but libfabric's public headers.
+ */
+#ifndef DDTX_H
+#define DDTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#define DDTX_PROV_NAME "ddtx"
+#define DDTX_PROV_VERSION FI_VERSION(0, 1)
+#define DDTX_FI_VERSION FI_VERSION(1, 17)
+
+extern struct fi_provider ddtx_prov;
+
+#define DDTX_WARN(subsys, ...) FI_WARN(&ddtx_prov, subsys, __VA_ARGS__)
+#define DDTX_INFO(subsys, ...) FI_INFO(&ddtx_prov, subsys, __VA_ARGS__)
+#define DDTX_DBG(subsys, ...) FI_DBG(&ddtx_prov, subsys, __VA_ARGS__)
+
+/* Scheme names as FI_DDTX_SCHEME spells them; see engine/scheme.h. */
+enum ddtx_scheme_setting {
+	DDTX_SCHEME_SETTING_AUTO = 0,
+	DDTX_SCHEME_SETTING_PACK,
+	DDTX_SCHEME_SETTING_SGL,
+	DDTX_SCHEME_SETTING_UMR,
+};
+
+/* Values of the FI_DDTX_* variables, read once in fi_prov_ini(). */
+struct ddtx_settings {
+	enum ddtx_scheme_setting scheme;   /* FI_DDTX_SCHEME */
+	size_t threshold;                  /* FI_DDTX_THRESHOLD: auto picks zero copy at avg block >= */
+	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
+	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */
+	size_t max_mkey_entries;           /* FI_DDTX_MAX_MKEY_ENTRIES (shm wire) */
+	size_t ring_slots;                 /* FI_DDTX_SHM_RING_SLOTS */
+	size_t slot_size;                  /* FI_DDTX_SHM_SLOT_SIZE */
+	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
+	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
+};
+
+extern struct ddtx_settings ddtx_settings;
+
+#define DDTX_IOV_LIMIT 1024
+#define DDTX_MR_IOV_LIMIT 1024
+
+#define DDTX_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define DDTX_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif /* DDTX_H */

@@ -1,0 +1,155 @@
+/*
+ * The wire interface: what ddtx's engine and protocols see of a NIC.
+ *
+ * A wire is described by its capabilities (ddtx_wire_caps) and offers what an RDMA HCA offers:
+ * addressing, memory registration into a key table, and work requests (send of a gathered
+ * message, RDMA write and read with scatter-gather lists on both sides).  Wires know nothing of
+ * tags, libfabric objects or schemes.  Completions and incoming messages are reported through
+ * callbacks invoked only from ddtx_wire_ep_progress(), never from inside a post call.
+ *
+ * Two implementations: "shm" (a software HCA on one host, see wire/shm/) and, later, "verbs".
+ * All functions return 0 or a negative FI_E* code.
+ */
+#ifndef DDTX_WIRE_H
+#define DDTX_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Capabilities: the limits the engine must respect, as data. */
+struct ddtx_wire_caps {
+	const char *name;         /* "shm", "verbs" */
+	size_t max_sge;           /* SGL entries per side of one work request */
+	size_t max_mkey_entries;  /* entries of one multi-entry (UMR) key; 0 = no UMR */
+	size_t max_send_size;     /* largest message ddtx_wire_send() carries (header included) */
+	size_t max_rma_size;      /* largest byte count of one write/read work request */
+	size_t inline_size;       /* bytes a send may carry without registration */
+	size_t addr_len;          /* length of the address blob from ddtx_wire_ep_getname() */
+	bool strided_mkeys;       /* interleaved (strided) keys exist */
+	bool recv_scatter;        /* a send can scatter into receiver-posted SGEs */
+};
+
+/* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
+struct ddtx_wire_params {
+	size_t max_sge;           /* 0 = wire default */
+	size_t max_mkey_entries;  /* 0 = wire default */
+	size_t ring_slots;        /* shm: receive ring slots per endpoint (power of two) */
+	size_t slot_size;         /* shm: bytes per ring slot, header included */
+	size_t key_slots;         /* shm: capacity of the key table (power of two) */
+	size_t key_segments;      /* shm: capacity of the key table's segment pool */
+};
+
+/* Access rights of a registered key, checked by the remote side of a write/read. */
+enum {
+	DDTX_ACC_LOCAL_READ = 1u << 0,
+	DDTX_ACC_LOCAL_WRITE = 1u << 1,
+	DDTX_ACC_REMOTE_READ = 1u << 2,
+	DDTX_ACC_REMOTE_WRITE = 1u << 3,
+};
+
+/*
+ * Key spaces.  Application keys (fi_mr_reg) are chosen by the caller when FI_MR_PROV_KEY is not
+ * in use, so they share no numbering with the keys the engine registers for itself.  A remote
+ * key is therefore named by (space, key).
+ */
+enum ddtx_key_space {
+	DDTX_KEY_APP = 0,
+	DDTX_KEY_INTERNAL = 1,
+};
+
+typedef uint32_t ddtx_peer_t;           /* a wire-level peer handle, dense from 0 */
+#define DDTX_PEER_INVALID UINT32_MAX
+
+struct ddtx_wire_domain;                /* owns the key table (memory registration) */
+struct ddtx_wire_ep;                    /* owns the receive ring and the address */
+
+struct ddtx_wire_mr {
+	uint64_t key;                   /* the key a peer names in a write/read */
+	enum ddtx_key_space space;
+	uint64_t iova;                  /* address of byte 0 of the key as peers name it */
+	size_t len;                     /* total bytes covered */
+	uint32_t access;
+	void *wire_priv;                /* wire-private */
+};
+
+/* Callbacks a wire endpoint invokes from ddtx_wire_ep_progress(). */
+struct ddtx_wire_handlers {
+	/*
+	 * A message arrived from src.  buf is valid only during the call.  src is a peer handle of
+	 * this wire endpoint (the wire creates one on first contact if needed).
+	 */
+	void (*on_recv)(void *arg, ddtx_peer_t src, const void *buf, size_t len);
+	/* A posted write/read finished; status is 0 or a negative FI_E* code. */
+	void (*on_complete)(void *arg, void *wr_context, int status);
+};
+
+/* ---- domain: memory registration ---- */
+
+int ddtx_wire_domain_open(const struct ddtx_wire_params *params,
+			  struct ddtx_wire_domain **out);
+void ddtx_wire_domain_close(struct ddtx_wire_domain *dom);
+const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom);
+
+/*
+ * Register count segments as one key.  With requested_key == NULL the wire chooses a unique
+ * key; otherwise *requested_key is used and -FI_ENOKEY is returned if it is taken in this space.
+ * iova is the address peers use for byte 0 (the segments' first address for virtual addressing,
+ * 0 for offset addressing).  A count above caps.max_mkey_entries is allowed only in
+ * DDTX_KEY_APP space (application fi_mr_regv); -FI_EINVAL otherwise.
+ */
+int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+		     uint32_t access, struct ddtx_wire_mr **out);
+int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
+
+/* ---- endpoint: addressing, messages, RMA ---- */
+
+int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
+		      void *handler_arg, struct ddtx_wire_ep **out);
+void ddtx_wire_ep_close(struct ddtx_wire_ep *ep);
+
+/* Address blob of caps.addr_len bytes (-FI_ETOOSMALL with *len set if the buffer is short). */
+int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len);
+/* Turn a peer's address blob into a handle (idempotent: the same blob gives the same handle). */
+int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
+			  ddtx_peer_t *peer);
+/* The address blob of a known peer (for FI_SOURCE / fi_av_lookup). */
+int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len);
+/* Is the peer's process still there?  false once it is known to be gone. */
+bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+
+/*
+ * Send hdr followed by the gathered iov (at most caps.max_sge entries) as one message of at
+ * most caps.max_send_size bytes.  The data is copied out before return.  -FI_EAGAIN when the
+ * peer's receive queue is full (retry after progress), -FI_EHOSTUNREACH / -FI_EIO if the peer
+ * is gone.
+ */
+int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		   const struct iovec *iov, size_t count);
+
+/*
+ * RDMA write / read: local iov list (at most caps.max_sge entries) to/from the remote key
+ * (space, rkey) at remote address raddr (as the key's iova names it), len bytes in all (the
+ * local iov must hold exactly len bytes).  The remote side's key table is checked exactly as an
+ * HCA would: key exists, [raddr, raddr+len) inside it, access right present.  Failures are
+ * reported as the completion's status: -FI_EACCES (access or bounds), -FI_EKEYREJECTED (no
+ * such key), -FI_EIO (peer gone); nothing is written on failure.  on_complete(wr_context) is
+ * called from a later ddtx_wire_ep_progress().  Returns -FI_EINVAL for bad arguments (nothing
+ * posted, no completion).
+ */
+int ddtx_wire_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		    size_t len, void *wr_context);
+int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		   size_t len, void *wr_context);
+
+/* Deliver incoming messages and completions through the handlers; returns how many. */
+int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep);
+
+/* Remove shared-memory files left by processes that no longer exist (called at start-up). */
+void ddtx_wire_cleanup_stale(void);
+
+#endif /* DDTX_WIRE_H */
