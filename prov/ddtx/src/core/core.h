@@ -17,6 +17,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include <rdma/fi_ddtx.h>
+
 #include "ddtx.h"
 #include "engine/list.h"
 #include "wire/wire.h"
@@ -58,6 +60,7 @@ struct ddtx_domain {
 	pthread_mutex_t lock;
 	struct ddtx_wire_domain *wire;
 	struct ddtx_list eps;            /* struct ddtx_ep.domain_entry: progressed by CQ reads */
+	struct fi_ddtx_stats stats;      /* updated by proto under the lock; fi_ddtx.h */
 };
 
 /* Address vector: blobs of peer wire addresses, indexed by fi_addr_t for both AV types. */
