@@ -174,7 +174,7 @@ struct ddtx_ep {
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t min_multi_recv;           /* FI_OPT_MIN_MULTI_RECV */
 	bool enabled;
-	struct ddtx_wire_ep *wire;       /* created by fi_enable */
+	struct ddtx_wire_ep *wire;       /* created with the endpoint by ddtx_proto_ep_open */
 	/* fi_addr -> wire peer cache, revalidated against av->generation */
 	ddtx_peer_t *peer_of_addr;
 	size_t peer_of_addr_len;
