@@ -5,6 +5,7 @@
 #ifndef DDTX_H
 #define DDTX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <rdma/fabric.h>
@@ -41,6 +42,7 @@ struct ddtx_settings {
 	size_t slot_size;                  /* FI_DDTX_SHM_SLOT_SIZE */
 	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
 	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
+	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
 };
 
 extern struct ddtx_settings ddtx_settings;
