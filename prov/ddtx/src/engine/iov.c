@@ -1,0 +1,138 @@
+#include "engine/iov.h"
+
+#include <string.h>
+
+size_t ddtx_iov_total(const struct iovec *iov, size_t count)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	return total;
+}
+
+void ddtx_layout_stats(const struct iovec *iov, size_t count, struct ddtx_layout_stats *st)
+{
+	st->total = 0;
+	st->nblocks = 0;
+	st->min_block = 0;
+	for (size_t i = 0; i < count; i++) {
+		size_t len = iov[i].iov_len;
+		if (!len)
+			continue;
+		st->total += len;
+		st->nblocks++;
+		if (!st->min_block || len < st->min_block)
+			st->min_block = len;
+	}
+	st->avg_block = st->nblocks ? st->total / st->nblocks : 0;
+}
+
+void ddtx_iov_cursor_init(struct ddtx_iov_cursor *c, const struct iovec *iov, size_t count)
+{
+	c->iov = iov;
+	c->count = count;
+	c->idx = 0;
+	c->off = 0;
+	c->pos = 0;
+	while (c->idx < c->count && !c->iov[c->idx].iov_len)
+		c->idx++;
+}
+
+void ddtx_iov_cursor_seek(struct ddtx_iov_cursor *c, size_t offset)
+{
+	ddtx_iov_cursor_init(c, c->iov, c->count);
+	while (c->idx < c->count && offset >= c->iov[c->idx].iov_len) {
+		offset -= c->iov[c->idx].iov_len;
+		c->pos += c->iov[c->idx].iov_len;
+		c->idx++;
+	}
+	c->off = offset;
+	c->pos += offset;
+	while (c->idx < c->count && c->off == c->iov[c->idx].iov_len) {
+		c->idx++;
+		c->off = 0;
+	}
+}
+
+size_t ddtx_iov_cursor_take(struct ddtx_iov_cursor *c, size_t max_bytes, size_t max_entries,
+			    struct iovec *out, size_t *nout)
+{
+	size_t taken = 0, n = 0;
+	while (c->idx < c->count && taken < max_bytes && n < max_entries) {
+		const struct iovec *e = &c->iov[c->idx];
+		size_t avail = e->iov_len - c->off;
+		if (!avail) {
+			c->idx++;
+			c->off = 0;
+			continue;
+		}
+		size_t len = avail < max_bytes - taken ? avail : max_bytes - taken;
+		out[n].iov_base = (char *)e->iov_base + c->off;
+		out[n].iov_len = len;
+		n++;
+		taken += len;
+		c->off += len;
+		if (c->off == e->iov_len) {
+			c->idx++;
+			c->off = 0;
+		}
+	}
+	while (c->idx < c->count && c->off == c->iov[c->idx].iov_len) {
+		c->idx++;
+		c->off = 0;
+	}
+	c->pos += taken;
+	*nout = n;
+	return taken;
+}
+
+size_t ddtx_iov_cursor_entries(const struct ddtx_iov_cursor *c, size_t max_bytes)
+{
+	size_t n = 0, idx = c->idx, off = c->off, left = max_bytes;
+	while (idx < c->count && left) {
+		size_t avail = c->iov[idx].iov_len - off;
+		if (avail) {
+			n++;
+			left -= avail < left ? avail : left;
+		}
+		idx++;
+		off = 0;
+	}
+	return n;
+}
+
+/* Walk the list from offset, calling copy on each overlapping piece. */
+static size_t iov_walk(const struct iovec *iov, size_t count, size_t offset, uint8_t *buf,
+		       size_t len, bool to_iov)
+{
+	size_t done = 0;
+	for (size_t i = 0; i < count && done < len; i++) {
+		size_t elen = iov[i].iov_len;
+		if (offset >= elen) {
+			offset -= elen;
+			continue;
+		}
+		size_t n = elen - offset;
+		if (n > len - done)
+			n = len - done;
+		uint8_t *p = (uint8_t *)iov[i].iov_base + offset;
+		if (to_iov)
+			memcpy(p, buf + done, n);
+		else
+			memcpy(buf + done, p, n);
+		done += n;
+		offset = 0;
+	}
+	return done;
+}
+
+size_t ddtx_iov_scatter(const struct iovec *iov, size_t count, size_t offset, const void *src,
+			size_t len)
+{
+	return iov_walk(iov, count, offset, (uint8_t *)src, len, true);
+}
+
+size_t ddtx_iov_gather(const struct iovec *iov, size_t count, size_t offset, void *dst, size_t len)
+{
+	return iov_walk(iov, count, offset, dst, len, false);
+}
