@@ -1,0 +1,139 @@
+/*
+ * The receive ring: a bounded multi-producer / single-consumer queue in the endpoint region
+ * (Vyukov's sequence-number design).  Slot i starts with sequence i.  A producer claims
+ * position pos when the slot's sequence equals pos (CAS on the shared tail), copies its
+ * message in and publishes it by storing pos + 1 (release).  The owner consumes in order:
+ * a slot is ready when its sequence is head + 1, and is handed back to producers by storing
+ * head + nslots after the message has been delivered.
+ *
+ * Producers write the ring from other processes, so the consumer trusts nothing in a slot:
+ * the length is checked against the slot size and a slot claimed by a process that died
+ * before publishing it is skipped after a grace period instead of blocking the ring forever.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+#define PUSH_SPIN_MAX 4096
+#define STALL_GRACE_NS (200ull * 1000 * 1000)
+#define STALL_WARN_NS (5ull * 1000 * 1000 * 1000)
+
+void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr, uint8_t *base,
+			uint32_t nslots, uint32_t slot_size)
+{
+	ring->hdr = hdr;
+	ring->base = base;
+	ring->nslots = nslots;
+	ring->slot_size = slot_size;
+	ring->mask = nslots - 1;
+}
+
+int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
+		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
+		       size_t total)
+{
+	uint64_t pos = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
+	struct ddtx_shm_slot_hdr *slot;
+	uint8_t *dst;
+	int spin;
+
+	for (spin = 0; spin < PUSH_SPIN_MAX; spin++) {
+		slot = ddtx_shm_ring_slot(ring, pos);
+		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - pos);
+
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(&ring->hdr->tail, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed))
+				break;
+		} else if (diff < 0) {
+			return -FI_EAGAIN;       /* the consumer has not released this slot yet */
+		} else {
+			pos = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
+		}
+	}
+	if (spin == PUSH_SPIN_MAX)
+		return -FI_EAGAIN;
+
+	atomic_store_explicit(&slot->owner, src->pid, memory_order_relaxed);
+	slot->len = (uint32_t)total;
+	memcpy(&slot->src, src, sizeof(*src));
+	dst = (uint8_t *)slot + DDTX_SHM_SLOT_HDR;
+	if (hdr_len) {
+		memcpy(dst, hdr, hdr_len);
+		dst += hdr_len;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+	return 0;
+}
+
+static void ring_hand_back(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c)
+{
+	struct ddtx_shm_slot_hdr *slot = ddtx_shm_ring_slot(ring, c->head);
+
+	atomic_store_explicit(&slot->owner, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->seq, c->head + ring->nslots, memory_order_release);
+	c->head++;
+	c->stall_since = 0;
+	c->stall_warned = false;
+}
+
+enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
+				     struct ddtx_shm_slot_hdr **slotp, uint32_t *lenp)
+{
+	struct ddtx_shm_slot_hdr *slot = ddtx_shm_ring_slot(ring, c->head);
+	uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
+
+	if (seq == c->head + 1) {
+		uint32_t len = READ_ONCE(slot->len);
+		if (len > ring->slot_size - DDTX_SHM_SLOT_HDR) {
+			DDTX_WARN(FI_LOG_EP_DATA, "shm: dropping a ring message of %u bytes "
+				  "(slot holds %zu)\n", len, ring->slot_size - DDTX_SHM_SLOT_HDR);
+			ring_hand_back(ring, c);
+			return DDTX_SHM_POP_SKIP;
+		}
+		c->stall_since = 0;
+		*slotp = slot;
+		*lenp = len;
+		return DDTX_SHM_POP_MSG;
+	}
+
+	/* Not published.  Claimed (tail beyond head) by a producer that may have died? */
+	uint64_t tail = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
+	if ((int64_t)(tail - c->head) <= 0)
+		return DDTX_SHM_POP_EMPTY;
+	uint64_t now = ddtx_shm_now_ns();
+	if (!c->stall_since) {
+		c->stall_since = now;
+		return DDTX_SHM_POP_EMPTY;
+	}
+	if (now - c->stall_since < STALL_GRACE_NS)
+		return DDTX_SHM_POP_EMPTY;
+	uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
+	if (owner && !ddtx_shm_proc_alive(owner, 0)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: skipping a ring slot claimed by dead process %u\n",
+			  owner);
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
+	}
+	if (!c->stall_warned && now - c->stall_since > STALL_WARN_NS) {
+		c->stall_warned = true;
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: receive ring stalled for 5 s at position %llu "
+			  "(producer pid %u)\n", (unsigned long long)c->head, owner);
+	}
+	return DDTX_SHM_POP_EMPTY;
+}
+
+void ddtx_shm_ring_release(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c)
+{
+	ring_hand_back(ring, c);
+}

@@ -1,0 +1,327 @@
+/*
+ * The shm wire: a software HCA on one host.  Private to wire/shm/.
+ *
+ * Shared-memory layout (all integers in host byte order; both sides run on the same host):
+ *
+ *  domain region  "/ddtx-<pid>-<32 hex>"  (written by its owner, mapped read-only by peers)
+ *    struct ddtx_shm_region_hdr (magic DDTX_SHM_DOM_MAGIC) + struct ddtx_shm_dom_hdr
+ *    key table : nslots  x struct ddtx_shm_key_slot   (open addressing, linear probing)
+ *    seg pool  : nsegs   x struct ddtx_shm_seg        (addr, len) runs, owner-allocated
+ *
+ *  endpoint region "/ddtx-<pid>-<32 hex>"  (owner consumes, peers produce into the ring)
+ *    struct ddtx_shm_region_hdr (magic DDTX_SHM_EP_MAGIC) + struct ddtx_shm_ep_hdr
+ *    ring      : ring_slots x slot_size bytes, each a struct ddtx_shm_slot_hdr + payload
+ *
+ * Every value read from a peer's region is validated before use; the geometry of a peer's
+ * regions is copied into private memory when it is mapped and never re-read.
+ */
+#ifndef DDTX_WIRE_SHM_H
+#define DDTX_WIRE_SHM_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ddtx.h"
+#include "wire/wire.h"
+
+#define DDTX_SHM_VERSION 1
+#define DDTX_SHM_DOM_MAGIC 0x444d4f44584444ull  /* "DDXDOMD" */
+#define DDTX_SHM_EP_MAGIC 0x50455058584444ull   /* "DDXXPEP" */
+#define DDTX_SHM_ADDR_MAGIC 0x61747864u          /* "dxta" */
+
+#define DDTX_SHM_PREFIX "ddtx-"
+#define DDTX_SHM_RAND_BYTES 16
+#define DDTX_SHM_NAME_MAX 64                     /* "/ddtx-4294967295-<32 hex>" + NUL = 50 */
+
+/* Defaults (see wire.h: ddtx_wire_params). */
+#define DDTX_SHM_DEF_MAX_SGE 30
+#define DDTX_SHM_DEF_MKEY_ENTRIES 32
+#define DDTX_SHM_DEF_RING_SLOTS 256
+#define DDTX_SHM_DEF_SLOT_SIZE 65536
+#define DDTX_SHM_DEF_KEY_SLOTS 16384
+#define DDTX_SHM_DEF_KEY_SEGS 262144
+#define DDTX_SHM_MAX_RING_SLOTS (1u << 16)
+#define DDTX_SHM_MAX_SLOT_SIZE (64u << 20)
+#define DDTX_SHM_MAX_RING_BYTES ((size_t)4 << 30)
+#define DDTX_SHM_MAX_KEY_SLOTS (1u << 24)
+#define DDTX_SHM_MAX_KEY_SEGS (1u << 28)
+#define DDTX_SHM_MAX_RMA ((size_t)1 << 40)
+#define DDTX_SHM_CMA_IOV_MAX 1024                /* IOV_MAX: entries per side per call */
+/* Internal status: the process is gone (fi_errno.h has no FI_ESRCH); never returned by wire.h. */
+#define DDTX_SHM_ESRCH ESRCH
+#define DDTX_SHM_CMA_MAX_BYTES ((size_t)1 << 30) /* bytes per process_vm_* call */
+
+/* ---- address blob (caps.addr_len bytes) ---- */
+struct ddtx_shm_addr {
+	uint32_t magic;                          /* DDTX_SHM_ADDR_MAGIC */
+	uint16_t version;
+	uint16_t reserved;
+	uint32_t pid;
+	uint32_t reserved2;
+	uint64_t start_time;                     /* pid reuse guard: /proc/<pid>/stat starttime */
+	uint64_t uid;                            /* random endpoint identity */
+	uint8_t rand[DDTX_SHM_RAND_BYTES];       /* the endpoint region is /ddtx-<pid>-<hex(rand)> */
+};
+_Static_assert(sizeof(struct ddtx_shm_addr) == 48, "address blob layout");
+#define DDTX_SHM_ADDR_LEN sizeof(struct ddtx_shm_addr)
+
+/* ---- common region header ---- */
+struct ddtx_shm_region_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;                       /* offset of the first table/ring byte */
+	uint64_t region_size;
+	uint32_t pid;
+	uint32_t reserved;
+	uint64_t start_time;
+	uint64_t uid;
+};
+
+/* ---- key table ---- */
+enum {
+	DDTX_SHM_KEY_EMPTY = 0,
+	DDTX_SHM_KEY_USED = 1,
+	DDTX_SHM_KEY_TOMB = 2,
+};
+
+struct ddtx_shm_key_slot {
+	_Atomic uint64_t seq;                    /* seqlock: odd while the owner rewrites the slot */
+	uint32_t state;                          /* DDTX_SHM_KEY_* */
+	uint32_t space;
+	uint64_t key;
+	uint64_t iova;
+	uint64_t len;
+	uint32_t access;
+	uint32_t nseg;
+	uint64_t seg_off;                        /* first segment in the pool */
+	uint64_t gen;                            /* registrations this slot has held */
+};
+_Static_assert(sizeof(struct ddtx_shm_key_slot) == 64, "key slot layout");
+
+struct ddtx_shm_seg {
+	uint64_t addr;
+	uint64_t len;
+};
+
+struct ddtx_shm_dom_hdr {
+	struct ddtx_shm_region_hdr r;
+	uint64_t nslots;                         /* hash slots (power of two) */
+	uint64_t nsegs;                          /* segment pool entries */
+	uint64_t slots_off;
+	uint64_t segs_off;
+};
+
+/* ---- endpoint region / receive ring ---- */
+struct ddtx_shm_ep_hdr {
+	struct ddtx_shm_region_hdr r;
+	char dom_name[DDTX_SHM_NAME_MAX];        /* the owner's domain region */
+	_Atomic uint32_t alive;                  /* cleared by the owner at close */
+	uint32_t ring_slots;
+	uint32_t slot_size;
+	uint32_t reserved;
+	uint64_t ring_off;
+	_Alignas(64) _Atomic uint64_t tail;      /* producers' claim counter */
+	_Alignas(64) uint64_t pad[8];
+};
+
+struct ddtx_shm_slot_hdr {
+	_Atomic uint64_t seq;                    /* Vyukov sequence: pos free, pos+1 full */
+	uint32_t len;                            /* payload bytes */
+	_Atomic uint32_t owner;                  /* pid of the producer that claimed it, 0 if none */
+	struct ddtx_shm_addr src;                /* sender's address blob (carries its uid) */
+};
+_Static_assert(sizeof(struct ddtx_shm_slot_hdr) == 64, "slot header layout");
+#define DDTX_SHM_SLOT_HDR sizeof(struct ddtx_shm_slot_hdr)
+
+/* ---- region.c: names, files, process identity, stale cleanup ---- */
+struct ddtx_shm_map {
+	void *addr;
+	size_t size;
+	char name[DDTX_SHM_NAME_MAX];
+};
+
+int ddtx_shm_random(void *buf, size_t len);
+void ddtx_shm_format_name(char *name, uint32_t pid, const uint8_t rand[DDTX_SHM_RAND_BYTES]);
+bool ddtx_shm_valid_name(const char *name, size_t maxlen);
+/* Create a fresh 0600 region of size bytes under a new random name; rand receives its bytes. */
+int ddtx_shm_region_create(size_t size, struct ddtx_shm_map *map,
+			   uint8_t rand[DDTX_SHM_RAND_BYTES]);
+/* Map an existing region of a peer (checks the owner uid and a minimum size). */
+int ddtx_shm_region_map(const char *name, bool writable, size_t min_size,
+			struct ddtx_shm_map *map);
+void ddtx_shm_region_unmap(struct ddtx_shm_map *map);
+void ddtx_shm_region_destroy(struct ddtx_shm_map *map);
+/* Start time of pid (clock ticks since boot) and whether it is a zombie; -DDTX_SHM_ESRCH if gone. */
+int ddtx_shm_proc_identity(uint32_t pid, uint64_t *start_time, bool *zombie);
+uint64_t ddtx_shm_self_start_time(void);
+/* Is the process (pid, start_time) still running?  start_time 0 = do not check reuse. */
+bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time);
+uint64_t ddtx_shm_now_ns(void);
+
+/* ---- keytable.c: the memory translation table ---- */
+struct ddtx_shm_segpool;                 /* private allocator of the segment pool */
+
+struct ddtx_shm_keytab {
+	struct ddtx_shm_dom_hdr *hdr;
+	struct ddtx_shm_key_slot *slots;
+	struct ddtx_shm_seg *segs;
+	uint64_t mask;
+	uint64_t live;                           /* keys registered */
+	uint64_t capacity;                       /* most keys at once (params.key_slots) */
+	uint64_t next_key;                       /* counter for chosen keys */
+	uint64_t key_secret;
+	struct ddtx_shm_segpool *pool;
+};
+
+/* A key as a remote reader sees it, after a consistent seqlock snapshot. */
+struct ddtx_shm_key_view {
+	uint64_t iova;
+	uint64_t len;
+	uint32_t access;
+};
+
+size_t ddtx_shm_keytab_region_size(uint64_t nslots, uint64_t nsegs);
+int ddtx_shm_keytab_init(struct ddtx_shm_keytab *kt, void *region, size_t region_size,
+			 uint64_t capacity, uint64_t nslots, uint64_t nsegs);
+void ddtx_shm_keytab_fini(struct ddtx_shm_keytab *kt);
+int ddtx_shm_keytab_insert(struct ddtx_shm_keytab *kt, const struct iovec *iov, size_t count,
+			   uint32_t space, const uint64_t *requested_key, uint64_t iova,
+			   uint64_t len, uint32_t access, uint64_t *key_out, uint32_t *slot_out);
+int ddtx_shm_keytab_remove(struct ddtx_shm_keytab *kt, uint32_t slot, uint32_t space,
+			   uint64_t key);
+
+/* A read-only view of a peer's key table (geometry copied and validated at map time). */
+struct ddtx_shm_remote_keytab {
+	const struct ddtx_shm_key_slot *slots;
+	const struct ddtx_shm_seg *segs;
+	uint64_t mask;
+	uint64_t nsegs;
+};
+int ddtx_shm_remote_keytab_attach(struct ddtx_shm_remote_keytab *rk, const void *region,
+				  size_t region_size, uint32_t pid, uint64_t start_time);
+/*
+ * Resolve (space, key) and translate [raddr, raddr + len) into remote iovecs (appended to
+ * *riov, grown as needed).  -FI_EKEYREJECTED, -FI_EACCES (bounds or access), -FI_EIO
+ * (inconsistent table), -FI_ENOMEM.
+ */
+int ddtx_shm_remote_keytab_translate(const struct ddtx_shm_remote_keytab *rk, uint32_t space,
+				     uint64_t key, uint64_t raddr, size_t len, uint32_t need,
+				     struct iovec **riov, size_t *riov_cap, size_t *riov_cnt);
+
+/* ---- ring.c: the receive ring ---- */
+struct ddtx_shm_ring {
+	struct ddtx_shm_ep_hdr *hdr;
+	uint8_t *base;
+	uint32_t nslots;
+	uint32_t slot_size;
+	uint64_t mask;
+};
+
+void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr, uint8_t *base,
+			uint32_t nslots, uint32_t slot_size);
+static inline struct ddtx_shm_slot_hdr *ddtx_shm_ring_slot(const struct ddtx_shm_ring *ring,
+							   uint64_t pos)
+{
+	return (struct ddtx_shm_slot_hdr *)(ring->base + (pos & ring->mask) * ring->slot_size);
+}
+/* Producer: gather hdr + iov into one slot; -FI_EAGAIN when full. */
+int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
+		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
+		       size_t total);
+
+/* Consumer state, private to the owner. */
+struct ddtx_shm_consumer {
+	uint64_t head;
+	uint64_t stall_since;                    /* ns; 0 = not stalled */
+	bool stall_warned;
+};
+enum ddtx_shm_pop {
+	DDTX_SHM_POP_EMPTY = 0,
+	DDTX_SHM_POP_MSG,
+	DDTX_SHM_POP_SKIP,                       /* a slot was dropped (malformed / dead producer) */
+};
+/* Peek the next message; on DDTX_SHM_POP_MSG, *slot and *len are set; release with _release. */
+enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
+				     struct ddtx_shm_slot_hdr **slot, uint32_t *len);
+void ddtx_shm_ring_release(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c);
+
+/* ---- dma.c: CMA transfers with iov lists on both sides ---- */
+/* Move len bytes between local and remote lists; write = local -> remote.  0 or -FI_E*. */
+int ddtx_shm_dma(pid_t pid, bool write, const struct iovec *local, size_t lcount,
+		 const struct iovec *remote, size_t rcount, size_t len);
+
+/* ---- peer.c: the peer table ---- */
+struct ddtx_shm_peer {
+	struct ddtx_shm_addr addr;
+	bool mapped;
+	bool dead;
+	uint64_t last_check_ns;
+	struct ddtx_shm_map ep_map;
+	struct ddtx_shm_map dom_map;
+	struct ddtx_shm_ep_hdr *ep_hdr;          /* in ep_map */
+	struct ddtx_shm_ring ring;               /* geometry copied at map time */
+	struct ddtx_shm_remote_keytab keys;
+};
+
+struct ddtx_shm_peers {
+	struct ddtx_shm_peer *v;
+	uint32_t count, cap;
+	uint32_t *hash;                          /* uid -> index + 1, open addressing */
+	uint32_t hash_mask;
+};
+
+int ddtx_shm_addr_check(const void *addr, size_t len);
+void ddtx_shm_peers_init(struct ddtx_shm_peers *pt);
+void ddtx_shm_peers_fini(struct ddtx_shm_peers *pt);
+int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			  ddtx_peer_t *out);
+struct ddtx_shm_peer *ddtx_shm_peers_get(struct ddtx_shm_peers *pt, ddtx_peer_t peer);
+/* Map the peer's regions once; -FI_EIO (and the peer marked dead) if they are gone. */
+int ddtx_shm_peer_map(struct ddtx_shm_peer *p);
+/* Full liveness check (alive flag, process, pid reuse); marks the peer dead. */
+bool ddtx_shm_peer_check(struct ddtx_shm_peer *p);
+void ddtx_shm_peer_mark_dead(struct ddtx_shm_peer *p, const char *why);
+
+/* ---- wire_shm.c ---- */
+struct ddtx_shm_compl {
+	void *ctx;
+	int status;
+};
+
+struct ddtx_wire_domain {
+	pthread_mutex_t lock;                    /* key table writer */
+	struct ddtx_wire_caps caps;
+	struct ddtx_wire_params params;          /* with defaults applied */
+	struct ddtx_shm_map map;
+	struct ddtx_shm_keytab keys;
+	uint64_t start_time;
+};
+
+struct ddtx_shm_mr {
+	struct ddtx_wire_mr pub;
+	uint32_t slot;
+};
+
+struct ddtx_wire_ep {
+	struct ddtx_wire_domain *dom;
+	struct ddtx_wire_handlers handlers;
+	void *handler_arg;
+	struct ddtx_shm_map map;
+	struct ddtx_shm_ep_hdr *hdr;
+	struct ddtx_shm_ring ring;
+	struct ddtx_shm_consumer cons;
+	struct ddtx_shm_addr addr;
+	struct ddtx_shm_peers peers;
+	struct ddtx_shm_compl *cq;               /* pending completions, circular */
+	size_t cq_head, cq_count, cq_cap;
+	struct iovec *riov;                      /* scratch: translated remote segments */
+	size_t riov_cap;
+	bool in_progress;
+};
+
+#endif /* DDTX_WIRE_SHM_H */

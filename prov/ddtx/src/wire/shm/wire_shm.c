@@ -1,0 +1,594 @@
+/*
+ * The shm wire's entry points (wire/wire.h): a software HCA on one host.
+ *
+ *  domain   : owns the domain region (key table + segment pool) and the caps
+ *  endpoint : owns the endpoint region (header + receive ring), the peer table and a queue of
+ *             finished work requests whose completions the next progress call delivers
+ *
+ * Work requests execute synchronously inside the post call (the copy is done by the kernel
+ * through CMA), but their completions are only reported from ddtx_wire_ep_progress().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shm.h"
+
+#define PEER_CHECK_NS (100ull * 1000 * 1000)
+
+static size_t round_pow2(size_t v)
+{
+	size_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int apply_params(const struct ddtx_wire_params *in, struct ddtx_wire_params *p)
+{
+	if (in)
+		*p = *in;
+	else
+		memset(p, 0, sizeof(*p));
+	if (!p->max_sge)
+		p->max_sge = DDTX_SHM_DEF_MAX_SGE;
+	if (!p->max_mkey_entries)
+		p->max_mkey_entries = DDTX_SHM_DEF_MKEY_ENTRIES;
+	if (!p->ring_slots)
+		p->ring_slots = DDTX_SHM_DEF_RING_SLOTS;
+	if (!p->slot_size)
+		p->slot_size = DDTX_SHM_DEF_SLOT_SIZE;
+	if (!p->key_slots)
+		p->key_slots = DDTX_SHM_DEF_KEY_SLOTS;
+	if (!p->key_segments)
+		p->key_segments = DDTX_SHM_DEF_KEY_SEGS;
+
+	if (p->ring_slots > DDTX_SHM_MAX_RING_SLOTS || p->slot_size > DDTX_SHM_MAX_SLOT_SIZE ||
+	    p->key_slots > DDTX_SHM_MAX_KEY_SLOTS / 2 || p->key_segments > DDTX_SHM_MAX_KEY_SEGS ||
+	    p->max_sge > DDTX_IOV_LIMIT * 64 || p->max_mkey_entries > DDTX_SHM_MAX_KEY_SEGS) {
+		DDTX_WARN(FI_LOG_CORE, "shm: parameter out of range (ring_slots %zu <= %u, "
+			  "slot_size %zu <= %u, key_slots %zu <= %u, key_segments %zu <= %u)\n",
+			  p->ring_slots, DDTX_SHM_MAX_RING_SLOTS, p->slot_size,
+			  DDTX_SHM_MAX_SLOT_SIZE, p->key_slots, DDTX_SHM_MAX_KEY_SLOTS / 2,
+			  p->key_segments, DDTX_SHM_MAX_KEY_SEGS);
+		return -FI_EINVAL;
+	}
+	if (p->ring_slots & (p->ring_slots - 1)) {
+		DDTX_INFO(FI_LOG_CORE, "shm: ring_slots %zu rounded up to a power of two\n",
+			  p->ring_slots);
+		p->ring_slots = round_pow2(p->ring_slots);
+	}
+	if (p->ring_slots < 2)
+		p->ring_slots = 2;
+	if (p->slot_size < DDTX_SHM_SLOT_HDR + 64)
+		p->slot_size = DDTX_SHM_SLOT_HDR + 64;
+	p->slot_size = (p->slot_size + 63) & ~(size_t)63;
+	if (p->ring_slots * p->slot_size > DDTX_SHM_MAX_RING_BYTES) {
+		DDTX_WARN(FI_LOG_CORE, "shm: ring of %zu x %zu bytes is too large\n", p->ring_slots,
+			  p->slot_size);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+static void region_hdr_init(struct ddtx_shm_region_hdr *r, uint64_t magic, size_t size,
+			    uint32_t hdr_size, uint64_t start_time, uint64_t uid)
+{
+	r->version = DDTX_SHM_VERSION;
+	r->hdr_size = hdr_size;
+	r->region_size = size;
+	r->pid = (uint32_t)getpid();
+	r->start_time = start_time;
+	r->uid = uid;
+	atomic_thread_fence(memory_order_release);
+	r->magic = magic;                        /* last: the header is complete */
+}
+
+/* ---- domain ---- */
+
+int ddtx_wire_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)
+{
+	struct ddtx_wire_domain *dom;
+	uint8_t rand[DDTX_SHM_RAND_BYTES];
+	uint64_t nslots, uid;
+	size_t size;
+	int ret;
+
+	if (!out)
+		return -FI_EINVAL;
+	ddtx_wire_cleanup_stale();
+	dom = calloc(1, sizeof(*dom));
+	if (!dom)
+		return -FI_ENOMEM;
+	ret = apply_params(params, &dom->params);
+	if (ret)
+		goto err_free;
+
+	dom->caps.name = "shm";
+	dom->caps.max_sge = dom->params.max_sge;
+	dom->caps.max_mkey_entries = dom->params.max_mkey_entries;
+	dom->caps.max_send_size = dom->params.slot_size - DDTX_SHM_SLOT_HDR;
+	dom->caps.max_rma_size = DDTX_SHM_MAX_RMA;
+	dom->caps.inline_size = dom->caps.max_send_size;
+	dom->caps.addr_len = DDTX_SHM_ADDR_LEN;
+	dom->caps.strided_mkeys = false;
+	dom->caps.recv_scatter = false;
+	dom->start_time = ddtx_shm_self_start_time();
+
+	nslots = round_pow2(2 * dom->params.key_slots);    /* load factor <= 1/2 */
+	size = ddtx_shm_keytab_region_size(nslots, dom->params.key_segments);
+	ret = ddtx_shm_region_create(size, &dom->map, rand);
+	if (ret)
+		goto err_free;
+	ret = ddtx_shm_random(&uid, sizeof(uid));
+	if (ret)
+		goto err_region;
+	ret = ddtx_shm_keytab_init(&dom->keys, dom->map.addr, size, dom->params.key_slots, nslots,
+				   dom->params.key_segments);
+	if (ret)
+		goto err_region;
+	region_hdr_init(&dom->keys.hdr->r, DDTX_SHM_DOM_MAGIC, size, dom->keys.hdr->r.hdr_size,
+			dom->start_time, uid);
+	ret = pthread_mutex_init(&dom->lock, NULL);
+	if (ret) {
+		ret = -ret;
+		goto err_keys;
+	}
+	DDTX_INFO(FI_LOG_CORE, "shm: domain region %s: %zu keys, %zu segments, max_sge %zu, "
+		  "max_mkey_entries %zu\n", dom->map.name, dom->params.key_slots,
+		  dom->params.key_segments, dom->caps.max_sge, dom->caps.max_mkey_entries);
+	*out = dom;
+	return 0;
+err_keys:
+	ddtx_shm_keytab_fini(&dom->keys);
+err_region:
+	ddtx_shm_region_destroy(&dom->map);
+err_free:
+	free(dom);
+	return ret;
+}
+
+void ddtx_wire_domain_close(struct ddtx_wire_domain *dom)
+{
+	if (!dom)
+		return;
+	if (dom->keys.live)
+		DDTX_WARN(FI_LOG_CORE, "shm: closing a domain with %llu keys still registered\n",
+			  (unsigned long long)dom->keys.live);
+	ddtx_shm_keytab_fini(&dom->keys);
+	ddtx_shm_region_destroy(&dom->map);
+	pthread_mutex_destroy(&dom->lock);
+	free(dom);
+}
+
+const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom)
+{
+	return dom ? &dom->caps : NULL;
+}
+
+int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+		     uint32_t access, struct ddtx_wire_mr **out)
+{
+	const uint32_t all = DDTX_ACC_LOCAL_READ | DDTX_ACC_LOCAL_WRITE | DDTX_ACC_REMOTE_READ |
+			     DDTX_ACC_REMOTE_WRITE;
+	struct ddtx_shm_mr *mr;
+	uint64_t len = 0, key;
+	uint32_t slot;
+	int ret;
+
+	if (!dom || !out || (count && !iov) || (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)
+	    || (access & ~all)) {
+		DDTX_WARN(FI_LOG_CORE, "shm: mr_reg: bad argument (space %d access %#x)\n",
+			  (int)space, access);
+		return -FI_EINVAL;
+	}
+	if (count > dom->caps.max_mkey_entries && space != DDTX_KEY_APP) {
+		DDTX_WARN(FI_LOG_CORE, "shm: mr_reg: %zu entries exceed max_mkey_entries %zu\n",
+			  count, dom->caps.max_mkey_entries);
+		return -FI_EINVAL;
+	}
+	if (count > dom->params.key_segments || count > UINT32_MAX) {
+		DDTX_WARN(FI_LOG_CORE, "shm: mr_reg: %zu entries exceed the segment pool (%zu)\n",
+			  count, dom->params.key_segments);
+		return -FI_EINVAL;
+	}
+	for (size_t i = 0; i < count; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)iov[i].iov_base, l = iov[i].iov_len;
+		if ((l && !a) || l > UINT64_MAX - a || l > UINT64_MAX - len) {
+			DDTX_WARN(FI_LOG_CORE, "shm: mr_reg: entry %zu (%p, %zu) is invalid\n", i,
+				  iov[i].iov_base, iov[i].iov_len);
+			return -FI_EINVAL;
+		}
+		len += l;
+	}
+	if (len > UINT64_MAX - iova) {
+		DDTX_WARN(FI_LOG_CORE, "shm: mr_reg: iova %#llx + %llu bytes overflows\n",
+			  (unsigned long long)iova, (unsigned long long)len);
+		return -FI_EINVAL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	pthread_mutex_lock(&dom->lock);
+	ret = ddtx_shm_keytab_insert(&dom->keys, iov, count, (uint32_t)space, requested_key, iova,
+				     len, access, &key, &slot);
+	pthread_mutex_unlock(&dom->lock);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->slot = slot;
+	mr->pub.key = key;
+	mr->pub.space = space;
+	mr->pub.iova = iova;
+	mr->pub.len = (size_t)len;
+	mr->pub.access = access;
+	mr->pub.wire_priv = mr;
+	*out = &mr->pub;
+	return 0;
+}
+
+int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *pub)
+{
+	struct ddtx_shm_mr *mr;
+	int ret;
+
+	if (!dom || !pub || !pub->wire_priv) {
+		DDTX_WARN(FI_LOG_CORE, "shm: mr_dereg: bad argument\n");
+		return -FI_EINVAL;
+	}
+	mr = pub->wire_priv;
+	if (&mr->pub != pub)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&dom->lock);
+	ret = ddtx_shm_keytab_remove(&dom->keys, mr->slot, (uint32_t)pub->space, pub->key);
+	pthread_mutex_unlock(&dom->lock);
+	if (ret)
+		return ret;
+	mr->pub.wire_priv = NULL;
+	free(mr);
+	return 0;
+}
+
+/* ---- endpoint ---- */
+
+int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
+		      void *handler_arg, struct ddtx_wire_ep **out)
+{
+	struct ddtx_wire_ep *ep;
+	struct ddtx_shm_ep_hdr *hdr;
+	size_t ring_off = (sizeof(struct ddtx_shm_ep_hdr) + 63) & ~(size_t)63;
+	size_t size;
+	int ret;
+
+	if (!dom || !handlers || !out)
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->dom = dom;
+	ep->handlers = *handlers;
+	ep->handler_arg = handler_arg;
+	ddtx_shm_peers_init(&ep->peers);
+
+	size = ring_off + dom->params.ring_slots * dom->params.slot_size;
+	ret = ddtx_shm_region_create(size, &ep->map, ep->addr.rand);
+	if (ret)
+		goto err_free;
+	do {
+		ret = ddtx_shm_random(&ep->addr.uid, sizeof(ep->addr.uid));
+	} while (!ret && !ep->addr.uid);
+	if (ret)
+		goto err_region;
+	ep->addr.magic = DDTX_SHM_ADDR_MAGIC;
+	ep->addr.version = DDTX_SHM_VERSION;
+	ep->addr.pid = (uint32_t)getpid();
+	ep->addr.start_time = dom->start_time;
+
+	hdr = ep->hdr = ep->map.addr;
+	snprintf(hdr->dom_name, sizeof(hdr->dom_name), "%s", dom->map.name);
+	hdr->ring_slots = (uint32_t)dom->params.ring_slots;
+	hdr->slot_size = (uint32_t)dom->params.slot_size;
+	hdr->ring_off = ring_off;
+	atomic_store_explicit(&hdr->tail, 0, memory_order_relaxed);
+	ddtx_shm_ring_init(&ep->ring, hdr, (uint8_t *)ep->map.addr + ring_off, hdr->ring_slots,
+			   hdr->slot_size);
+	for (uint32_t i = 0; i < hdr->ring_slots; i++) {
+		struct ddtx_shm_slot_hdr *s = ddtx_shm_ring_slot(&ep->ring, i);
+		atomic_store_explicit(&s->owner, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->seq, i, memory_order_relaxed);
+	}
+	atomic_store_explicit(&hdr->alive, 1, memory_order_relaxed);
+	region_hdr_init(&hdr->r, DDTX_SHM_EP_MAGIC, size, (uint32_t)ring_off, dom->start_time,
+			ep->addr.uid);
+	DDTX_INFO(FI_LOG_CORE, "shm: endpoint region %s: ring %zu x %zu bytes\n", ep->map.name,
+		  dom->params.ring_slots, dom->params.slot_size);
+	*out = ep;
+	return 0;
+err_region:
+	ddtx_shm_region_destroy(&ep->map);
+err_free:
+	free(ep);
+	return ret;
+}
+
+void ddtx_wire_ep_close(struct ddtx_wire_ep *ep)
+{
+	if (!ep)
+		return;
+	if (ep->hdr)
+		atomic_store_explicit(&ep->hdr->alive, 0, memory_order_release);
+	if (ep->cq_count)
+		DDTX_INFO(FI_LOG_EP_DATA, "shm: closing an endpoint with %zu undelivered "
+			  "completions\n", ep->cq_count);
+	ddtx_shm_peers_fini(&ep->peers);
+	ddtx_shm_region_destroy(&ep->map);
+	free(ep->cq);
+	free(ep->riov);
+	free(ep);
+}
+
+int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len)
+{
+	if (!ep || !len)
+		return -FI_EINVAL;
+	if (*len < DDTX_SHM_ADDR_LEN || !addr) {
+		*len = DDTX_SHM_ADDR_LEN;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, &ep->addr, DDTX_SHM_ADDR_LEN);
+	*len = DDTX_SHM_ADDR_LEN;
+	return 0;
+}
+
+int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
+			  ddtx_peer_t *peer)
+{
+	struct ddtx_shm_addr a;
+	int ret;
+
+	if (!ep || !peer)
+		return -FI_EINVAL;
+	ret = ddtx_shm_addr_check(addr, len);
+	if (ret)
+		return ret;
+	memcpy(&a, addr, sizeof(a));
+	return ddtx_shm_peers_insert(&ep->peers, &a, peer);
+}
+
+int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len)
+{
+	struct ddtx_shm_peer *p;
+
+	if (!ep || !len)
+		return -FI_EINVAL;
+	p = ddtx_shm_peers_get(&ep->peers, peer);
+	if (!p)
+		return -FI_EINVAL;
+	if (*len < DDTX_SHM_ADDR_LEN || !addr) {
+		*len = DDTX_SHM_ADDR_LEN;
+		return -FI_ETOOSMALL;
+	}
+	memcpy(addr, &p->addr, DDTX_SHM_ADDR_LEN);
+	*len = DDTX_SHM_ADDR_LEN;
+	return 0;
+}
+
+bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+{
+	struct ddtx_shm_peer *p = ep ? ddtx_shm_peers_get(&ep->peers, peer) : NULL;
+
+	return p && ddtx_shm_peer_check(p);
+}
+
+/* The peer is usable for traffic: mapped, its endpoint open, its process recently seen. */
+static int peer_ready(struct ddtx_shm_peer *p)
+{
+	int ret;
+
+	if (p->dead)
+		return -FI_EIO;
+	ret = ddtx_shm_peer_map(p);
+	if (ret)
+		return ret;
+	if (!atomic_load_explicit(&p->ep_hdr->alive, memory_order_acquire)) {
+		ddtx_shm_peer_mark_dead(p, "it closed its endpoint");
+		return -FI_EIO;
+	}
+	if (ddtx_shm_now_ns() - p->last_check_ns > PEER_CHECK_NS && !ddtx_shm_peer_check(p))
+		return -FI_EIO;
+	return 0;
+}
+
+static int iov_total(const struct iovec *iov, size_t count, size_t *total)
+{
+	size_t t = *total;
+
+	if (count && !iov)
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len > SIZE_MAX - t || (iov[i].iov_len && !iov[i].iov_base))
+			return -FI_EINVAL;
+		t += iov[i].iov_len;
+	}
+	*total = t;
+	return 0;
+}
+
+int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		   const struct iovec *iov, size_t count)
+{
+	struct ddtx_shm_peer *p;
+	size_t total = hdr_len;
+	int ret;
+
+	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) || (hdr_len && !hdr) ||
+	    count > ep->dom->caps.max_sge || iov_total(iov, count, &total)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: send: bad argument (peer %u, %zu iov entries, "
+			  "max_sge %zu)\n", peer, count, ep ? ep->dom->caps.max_sge : 0);
+		return -FI_EINVAL;
+	}
+	if (total > ep->dom->caps.max_send_size) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: send of %zu bytes exceeds max_send_size %zu\n",
+			  total, ep->dom->caps.max_send_size);
+		return -FI_EMSGSIZE;
+	}
+	ret = peer_ready(p);
+	if (ret)
+		return ret;
+	if (total > p->ring.slot_size - DDTX_SHM_SLOT_HDR) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: send of %zu bytes exceeds the peer's slots (%zu)\n",
+			  total, (size_t)p->ring.slot_size - DDTX_SHM_SLOT_HDR);
+		return -FI_EMSGSIZE;
+	}
+	ret = ddtx_shm_ring_push(&p->ring, &ep->addr, hdr, hdr_len, iov, count, total);
+	if (ret == -FI_EAGAIN && !ddtx_shm_peer_check(p))
+		return -FI_EIO;                  /* do not spin on the full ring of a dead peer */
+	return ret;
+}
+
+static int cq_reserve(struct ddtx_wire_ep *ep)
+{
+	struct ddtx_shm_compl *v;
+	size_t ncap;
+
+	if (ep->cq_count < ep->cq_cap)
+		return 0;
+	ncap = ep->cq_cap ? 2 * ep->cq_cap : 64;
+	v = malloc(ncap * sizeof(*v));
+	if (!v)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < ep->cq_count; i++)
+		v[i] = ep->cq[(ep->cq_head + i) % ep->cq_cap];
+	free(ep->cq);
+	ep->cq = v;
+	ep->cq_cap = ncap;
+	ep->cq_head = 0;
+	return 0;
+}
+
+static void cq_push(struct ddtx_wire_ep *ep, void *ctx, int status)
+{
+	ep->cq[(ep->cq_head + ep->cq_count) % ep->cq_cap] = (struct ddtx_shm_compl){ ctx, status };
+	ep->cq_count++;
+}
+
+static int rma(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+	       size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+	       void *wr_context, bool write)
+{
+	const char *op = write ? "write" : "read";
+	struct ddtx_shm_peer *p;
+	size_t total = 0, rcount = 0;
+	int ret, status;
+
+	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) ||
+	    lcount > ep->dom->caps.max_sge || iov_total(local, lcount, &total) ||
+	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: %s: bad argument (peer %u, %zu local entries, "
+			  "max_sge %zu)\n", op, peer, lcount, ep ? ep->dom->caps.max_sge : 0);
+		return -FI_EINVAL;
+	}
+	if (total != len || len > ep->dom->caps.max_rma_size) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: %s: local iov holds %zu bytes for a %zu-byte "
+			  "transfer (max %zu)\n", op, total, len, ep->dom->caps.max_rma_size);
+		return -FI_EINVAL;
+	}
+	ret = cq_reserve(ep);
+	if (ret)
+		return ret;
+
+	if (!len) {
+		status = 0;                      /* like an HCA: no key check for zero bytes */
+		goto done;
+	}
+	status = peer_ready(p);
+	if (status) {
+		if (status != -FI_EIO)
+			return status;           /* local resource trouble: nothing posted */
+		goto done;
+	}
+	status = ddtx_shm_remote_keytab_translate(&p->keys, (uint32_t)space, rkey, raddr, len,
+						  write ? DDTX_ACC_REMOTE_WRITE :
+							  DDTX_ACC_REMOTE_READ,
+						  &ep->riov, &ep->riov_cap, &rcount);
+	if (status == -FI_ENOMEM)
+		return status;
+	if (status) {
+		DDTX_INFO(FI_LOG_EP_DATA, "shm: %s of %zu bytes at %#llx with key %#llx (space %d) "
+			  "to peer %u refused: %s\n", op, len, (unsigned long long)raddr,
+			  (unsigned long long)rkey, (int)space, peer, fi_strerror(-status));
+		goto done;
+	}
+	status = ddtx_shm_dma((pid_t)p->addr.pid, write, local, lcount, ep->riov, rcount, len);
+	if (status == -DDTX_SHM_ESRCH) {
+		ddtx_shm_peer_mark_dead(p, "cross-memory attach refused");
+		status = -FI_EIO;
+	}
+done:
+	cq_push(ep, wr_context, status);
+	return 0;
+}
+
+int ddtx_wire_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		    size_t len, void *wr_context)
+{
+	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, true);
+}
+
+int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		   size_t len, void *wr_context)
+{
+	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, false);
+}
+
+int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
+{
+	struct ddtx_shm_slot_hdr *slot;
+	struct ddtx_shm_addr src;
+	ddtx_peer_t handle;
+	uint32_t len;
+	int n = 0;
+
+	if (!ep || ep->in_progress)
+		return 0;
+	ep->in_progress = true;
+
+	/* Completions queued before this call (callbacks may post more for the next one). */
+	for (size_t k = ep->cq_count; k; k--) {
+		struct ddtx_shm_compl c = ep->cq[ep->cq_head];
+		ep->cq_head = (ep->cq_head + 1) % ep->cq_cap;
+		ep->cq_count--;
+		if (ep->handlers.on_complete)
+			ep->handlers.on_complete(ep->handler_arg, c.ctx, c.status);
+		n++;
+	}
+
+	for (uint32_t budget = ep->ring.nslots; budget; budget--) {
+		enum ddtx_shm_pop r = ddtx_shm_ring_peek(&ep->ring, &ep->cons, &slot, &len);
+		if (r == DDTX_SHM_POP_EMPTY)
+			break;
+		if (r == DDTX_SHM_POP_SKIP)
+			continue;
+		memcpy(&src, &slot->src, sizeof(src));
+		if (ddtx_shm_addr_check(&src, sizeof(src)) ||
+		    ddtx_shm_peers_insert(&ep->peers, &src, &handle)) {
+			DDTX_WARN(FI_LOG_EP_DATA, "shm: dropping a message with a bad source "
+				  "address\n");
+		} else {
+			if (ep->handlers.on_recv)
+				ep->handlers.on_recv(ep->handler_arg, handle,
+						     (uint8_t *)slot + DDTX_SHM_SLOT_HDR, len);
+			n++;
+		}
+		ddtx_shm_ring_release(&ep->ring, &ep->cons);
+	}
+	ep->in_progress = false;
+	return n;
+}
