@@ -1,0 +1,1206 @@
+/*
+ * nc_bw: noncontiguous ping-pong and bandwidth between two processes.
+ *
+ * One invocation measures the same strided layout (count blocks of `block` bytes, `stride` bytes
+ * apart, on both sides) moved by:
+ *
+ *   ddtx/<scheme>    the iov list handed straight to fi_tsendmsg/fi_trecvmsg, in messages of at
+ *                    most iov_limit entries, with FI_DDTX_SCHEME=<scheme> (pack, sgl, umr, auto);
+ *                    the scheme ddtx really used is read back from its statistics extension
+ *   shm, tcp         libfabric's own providers with the application packing into a contiguous
+ *                    buffer, sending it, and unpacking at the receiver, as an MPI library does
+ *                    when a provider takes few iovs (pack and unpack are inside the timing)
+ *   cma-strided      a bare process_vm_writev moving the same iov lists (both sides strided):
+ *                    the physical limit of one copy
+ *   cma-contig       a bare process_vm_writev of the same byte count, contiguous on both sides
+ *
+ * Every case runs in two freshly forked processes (so FI_DDTX_SCHEME can differ per case and the
+ * parent never loads libfabric); the first transfer of every case is checked byte by byte,
+ * gaps included.  Figures are printed whatever they are: the program fails only on bad options
+ * or corrupted data, never on a timing.
+ */
+#include "ft_harness.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <rdma/fi_ddtx.h>
+
+#ifndef NC_DEFAULT_PROV_PATH
+#define NC_DEFAULT_PROV_PATH ""
+#endif
+
+#define NC_CMA_IOV_MAX 1024         /* UIO_MAXIOV: entries per side of one process_vm_writev */
+#define NC_MAX_ITERS 1000000
+#define NC_TAG_ACK ((uint64_t)1 << 40)
+#define NC_TAG(slot, c) (((uint64_t)(slot) << 24) | (uint64_t)(c))
+
+enum nc_kind { K_CMA_STRIDED, K_CMA_CONTIG, K_APP_PACK, K_DDTX };
+enum nc_mode { M_PINGPONG = 1, M_BW = 2 };
+
+struct nc_cfg {
+	size_t block, count, stride, bytes;
+	int iters;            /* 0: chosen from the warm-up so that a case runs about `seconds` */
+	int warmup;
+	int window;
+	double seconds;
+	int timeout;
+	bool verify;
+	bool pin;
+	size_t iov_limit;     /* 0: what fi_getinfo reports */
+};
+
+struct nc_case {
+	enum nc_kind kind;
+	enum nc_mode mode;
+	char prov[16];
+	char scheme[16];
+	char name[32];
+};
+
+/* Filled by rank 0 (and the scheme by rank 1) in shared memory, read by the parent. */
+struct nc_result {
+	int status;           /* 0 ok, 1 error, 2 data mismatch, 77 skipped */
+	char err[160];
+	char used[48];        /* ddtx: scheme(s) its statistics counted during the timed loop */
+	size_t iov_limit;
+	size_t msgs;          /* messages per transfer (per direction) */
+	int iters;
+	double t_xfer;        /* seconds per transfer (one direction) */
+	double gbps;
+	bool verified;
+};
+
+struct nc_shared {
+	_Atomic uint64_t flag[2];       /* cma ping-pong: sequence numbers written by each rank */
+	char used_rx[48];
+	struct nc_result res;
+};
+
+struct nc_arg {
+	const struct nc_cfg *cfg;
+	const struct nc_case *cs;
+	struct nc_shared *sh;
+};
+
+/* ------------------------------------------------------------------------------------------ */
+
+static size_t parse_size(const char *s, bool *ok)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s) {
+		*ok = false;
+		return 0;
+	}
+	switch (toupper((unsigned char)*end)) {
+	case 'K': v <<= 10; end++; break;
+	case 'M': v <<= 20; end++; break;
+	case 'G': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end)
+		*ok = false;
+	return (size_t)v;
+}
+
+static void fmt_bytes(char *buf, size_t n, size_t v)
+{
+	if (v >= (1u << 30) && v % (1u << 30) == 0)
+		snprintf(buf, n, "%zuG", v >> 30);
+	else if (v >= (1u << 20) && v % (1u << 20) == 0)
+		snprintf(buf, n, "%zuM", v >> 20);
+	else if (v >= 1024 && v % 1024 == 0)
+		snprintf(buf, n, "%zuK", v >> 10);
+	else
+		snprintf(buf, n, "%zu", v);
+}
+
+static void *alloc_buf(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static size_t span(const struct nc_cfg *cfg)
+{
+	return (cfg->count - 1) * cfg->stride + cfg->block;
+}
+
+static struct iovec *make_iov(uint8_t *base, const struct nc_cfg *cfg)
+{
+	struct iovec *iov = calloc(cfg->count, sizeof(*iov));
+	for (size_t i = 0; i < cfg->count; i++) {
+		iov[i].iov_base = base + i * cfg->stride;
+		iov[i].iov_len = cfg->block;
+	}
+	return iov;
+}
+
+static void pack(uint8_t *dst, const struct iovec *iov, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+}
+
+static void unpack(const struct iovec *iov, size_t n, const uint8_t *src)
+{
+	for (size_t i = 0; i < n; i++) {
+		memcpy(iov[i].iov_base, src, iov[i].iov_len);
+		src += iov[i].iov_len;
+	}
+}
+
+#define GAP_BYTE 0xA5
+
+/* Sender: block bytes carry a pattern (seed = sender rank + 1), gaps something else. */
+static void fill_send(uint8_t *buf, const struct nc_cfg *cfg, uint64_t seed)
+{
+	memset(buf, 0x5A, span(cfg));
+	size_t k = 0;
+	for (size_t i = 0; i < cfg->count; i++)
+		for (size_t j = 0; j < cfg->block; j++)
+			buf[i * cfg->stride + j] = ft_pattern(seed, k++);
+}
+
+static bool check_recv(const uint8_t *buf, const struct nc_cfg *cfg, uint64_t seed, char *err,
+		       size_t errlen)
+{
+	size_t k = 0, sp = span(cfg);
+	for (size_t off = 0; off < sp; off++) {
+		size_t in = off % cfg->stride;
+		bool data = in < cfg->block;
+		uint8_t want = data ? ft_pattern(seed, k++) : GAP_BYTE;
+		if (buf[off] != want) {
+			snprintf(err, errlen, "byte %zu (%s) is 0x%02x, expected 0x%02x", off,
+				 data ? "block" : "gap", buf[off], want);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void set_err(struct nc_shared *sh, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_err(struct nc_shared *sh, int status, const char *fmt, ...)
+{
+	if (sh->res.status)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sh->res.err, sizeof(sh->res.err), fmt, ap);
+	va_end(ap);
+	sh->res.status = status;
+}
+
+static void pin_rank(const struct nc_cfg *cfg, int rank)
+{
+	if (!cfg->pin)
+		return;
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2)
+		return;
+	int want = rank % CPU_COUNT(&set), seen = 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		if (seen++ == want) {
+			cpu_set_t one;
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			return;
+		}
+	}
+}
+
+/* Number of timed iterations: given, or enough for about cfg->seconds after a warm-up that took
+ * `warm_s` for `warm_n` transfers. */
+static int pick_iters(const struct nc_cfg *cfg, double warm_s, int warm_n)
+{
+	if (cfg->iters > 0)
+		return cfg->iters;
+	double per = warm_n > 0 ? warm_s / warm_n : 0;
+	double n = per > 0 ? cfg->seconds / per : 1000;
+	if (n < 5)
+		n = 5;
+	if (n > NC_MAX_ITERS)
+		n = NC_MAX_ITERS;
+	return (int)n;
+}
+
+/* Rank 0 decides, everyone learns. */
+static int share_int(struct ft_ctx *ctx, int v)
+{
+	int all[2];
+	ft_allgather(ctx, &v, sizeof(v), all);
+	return all[0];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Bare process_vm_writev                                                                       */
+
+struct cma_peer {
+	pid_t pid;
+	uint8_t *rbuf;         /* strided (K_CMA_STRIDED) or contiguous receive buffer */
+};
+
+static int cma_write(pid_t pid, const struct iovec *l, const struct iovec *r, size_t n,
+		     char *err, size_t errlen)
+{
+	for (size_t done = 0; done < n; done += NC_CMA_IOV_MAX) {
+		size_t cnt = n - done < NC_CMA_IOV_MAX ? n - done : NC_CMA_IOV_MAX;
+		size_t want = 0;
+		for (size_t i = 0; i < cnt; i++)
+			want += l[done + i].iov_len;
+		ssize_t w = process_vm_writev(pid, l + done, cnt, r + done, cnt, 0);
+		if (w < 0) {
+			snprintf(err, errlen, "process_vm_writev: %s", strerror(errno));
+			return -1;
+		}
+		if ((size_t)w != want) {
+			/* Partial write (does not happen below 2 GiB per call); finish it by hand. */
+			size_t skip = (size_t)w;
+			for (size_t i = 0; i < cnt; i++) {
+				size_t len = l[done + i].iov_len;
+				if (skip >= len) {
+					skip -= len;
+					continue;
+				}
+				struct iovec li = {(uint8_t *)l[done + i].iov_base + skip, len - skip};
+				struct iovec ri = {(uint8_t *)r[done + i].iov_base + skip, len - skip};
+				if (cma_write(pid, &li, &ri, 1, err, errlen))
+					return -1;
+				skip = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static void spin_until(_Atomic uint64_t *f, uint64_t v)
+{
+	while (atomic_load_explicit(f, memory_order_acquire) < v)
+		;
+}
+
+static int run_cma(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct nc_case *cs,
+		   struct nc_shared *sh)
+{
+	bool strided = cs->kind == K_CMA_STRIDED;
+	size_t len = strided ? span(cfg) : cfg->bytes;
+	uint8_t *sbuf = alloc_buf(len), *rbuf = alloc_buf(len);
+	if (!sbuf || !rbuf) {
+		set_err(sh, 1, "out of memory");
+		return 1;
+	}
+	fill_send(sbuf, strided ? cfg : &(struct nc_cfg){.block = len, .count = 1, .stride = len},
+		  (uint64_t)ctx->rank + 1);
+	memset(rbuf, GAP_BYTE, len);
+
+	struct cma_peer me = {getpid(), rbuf}, all[2];
+	ft_allgather(ctx, &me, sizeof(me), all);
+	struct cma_peer *peer = &all[1 - ctx->rank];
+
+	struct iovec *liov, *riov;
+	size_t n;
+	if (strided) {
+		liov = make_iov(sbuf, cfg);
+		riov = make_iov(peer->rbuf, cfg);
+		n = cfg->count;
+	} else {
+		liov = calloc(1, sizeof(*liov));
+		riov = calloc(1, sizeof(*riov));
+		liov->iov_base = sbuf;
+		riov->iov_base = peer->rbuf;
+		liov->iov_len = riov->iov_len = len;
+		n = 1;
+	}
+	char err[160] = "";
+	_Atomic uint64_t *mine = &sh->flag[ctx->rank], *theirs = &sh->flag[1 - ctx->rank];
+	uint64_t seq = 0;
+	int me_r = ctx->rank;
+
+	/* One transfer: M_PINGPONG: 0 writes, 1 waits then writes back; M_BW: 0 writes. */
+#define CMA_XFER()                                                                          \
+	do {                                                                                \
+		seq++;                                                                      \
+		if (cs->mode == M_PINGPONG) {                                               \
+			if (me_r == 0) {                                                    \
+				if (cma_write(peer->pid, liov, riov, n, err, sizeof(err)))   \
+					goto fail;                                          \
+				atomic_store_explicit(mine, seq, memory_order_release);     \
+				spin_until(theirs, seq);                                    \
+			} else {                                                            \
+				spin_until(theirs, seq);                                    \
+				if (cma_write(peer->pid, liov, riov, n, err, sizeof(err)))   \
+					goto fail;                                          \
+				atomic_store_explicit(mine, seq, memory_order_release);     \
+			}                                                                   \
+		} else if (me_r == 0) {                                                     \
+			if (cma_write(peer->pid, liov, riov, n, err, sizeof(err)))           \
+				goto fail;                                                  \
+		}                                                                           \
+	} while (0)
+
+	/* Verified first transfer (both directions in ping-pong). */
+	ft_barrier(ctx);
+	CMA_XFER();
+	ft_barrier(ctx);
+	if (cfg->verify && (cs->mode == M_PINGPONG || ctx->rank == 1)) {
+		struct nc_cfg one = {.block = len, .count = 1, .stride = len};
+		if (!check_recv(rbuf, strided ? cfg : &one, (uint64_t)(1 - ctx->rank) + 1, err,
+				sizeof(err))) {
+			set_err(sh, 2, "rank %d: %s", ctx->rank, err);
+			return 2;
+		}
+		if (ctx->rank == 0)
+			sh->res.verified = true;
+	}
+	if (ctx->rank == 0 && cs->mode == M_BW && cfg->verify)
+		sh->res.verified = true;
+
+	double t0 = ft_now();
+	for (int i = 0; i < cfg->warmup; i++)
+		CMA_XFER();
+	int iters = share_int(ctx, pick_iters(cfg, ft_now() - t0, cfg->warmup));
+	ft_barrier(ctx);
+	t0 = ft_now();
+	for (int i = 0; i < iters; i++)
+		CMA_XFER();
+	double t = ft_now() - t0;
+	ft_barrier(ctx);
+	if (ctx->rank == 0) {
+		sh->res.iters = iters;
+		sh->res.msgs = (n + NC_CMA_IOV_MAX - 1) / NC_CMA_IOV_MAX;
+		sh->res.iov_limit = strided ? NC_CMA_IOV_MAX : 1;
+		sh->res.t_xfer = t / iters / (cs->mode == M_PINGPONG ? 2 : 1);
+		snprintf(sh->res.used, sizeof(sh->res.used), "%s", strided ? "1 copy" : "1 copy");
+	}
+	return 0;
+fail:
+	set_err(sh, 1, "rank %d: %s", ctx->rank, err);
+	return 1;
+#undef CMA_XFER
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Fabric cases: ddtx with iov lists, or any provider with application packing                  */
+
+struct nc_op {
+	struct fi_context2 fctx;   /* first: the CQ hands back &op->fctx */
+	int slot;
+	bool send;
+};
+
+struct nc_fab {
+	struct ft_ep fe;
+	fi_addr_t peer;
+	bool app_pack;
+	const struct nc_cfg *cfg;
+	struct nc_shared *sh;
+	struct iovec *siov, *riov;
+	size_t n;                  /* iov entries of the layout */
+	size_t lim;                /* iov entries per message (ddtx) */
+	size_t msg_max;            /* bytes per message (application packing) */
+	size_t nmsg;               /* messages per transfer */
+	int window;
+	uint8_t **spb, **rpb;      /* packing buffers per slot */
+	struct nc_op *sops, *rops; /* [window][nmsg] */
+	size_t *spend, *rpend;     /* completions outstanding per slot */
+	struct nc_op ack_op;
+	uint64_t ack_buf, ack_sbuf;
+	bool ack_done;
+	struct fi_ddtx_ops *dops;
+};
+
+static int fab_progress(struct nc_fab *f)
+{
+	struct fi_cq_tagged_entry e[16];
+	ssize_t n = fi_cq_read(f->fe.cq, e, 16);
+	if (n == -FI_EAGAIN)
+		return 0;
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry ee = {0};
+		fi_cq_readerr(f->fe.cq, &ee, 0);
+		set_err(f->sh, 1, "error completion: %s (prov errno %d)", fi_strerror(ee.err),
+			ee.prov_errno);
+		return -1;
+	}
+	if (n < 0) {
+		set_err(f->sh, 1, "fi_cq_read: %s", fi_strerror((int)-n));
+		return -1;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		struct nc_op *op = e[i].op_context;
+		if (op == &f->ack_op)
+			f->ack_done = true;
+		else if (op->send)
+			f->spend[op->slot]--;
+		else
+			f->rpend[op->slot]--;
+	}
+	return 0;
+}
+
+#define FAB_POST(f, call)                                                                   \
+	({                                                                                  \
+		ssize_t r_;                                                                 \
+		while ((r_ = (call)) == -FI_EAGAIN)                                         \
+			if (fab_progress(f))                                                \
+				break;                                                      \
+		r_;                                                                         \
+	})
+
+static int fab_send(struct nc_fab *f, int slot)
+{
+	struct nc_op *ops = &f->sops[(size_t)slot * f->nmsg];
+	f->spend[slot] = f->nmsg;
+	if (f->app_pack) {
+		pack(f->spb[slot], f->siov, f->n);
+		for (size_t c = 0; c < f->nmsg; c++) {
+			size_t off = c * f->msg_max;
+			size_t len = f->cfg->bytes - off < f->msg_max ? f->cfg->bytes - off : f->msg_max;
+			ssize_t r = FAB_POST(f, fi_tsend(f->fe.ep, f->spb[slot] + off, len, NULL,
+							 f->peer, NC_TAG(slot, c), &ops[c].fctx));
+			if (r) {
+				set_err(f->sh, 1, "fi_tsend: %s", fi_strerror((int)-r));
+				return -1;
+			}
+		}
+		return 0;
+	}
+	for (size_t c = 0; c < f->nmsg; c++) {
+		size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
+		struct fi_msg_tagged msg = {
+			.msg_iov = &f->siov[first], .desc = NULL, .iov_count = cnt,
+			.addr = f->peer, .tag = NC_TAG(slot, c), .context = &ops[c].fctx};
+		ssize_t r = FAB_POST(f, fi_tsendmsg(f->fe.ep, &msg, FI_COMPLETION));
+		if (r) {
+			set_err(f->sh, 1, "fi_tsendmsg(%zu iovs): %s", cnt, fi_strerror((int)-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int fab_recv(struct nc_fab *f, int slot)
+{
+	struct nc_op *ops = &f->rops[(size_t)slot * f->nmsg];
+	f->rpend[slot] = f->nmsg;
+	for (size_t c = 0; c < f->nmsg; c++) {
+		ssize_t r;
+		if (f->app_pack) {
+			size_t off = c * f->msg_max;
+			size_t len = f->cfg->bytes - off < f->msg_max ? f->cfg->bytes - off : f->msg_max;
+			r = FAB_POST(f, fi_trecv(f->fe.ep, f->rpb[slot] + off, len, NULL, f->peer,
+						 NC_TAG(slot, c), 0, &ops[c].fctx));
+		} else {
+			size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
+			struct fi_msg_tagged msg = {
+				.msg_iov = &f->riov[first], .desc = NULL, .iov_count = cnt,
+				.addr = f->peer, .tag = NC_TAG(slot, c), .ignore = 0,
+				.context = &ops[c].fctx};
+			r = FAB_POST(f, fi_trecvmsg(f->fe.ep, &msg, FI_COMPLETION));
+		}
+		if (r) {
+			set_err(f->sh, 1, "fi_trecv: %s", fi_strerror((int)-r));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Unpack a completed receive slot (application packing only). */
+static void fab_recv_done(struct nc_fab *f, int slot)
+{
+	if (f->app_pack)
+		unpack(f->riov, f->n, f->rpb[slot]);
+}
+
+static int fab_wait_slot(struct nc_fab *f, size_t *pend, double deadline)
+{
+	while (*pend) {
+		if (fab_progress(f))
+			return -1;
+		if (ft_now() > deadline) {
+			set_err(f->sh, 1, "no completion within %d s", f->cfg->timeout);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Ping-pong of `iters` round trips (rank 1 has slot 0's receive posted on entry and on exit). */
+static int fab_pingpong(struct ft_ctx *ctx, struct nc_fab *f, int iters)
+{
+	double deadline = ft_now() + f->cfg->timeout;
+	for (int i = 0; i < iters; i++) {
+		if (ctx->rank == 0) {
+			if (fab_recv(f, 0) || fab_send(f, 0) ||
+			    fab_wait_slot(f, &f->spend[0], deadline) ||
+			    fab_wait_slot(f, &f->rpend[0], deadline))
+				return -1;
+			fab_recv_done(f, 0);
+		} else {
+			if (fab_wait_slot(f, &f->rpend[0], deadline))
+				return -1;
+			fab_recv_done(f, 0);
+			if (fab_recv(f, 0) || fab_send(f, 0) ||
+			    fab_wait_slot(f, &f->spend[0], deadline))
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Rank 0 streams `iters` transfers with up to `window` in flight; rank 1 answers with an ack. */
+static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
+{
+	double deadline = ft_now() + f->cfg->timeout;
+	int w = f->window < iters ? f->window : iters;
+	int posted = 0, done = 0;
+	bool *active = calloc((size_t)f->window, sizeof(bool));
+	f->ack_done = false;
+	if (ctx->rank == 1) {
+		for (; posted < w; posted++) {
+			if (fab_recv(f, posted))
+				goto fail;
+			active[posted] = true;
+		}
+	} else {
+		ssize_t r = FAB_POST(f, fi_trecv(f->fe.ep, &f->ack_buf, sizeof(f->ack_buf), NULL,
+						 f->peer, NC_TAG_ACK, 0, &f->ack_op.fctx));
+		if (r) {
+			set_err(f->sh, 1, "fi_trecv(ack): %s", fi_strerror((int)-r));
+			goto fail;
+		}
+		ft_barrier(ctx);
+		for (; posted < w; posted++) {
+			if (fab_send(f, posted))
+				goto fail;
+			active[posted] = true;
+		}
+	}
+	if (ctx->rank == 1)
+		ft_barrier(ctx);
+	while (done < iters) {
+		if (fab_progress(f))
+			goto fail;
+		for (int s = 0; s < w; s++) {
+			size_t pend = ctx->rank == 0 ? f->spend[s] : f->rpend[s];
+			if (!active[s] || pend)
+				continue;
+			done++;
+			active[s] = false;
+			if (ctx->rank == 1)
+				fab_recv_done(f, s);
+			if (posted < iters) {
+				if (ctx->rank == 0 ? fab_send(f, s) : fab_recv(f, s))
+					goto fail;
+				active[s] = true;
+				posted++;
+			}
+		}
+		if (ft_now() > deadline) {
+			set_err(f->sh, 1, "no completion within %d s", f->cfg->timeout);
+			goto fail;
+		}
+	}
+	if (ctx->rank == 1) {
+		ssize_t r = FAB_POST(f, fi_tsend(f->fe.ep, &f->ack_sbuf, sizeof(f->ack_sbuf), NULL,
+						 f->peer, NC_TAG_ACK, &f->ack_op.fctx));
+		if (r) {
+			set_err(f->sh, 1, "fi_tsend(ack): %s", fi_strerror((int)-r));
+			goto fail;
+		}
+	}
+	while (!f->ack_done) {
+		if (fab_progress(f))
+			goto fail;
+		if (ft_now() > deadline) {
+			set_err(f->sh, 1, "no ack within %d s", f->cfg->timeout);
+			goto fail;
+		}
+	}
+	free(active);
+	return 0;
+fail:
+	free(active);
+	return -1;
+}
+
+static void ddtx_snapshot(struct nc_fab *f, struct fi_ddtx_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (f->dops)
+		f->dops->stats(f->fe.domain, st);
+}
+
+/* "sgl", or "pack 50% sgl 50%" when several schemes moved the timed loop's bytes. */
+static void ddtx_used(struct nc_fab *f, const struct fi_ddtx_stats *a,
+		      const struct fi_ddtx_stats *b, char *out, size_t outlen)
+{
+	if (!f->dops) {
+		snprintf(out, outlen, "?");
+		return;
+	}
+	uint64_t tot = 0;
+	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
+		tot += b->bytes[s] - a->bytes[s];
+	if (!tot) {
+		snprintf(out, outlen, "none");
+		return;
+	}
+	out[0] = 0;
+	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
+		uint64_t d = b->bytes[s] - a->bytes[s];
+		if (!d)
+			continue;
+		const char *nm = f->dops->scheme_name ? f->dops->scheme_name(s) : "?";
+		size_t l = strlen(out);
+		if (d * 100 >= tot * 99)
+			snprintf(out + l, outlen - l, "%s%s", l ? " " : "", nm);
+		else
+			snprintf(out + l, outlen - l, "%s%s:%d%%", l ? " " : "", nm,
+				 (int)(d * 100 / tot));
+	}
+}
+
+static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct nc_case *cs,
+		      struct nc_shared *sh)
+{
+	struct nc_fab f0 = {0}, *f = &f0;
+	f->cfg = cfg;
+	f->sh = sh;
+	f->app_pack = cs->kind == K_APP_PACK;
+	f->window = cs->mode == M_BW ? cfg->window : 1;
+
+	if (cs->kind == K_DDTX)
+		setenv("FI_DDTX_SCHEME", cs->scheme, 1);
+	struct ft_opts opts = {
+		.prov = cs->prov,
+		.caps = FI_TAGGED,
+		.mode = FI_CONTEXT | FI_CONTEXT2,
+		.node = strcmp(cs->prov, "tcp") == 0 ? "127.0.0.1" : NULL,
+	};
+	int ret = ft_open(ctx, &opts, &f->fe);
+	if (ret) {
+		set_err(sh, ret == -FI_ENODATA ? FT_SKIP : 1, "provider %s: %s", cs->prov,
+			fi_strerror(-ret));
+		/* A failure status makes ft_spawn stop the peer, which may be waiting in
+		 * ft_open's all-gather. */
+		return 1;
+	}
+	f->peer = f->fe.peers[1 - ctx->rank];
+	struct fi_info *info = f->fe.info;
+
+	size_t lim = info->tx_attr->iov_limit < info->rx_attr->iov_limit ? info->tx_attr->iov_limit
+									   : info->rx_attr->iov_limit;
+	if (cfg->iov_limit && cfg->iov_limit < lim)
+		lim = cfg->iov_limit;
+	f->lim = lim ? lim : 1;
+	f->msg_max = info->ep_attr->max_msg_size ? info->ep_attr->max_msg_size : cfg->bytes;
+	if (f->msg_max > cfg->bytes)
+		f->msg_max = cfg->bytes ? cfg->bytes : 1;
+	f->n = cfg->count;
+	f->nmsg = f->app_pack ? (cfg->bytes + f->msg_max - 1) / f->msg_max
+			      : (f->n + f->lim - 1) / f->lim;
+	if (!f->nmsg)
+		f->nmsg = 1;
+
+	if (cs->kind == K_DDTX &&
+	    fi_open_ops(&f->fe.domain->fid, FI_DDTX_DOMAIN_OPS_1, 0, (void **)&f->dops, NULL))
+		f->dops = NULL;
+
+	uint8_t *sbuf = alloc_buf(span(cfg)), *rbuf = alloc_buf(span(cfg));
+	f->siov = make_iov(sbuf, cfg);
+	f->riov = make_iov(rbuf, cfg);
+	f->spb = calloc((size_t)f->window, sizeof(*f->spb));
+	f->rpb = calloc((size_t)f->window, sizeof(*f->rpb));
+	for (int s = 0; f->app_pack && s < f->window; s++) {
+		f->spb[s] = alloc_buf(cfg->bytes);
+		f->rpb[s] = alloc_buf(cfg->bytes);
+		if (!f->spb[s] || !f->rpb[s]) {
+			set_err(sh, 1, "out of memory");
+			return 1;
+		}
+	}
+	f->sops = calloc((size_t)f->window * f->nmsg, sizeof(*f->sops));
+	f->rops = calloc((size_t)f->window * f->nmsg, sizeof(*f->rops));
+	f->spend = calloc((size_t)f->window, sizeof(size_t));
+	f->rpend = calloc((size_t)f->window, sizeof(size_t));
+	if (!sbuf || !rbuf || !f->siov || !f->riov || !f->sops || !f->rops) {
+		set_err(sh, 1, "out of memory");
+		return 1;
+	}
+	for (int s = 0; s < f->window; s++)
+		for (size_t c = 0; c < f->nmsg; c++) {
+			f->sops[(size_t)s * f->nmsg + c] = (struct nc_op){.slot = s, .send = true};
+			f->rops[(size_t)s * f->nmsg + c] = (struct nc_op){.slot = s, .send = false};
+		}
+	fill_send(sbuf, cfg, (uint64_t)ctx->rank + 1);
+	memset(rbuf, GAP_BYTE, span(cfg));
+
+	int rc = 0;
+	/* Verified first transfer: a ping-pong round trip checks both directions. */
+	if (cs->mode == M_PINGPONG && ctx->rank == 1 && fab_recv(f, 0))
+		goto out_err;
+	ft_barrier(ctx);
+	if (cs->mode == M_PINGPONG) {
+		if (fab_pingpong(ctx, f, 1))
+			goto out_err;
+	} else if (fab_stream(ctx, f, 1)) {
+		goto out_err;
+	}
+	ft_barrier(ctx);
+	if (cfg->verify && (cs->mode == M_PINGPONG || ctx->rank == 1)) {
+		char err[128];
+		if (!check_recv(rbuf, cfg, (uint64_t)(1 - ctx->rank) + 1, err, sizeof(err))) {
+			set_err(sh, 2, "rank %d received wrong data: %s", ctx->rank, err);
+			rc = 2;
+			goto out;
+		}
+	}
+	ft_barrier(ctx);
+	if (ctx->rank == 0)
+		sh->res.verified = cfg->verify;
+
+	/* Warm-up, then the timed loop. */
+	double t0 = ft_now();
+	if (cs->mode == M_PINGPONG ? fab_pingpong(ctx, f, cfg->warmup)
+				   : fab_stream(ctx, f, cfg->warmup))
+		goto out_err;
+	int iters = share_int(ctx, pick_iters(cfg, ft_now() - t0, cfg->warmup));
+
+	struct fi_ddtx_stats st0, st1;
+	ddtx_snapshot(f, &st0);
+	ft_barrier(ctx);
+	t0 = ft_now();
+	if (cs->mode == M_PINGPONG ? fab_pingpong(ctx, f, iters) : fab_stream(ctx, f, iters))
+		goto out_err;
+	double t = ft_now() - t0;
+	ddtx_snapshot(f, &st1);
+
+	if (cs->kind == K_DDTX && ctx->rank == 1)
+		ddtx_used(f, &st0, &st1, sh->used_rx, sizeof(sh->used_rx));
+	ft_barrier(ctx);
+	if (ctx->rank == 0) {
+		sh->res.iters = iters;
+		sh->res.iov_limit = f->app_pack ? 1 : f->lim;
+		sh->res.msgs = f->nmsg;
+		sh->res.t_xfer = t / iters / (cs->mode == M_PINGPONG ? 2 : 1);
+		if (cs->kind == K_DDTX) {
+			/* The receiver chooses a message's scheme: rank 1 in the streaming test;
+			 * in ping-pong both ranks receive and agree (rank 1's figure is shown). */
+			snprintf(sh->res.used, sizeof(sh->res.used), "%s", sh->used_rx);
+		} else {
+			snprintf(sh->res.used, sizeof(sh->res.used), "app pack");
+		}
+	}
+	/* Rank 1 still has a receive posted after a ping-pong: cancel it before closing. */
+	if (ctx->rank == 1 && cs->mode == M_PINGPONG)
+		for (size_t c = 0; c < f->nmsg; c++)
+			fi_cancel(&f->fe.ep->fid, &f->rops[c].fctx);
+	goto out;
+out_err:
+	rc = 1;
+out:
+	ft_barrier(ctx);
+	ft_close(&f->fe);
+	return rc;
+}
+
+static int rank_main(struct ft_ctx *ctx, void *varg)
+{
+	struct nc_arg *a = varg;
+	pin_rank(a->cfg, ctx->rank);
+	/* Let the peer attach with process_vm_writev under Yama ptrace_scope=1 (harmless
+	 * elsewhere); applies to every case so that shm can use its CMA path as well. */
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	if (a->cs->kind == K_CMA_STRIDED || a->cs->kind == K_CMA_CONTIG)
+		return run_cma(ctx, a->cfg, a->cs, a->sh);
+	return run_fabric(ctx, a->cfg, a->cs, a->sh);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Driver                                                                                       */
+
+struct nc_row {
+	struct nc_case cs;
+	struct nc_cfg cfg;
+	struct nc_result res;
+};
+
+static const char *mode_name(enum nc_mode m)
+{
+	return m == M_PINGPONG ? "pingpong" : "bw";
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static const struct nc_row *find_row(const struct nc_row *rows, int nrows, const struct nc_row *r,
+				     const char *name)
+{
+	for (int i = 0; i < nrows; i++)
+		if (rows[i].cfg.block == r->cfg.block && rows[i].cfg.count == r->cfg.count &&
+		    rows[i].cfg.stride == r->cfg.stride && rows[i].cs.mode == r->cs.mode &&
+		    strcmp(rows[i].cs.name, name) == 0 && rows[i].res.status == 0)
+			return &rows[i];
+	return NULL;
+}
+
+static void print_header(const struct nc_cfg *cfg, enum nc_mode mode)
+{
+	char b[24], s[24], t[24];
+	fmt_bytes(b, sizeof(b), cfg->block);
+	fmt_bytes(s, sizeof(s), cfg->stride);
+	fmt_bytes(t, sizeof(t), cfg->bytes);
+	printf("\n# %s: %zu blocks of %s, stride %s, %s per transfer (%s)\n", mode_name(mode),
+	       cfg->count, b, s, t,
+	       mode == M_PINGPONG ? "time = half a round trip"
+				  : "time = per transfer, streaming with a window");
+	printf("%-16s %-16s %10s %6s %8s %11s %8s %8s %8s %s\n", "case", "moved by", "bytes",
+	       "iovmax", "iters", "time_us", "GB/s", "x_cma", "x_shm", "verified");
+}
+
+static void print_row(const struct nc_row *rows, int nrows, const struct nc_row *r)
+{
+	if (r->res.status) {
+		printf("%-16s %s: %s\n", r->cs.name, r->res.status == FT_SKIP ? "skipped" : "ERROR",
+		       r->res.err[0] ? r->res.err : "failed (see stderr)");
+		fflush(stdout);
+		return;
+	}
+	const struct nc_row *cma = find_row(rows, nrows, r, "cma-strided");
+	const struct nc_row *shm = find_row(rows, nrows, r, "shm");
+	char xc[16] = "-", xs[16] = "-";
+	if (cma && cma->res.gbps > 0)
+		snprintf(xc, sizeof(xc), "%.2f", r->res.gbps / cma->res.gbps);
+	if (shm && shm->res.gbps > 0)
+		snprintf(xs, sizeof(xs), "%.2f", r->res.gbps / shm->res.gbps);
+	printf("%-16s %-16s %10zu %6zu %8d %11.1f %8.3f %8s %8s %s\n", r->cs.name, r->res.used,
+	       r->cfg.bytes, r->res.iov_limit, r->res.iters, r->res.t_xfer * 1e6, r->res.gbps, xc,
+	       xs, r->res.verified ? "yes" : "no");
+	fflush(stdout);
+}
+
+static void write_json(const char *path, const struct nc_row *rows, int nrows)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "nc_bw: cannot write %s: %s\n", path, strerror(errno));
+		return;
+	}
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	fprintf(f, "{\n  \"benchmark\": \"nc_bw\",\n  \"host\": ");
+	json_str(f, host);
+	fprintf(f, ",\n  \"cpus\": %ld,\n  \"results\": [\n", sysconf(_SC_NPROCESSORS_ONLN));
+	for (int i = 0; i < nrows; i++) {
+		const struct nc_row *r = &rows[i];
+		const struct nc_row *cma = find_row(rows, nrows, r, "cma-strided");
+		const struct nc_row *shm = find_row(rows, nrows, r, "shm");
+		fprintf(f, "    {\"case\": ");
+		json_str(f, r->cs.name);
+		fprintf(f, ", \"provider\": ");
+		json_str(f, r->cs.prov);
+		fprintf(f, ", \"scheme\": ");
+		json_str(f, r->cs.scheme);
+		fprintf(f, ", \"mode\": \"%s\", \"block\": %zu, \"count\": %zu, \"stride\": %zu, "
+			   "\"bytes\": %zu, \"status\": ",
+			mode_name(r->cs.mode), r->cfg.block, r->cfg.count, r->cfg.stride, r->cfg.bytes);
+		json_str(f, r->res.status == 0 ? "ok" : r->res.status == FT_SKIP ? "skipped"
+						   : r->res.status == 2		  ? "data-mismatch"
+										  : "error");
+		if (r->res.status) {
+			fprintf(f, ", \"error\": ");
+			json_str(f, r->res.err);
+			fprintf(f, "}%s\n", i + 1 < nrows ? "," : "");
+			continue;
+		}
+		fprintf(f, ", \"moved_by\": ");
+		json_str(f, r->res.used);
+		fprintf(f, ", \"iov_limit\": %zu, \"msgs_per_transfer\": %zu, \"iters\": %d, "
+			   "\"time_us\": %.3f, \"gbps\": %.4f, \"ratio_cma_strided\": %.4f, "
+			   "\"ratio_shm\": %.4f, \"verified\": %s}%s\n",
+			r->res.iov_limit, r->res.msgs, r->res.iters, r->res.t_xfer * 1e6, r->res.gbps,
+			cma && cma->res.gbps > 0 ? r->res.gbps / cma->res.gbps : 0.0,
+			shm && shm->res.gbps > 0 ? r->res.gbps / shm->res.gbps : 0.0,
+			r->res.verified ? "true" : "false", i + 1 < nrows ? "," : "");
+	}
+	fprintf(f, "  ]\n}\n");
+	fclose(f);
+	printf("\nwrote %s\n", path);
+}
+
+/* Goals of the issue, checked against what was measured (informational only). */
+static void print_targets(const struct nc_row *rows, int nrows)
+{
+	bool header = false;
+	for (int i = 0; i < nrows; i++) {
+		const struct nc_row *r = &rows[i];
+		if (r->res.status || r->cs.kind != K_DDTX)
+			continue;
+		const struct nc_row *cma = find_row(rows, nrows, r, "cma-strided");
+		const struct nc_row *shm = find_row(rows, nrows, r, "shm");
+		bool zc = strcmp(r->cs.scheme, "sgl") == 0 || strcmp(r->cs.scheme, "umr") == 0 ||
+			  strcmp(r->cs.scheme, "auto") == 0;
+		bool pk = strcmp(r->cs.scheme, "pack") == 0;
+		if (!header) {
+			printf("\n# targets (informational; on 2 cores: zero copy >= 1.8x shm pack path and"
+			       " >= 0.8x strided CMA at 4K blocks; ddtx pack >= shm pack path at 64 B)\n");
+			header = true;
+		}
+		if (zc && r->cfg.block >= 2048 && shm && cma)
+			printf("%-9s %-12s block %6zu: %.2fx shm (goal 1.8) %s, %.2fx cma-strided (goal"
+			       " 0.8) %s\n",
+			       mode_name(r->cs.mode), r->cs.name, r->cfg.block,
+			       r->res.gbps / shm->res.gbps,
+			       r->res.gbps >= 1.8 * shm->res.gbps ? "met" : "MISSED",
+			       r->res.gbps / cma->res.gbps,
+			       r->res.gbps >= 0.8 * cma->res.gbps ? "met" : "MISSED");
+		else if (pk && r->cfg.block <= 256 && shm)
+			printf("%-9s %-12s block %6zu: %.2fx shm (goal 1.0) %s\n", mode_name(r->cs.mode),
+			       r->cs.name, r->cfg.block, r->res.gbps / shm->res.gbps,
+			       r->res.gbps >= shm->res.gbps ? "met" : "MISSED");
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("Usage: %s [options]\n"
+	       "Noncontiguous ping-pong and bandwidth between two processes: ddtx with iov lists\n"
+	       "(per scheme), libfabric providers with application packing, and bare\n"
+	       "process_vm_writev.\n\n"
+	       "  -b, --block LIST      block length(s) in bytes, comma-separated (default 4K);\n"
+	       "                        suffixes K, M, G\n"
+	       "  -n, --count N         blocks per transfer (default: size / block)\n"
+	       "  -s, --size BYTES      payload per transfer when -n is not given (default 32M)\n"
+	       "  -S, --stride BYTES    distance between block starts (default 2 x block)\n"
+	       "  -i, --iters N         timed transfers per case (default: about --time seconds)\n"
+	       "  -t, --time SEC        target duration of a case's timed loop (default 0.5)\n"
+	       "  -w, --warmup N        warm-up transfers (default 2)\n"
+	       "  -W, --window N        transfers in flight in the bandwidth test (default 2)\n"
+	       "  -m, --mode MODE       pingpong, bw or both (default both)\n"
+	       "  -c, --schemes LIST    ddtx schemes (default pack,sgl,umr,auto)\n"
+	       "  -p, --providers LIST  of ddtx, shm, tcp, cma, cma-contig; also verbs, sockets...\n"
+	       "                        (default ddtx,shm,tcp,cma,cma-contig)\n"
+	       "      --iov-limit N     send at most N iovs per ddtx message (default: iov_limit)\n"
+	       "      --json FILE       also write the results as JSON\n"
+	       "      --no-verify       skip the data check of the first transfer\n"
+	       "      --no-pin          do not pin the two processes to different CPUs\n"
+	       "      --timeout SEC     per case (default 300)\n"
+	       "  -h, --help\n\n"
+	       "GB/s is payload bytes / time / 1e9.  x_cma: ratio to cma-strided (bare strided\n"
+	       "process_vm_writev, same mode); x_shm: ratio to libfabric shm with packing.\n"
+	       "FI_PROVIDER_PATH defaults to the build tree's ddtx (%s).\n",
+	       prog, NC_DEFAULT_PROV_PATH[0] ? NC_DEFAULT_PROV_PATH : "unset");
+}
+
+static int split(char *s, char **out, int max)
+{
+	int n = 0;
+	for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
+		out[n++] = tok;
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct nc_cfg base = {.block = 4096, .seconds = 0.5, .warmup = 2, .window = 2,
+			      .timeout = 300, .verify = true, .pin = true};
+	size_t size = 32u << 20, count = 0, stride = 0;
+	char blocks_s[256] = "4K", schemes_s[256] = "pack,sgl,umr,auto",
+	     provs_s[256] = "ddtx,shm,tcp,cma,cma-contig";
+	const char *json = NULL;
+	int modes = M_PINGPONG | M_BW;
+	bool ok = true;
+
+	enum { O_JSON = 256, O_NOVERIFY, O_NOPIN, O_TIMEOUT, O_IOVLIM };
+	static const struct option lopts[] = {
+		{"block", required_argument, NULL, 'b'},   {"count", required_argument, NULL, 'n'},
+		{"size", required_argument, NULL, 's'},    {"stride", required_argument, NULL, 'S'},
+		{"iters", required_argument, NULL, 'i'},   {"time", required_argument, NULL, 't'},
+		{"warmup", required_argument, NULL, 'w'},  {"window", required_argument, NULL, 'W'},
+		{"mode", required_argument, NULL, 'm'},    {"schemes", required_argument, NULL, 'c'},
+		{"providers", required_argument, NULL, 'p'}, {"json", required_argument, NULL, O_JSON},
+		{"no-verify", no_argument, NULL, O_NOVERIFY}, {"no-pin", no_argument, NULL, O_NOPIN},
+		{"timeout", required_argument, NULL, O_TIMEOUT},
+		{"iov-limit", required_argument, NULL, O_IOVLIM},
+		{"help", no_argument, NULL, 'h'},          {0}};
+	int opt;
+	while ((opt = getopt_long(argc, argv, "b:n:s:S:i:t:w:W:m:c:p:h", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'b': snprintf(blocks_s, sizeof(blocks_s), "%s", optarg); break;
+		case 'n': count = parse_size(optarg, &ok); break;
+		case 's': size = parse_size(optarg, &ok); break;
+		case 'S': stride = parse_size(optarg, &ok); break;
+		case 'i': base.iters = atoi(optarg); ok &= base.iters > 0; break;
+		case 't': base.seconds = atof(optarg); ok &= base.seconds > 0; break;
+		case 'w': base.warmup = atoi(optarg); ok &= base.warmup >= 0; break;
+		case 'W': base.window = atoi(optarg); ok &= base.window > 0 && base.window <= 64; break;
+		case 'm':
+			if (!strcmp(optarg, "pingpong"))
+				modes = M_PINGPONG;
+			else if (!strcmp(optarg, "bw"))
+				modes = M_BW;
+			else if (!strcmp(optarg, "both"))
+				modes = M_PINGPONG | M_BW;
+			else
+				ok = false;
+			break;
+		case 'c': snprintf(schemes_s, sizeof(schemes_s), "%s", optarg); break;
+		case 'p': snprintf(provs_s, sizeof(provs_s), "%s", optarg); break;
+		case O_JSON: json = optarg; break;
+		case O_NOVERIFY: base.verify = false; break;
+		case O_NOPIN: base.pin = false; break;
+		case O_TIMEOUT: base.timeout = atoi(optarg); ok &= base.timeout > 0; break;
+		case O_IOVLIM: base.iov_limit = parse_size(optarg, &ok); break;
+		case 'h': usage(argv[0]); return 0;
+		default: ok = false; break;
+		}
+	}
+	if (!ok || optind < argc) {
+		fprintf(stderr, "nc_bw: bad arguments (see --help)\n");
+		return 2;
+	}
+	if (!getenv("FI_PROVIDER_PATH") && NC_DEFAULT_PROV_PATH[0])
+		setenv("FI_PROVIDER_PATH", NC_DEFAULT_PROV_PATH, 1);
+	if (!getenv("IPATH_NO_BACKTRACE"))
+		setenv("IPATH_NO_BACKTRACE", "1", 1);
+
+	char *blocks[32], *schemes[8], *provs[16];
+	int nb = split(blocks_s, blocks, 32), nsch = split(schemes_s, schemes, 8),
+	    nprov = split(provs_s, provs, 16);
+
+	/* Cases per configuration: references first so that every row can print its ratios. */
+	struct nc_case cases[64];
+	int ncase = 0;
+	static const char *order[] = {"cma", "cma-contig", "shm", "tcp", "ddtx"};
+	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
+		for (int p = 0; p < nprov; p++) {
+			if (strcmp(provs[p], order[o]))
+				continue;
+			if (!strcmp(provs[p], "ddtx")) {
+				for (int s = 0; s < nsch && ncase < 60; s++) {
+					struct nc_case *c = &cases[ncase++];
+					*c = (struct nc_case){.kind = K_DDTX};
+					snprintf(c->prov, sizeof(c->prov), "ddtx");
+					snprintf(c->scheme, sizeof(c->scheme), "%s", schemes[s]);
+					snprintf(c->name, sizeof(c->name), "ddtx/%s", schemes[s]);
+				}
+				continue;
+			}
+			struct nc_case *c = &cases[ncase++];
+			*c = (struct nc_case){.kind = !strcmp(provs[p], "cma") ? K_CMA_STRIDED
+						      : !strcmp(provs[p], "cma-contig") ? K_CMA_CONTIG
+											 : K_APP_PACK};
+			snprintf(c->prov, sizeof(c->prov), "%s", provs[p]);
+			snprintf(c->name, sizeof(c->name), "%s",
+				 c->kind == K_CMA_STRIDED ? "cma-strided" : provs[p]);
+		}
+	/* Other libfabric providers (verbs, sockets, ...) go last, with application packing. */
+	for (int p = 0; p < nprov && ncase < 64; p++) {
+		bool known = false;
+		for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
+			known |= !strcmp(provs[p], order[o]);
+		if (known)
+			continue;
+		struct nc_case *c = &cases[ncase++];
+		*c = (struct nc_case){.kind = K_APP_PACK};
+		snprintf(c->prov, sizeof(c->prov), "%s", provs[p]);
+		snprintf(c->name, sizeof(c->name), "%s", provs[p]);
+	}
+
+	struct nc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	int maxrows = nb * 2 * ncase;
+	struct nc_row *rows = calloc((size_t)maxrows, sizeof(*rows));
+	int nrows = 0, bad_data = 0;
+
+	printf("nc_bw: 2 processes, %ld CPUs online, FI_PROVIDER_PATH=%s\n",
+	       sysconf(_SC_NPROCESSORS_ONLN),
+	       getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "(unset)");
+	for (int b = 0; b < nb; b++) {
+		struct nc_cfg cfg = base;
+		cfg.block = parse_size(blocks[b], &ok);
+		if (!ok || !cfg.block) {
+			fprintf(stderr, "nc_bw: bad block length '%s'\n", blocks[b]);
+			return 2;
+		}
+		cfg.count = count ? count : size / cfg.block;
+		if (!cfg.count)
+			cfg.count = 1;
+		cfg.stride = stride ? stride : 2 * cfg.block;
+		if (cfg.stride < cfg.block) {
+			fprintf(stderr, "nc_bw: stride %zu < block %zu\n", cfg.stride, cfg.block);
+			return 2;
+		}
+		cfg.bytes = cfg.block * cfg.count;
+		for (int m = M_PINGPONG; m <= M_BW; m <<= 1) {
+			if (!(modes & m))
+				continue;
+			print_header(&cfg, (enum nc_mode)m);
+			for (int c = 0; c < ncase; c++) {
+				struct nc_row *r = &rows[nrows++];
+				r->cs = cases[c];
+				r->cs.mode = (enum nc_mode)m;
+				r->cfg = cfg;
+				memset(sh, 0, sizeof(*sh));
+				struct nc_arg arg = {&r->cfg, &r->cs, sh};
+				int rc = ft_spawn(2, cfg.timeout + 30, rank_main, &arg);
+				r->res = sh->res;
+				if (rc && !r->res.status)
+					r->res.status = rc;
+				if (!r->res.status && r->res.t_xfer > 0)
+					r->res.gbps = cfg.bytes / r->res.t_xfer / 1e9;
+				if (!r->res.status && r->res.t_xfer <= 0)
+					r->res.status = 1;
+				if (r->res.status == 2)
+					bad_data++;
+				print_row(rows, nrows, r);
+			}
+		}
+	}
+	print_targets(rows, nrows);
+	if (json)
+		write_json(json, rows, nrows);
+	if (bad_data)
+		fprintf(stderr, "nc_bw: %d case(s) delivered wrong data\n", bad_data);
+	return bad_data ? 1 : 0;
+}
