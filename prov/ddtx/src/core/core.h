@@ -98,6 +98,7 @@ struct ddtx_cq_entry {
 	uint64_t data;
 	uint64_t tag;
 	fi_addr_t src_addr;
+	bool error;                      /* placeholder of the next entry of cq->errors (order) */
 };
 
 struct ddtx_cq_err {
@@ -112,6 +113,7 @@ struct ddtx_cq {
 	atomic_int ref;                  /* endpoints bound */
 	enum fi_cq_format format;
 	enum fi_wait_obj wait_obj;
+	enum fi_cq_wait_cond wait_cond;  /* FI_CQ_COND_THRESHOLD: sread's cond is a size_t */
 	size_t size;
 	struct ddtx_cq_entry *ring;      /* grows when full: completions are never dropped */
 	size_t head, count, capacity;
@@ -179,6 +181,9 @@ struct ddtx_ep {
 	ddtx_peer_t *peer_of_addr;
 	size_t peer_of_addr_len;
 	uint64_t av_generation;
+	/* wire peer -> fi_addr cache for FI_SOURCE (hits only; same generation rule) */
+	fi_addr_t *addr_of_peer;
+	size_t addr_of_peer_len;
 	struct ddtx_proto_ep *proto;     /* the data path state, owned by proto/ */
 };
 

@@ -1,0 +1,346 @@
+/*
+ * Address vector.  Both FI_AV_TABLE and FI_AV_MAP hand out the entry index as fi_addr_t
+ * (map addresses are opaque, so an index is a valid choice).  Removed entries are never
+ * reused: a stale fi_addr then fails cleanly instead of reaching a different peer.  A reverse
+ * hash (blob -> fi_addr) serves FI_SOURCE.  Everything runs under the domain lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_priv.h"
+
+#define AV_MIN_CAPACITY 64
+
+static uint64_t blob_hash(const void *addr, size_t len)
+{
+	const uint8_t *p = addr;
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static bool entry_matches(const struct ddtx_av_entry *e, const void *addr, size_t len)
+{
+	return e->valid && e->addr_len == len && memcmp(e->addr, addr, len) == 0;
+}
+
+static void hash_put(uint64_t *slots, size_t nslots, const struct ddtx_av_entry *e,
+		     fi_addr_t fi_addr)
+{
+	size_t i = blob_hash(e->addr, e->addr_len) & (nslots - 1);
+
+	while (slots[i])
+		i = (i + 1) & (nslots - 1);
+	slots[i] = fi_addr + 1;
+}
+
+/* Rebuild with room for at least twice the entries (load factor <= 1/2). */
+static int hash_rebuild(struct ddtx_av *av, size_t min_entries)
+{
+	size_t nslots = 16;
+	uint64_t *slots;
+
+	while (nslots < 2 * min_entries)
+		nslots <<= 1;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < av->count; i++)
+		if (av->entries[i].valid)
+			hash_put(slots, nslots, &av->entries[i], i);
+	free(av->hash);
+	av->hash = slots;
+	av->hash_slots = nslots;
+	return 0;
+}
+
+fi_addr_t ddtx_av_reverse(struct ddtx_av *av, const void *addr, size_t len)
+{
+	size_t i;
+
+	if (!av || !addr || !av->hash_slots)
+		return FI_ADDR_NOTAVAIL;
+	i = blob_hash(addr, len) & (av->hash_slots - 1);
+	for (; av->hash[i]; i = (i + 1) & (av->hash_slots - 1)) {
+		fi_addr_t fa = av->hash[i] - 1;
+
+		if (entry_matches(&av->entries[fa], addr, len))
+			return fa;
+	}
+	return FI_ADDR_NOTAVAIL;
+}
+
+const struct ddtx_av_entry *ddtx_av_get(struct ddtx_av *av, fi_addr_t addr)
+{
+	if (!av || addr >= av->count || !av->entries[addr].valid)
+		return NULL;
+	return &av->entries[addr];
+}
+
+static int av_reserve(struct ddtx_av *av, size_t n)
+{
+	size_t cap = av->capacity;
+	struct ddtx_av_entry *e;
+
+	if (av->count + n <= cap && 2 * (av->count + n) <= av->hash_slots)
+		return 0;
+	while (cap < av->count + n)
+		cap = cap ? 2 * cap : AV_MIN_CAPACITY;
+	if (cap != av->capacity) {
+		e = realloc(av->entries, cap * sizeof(*e));
+		if (!e)
+			return -FI_ENOMEM;
+		av->entries = e;
+		av->capacity = cap;
+	}
+	return hash_rebuild(av, cap);
+}
+
+/* Insert one blob; an address already present keeps its fi_addr. */
+static int av_insert_one(struct ddtx_av *av, const uint8_t *blob, fi_addr_t *out)
+{
+	fi_addr_t fa = ddtx_av_reverse(av, blob, av->addrlen);
+	struct ddtx_av_entry *e;
+
+	if (fa == FI_ADDR_NOTAVAIL) {
+		if (av_reserve(av, 1))
+			return -FI_ENOMEM;
+		fa = av->count++;
+		e = &av->entries[fa];
+		e->valid = true;
+		e->addr_len = av->addrlen;
+		memcpy(e->addr, blob, av->addrlen);
+		hash_put(av->hash, av->hash_slots, e, fa);
+	}
+	*out = fa;
+	return 0;
+}
+
+static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
+		     uint64_t flags, void *context)
+{
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
+	size_t done = 0;
+
+	if (!addr && count) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: NULL address array\n");
+		return -FI_EINVAL;
+	}
+	if (flags & ~(uint64_t)FI_MORE) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: unsupported flags 0x%llx\n",
+			  (unsigned long long)flags);
+		return -FI_EBADFLAGS;
+	}
+	ddtx_domain_lock(av->domain);
+	for (; done < count; done++) {
+		fi_addr_t fa;
+
+		if (av_insert_one(av, (const uint8_t *)addr + done * av->addrlen, &fa))
+			break;
+		if (fi_addr)
+			fi_addr[done] = fa;
+	}
+	ddtx_domain_unlock(av->domain);
+	for (size_t i = done; fi_addr && i < count; i++)
+		fi_addr[i] = FI_ADDR_NOTAVAIL;
+	if (done < count)
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: out of memory after %zu of %zu\n", done,
+			  count);
+	return (int)done;
+}
+
+static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+			fi_addr_t *fi_addr, uint64_t flags, void *context)
+{
+	return -FI_ENOSYS; /* ddtx addresses are opaque blobs, not host names */
+}
+
+static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
+			const char *service, size_t svccnt, fi_addr_t *fi_addr, uint64_t flags,
+			void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint64_t flags)
+{
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
+	int ret = 0;
+
+	if ((!fi_addr && count) || flags)
+		return flags ? -FI_EBADFLAGS : -FI_EINVAL;
+	ddtx_domain_lock(av->domain);
+	/* All or nothing: validate first so a bad address leaves the AV untouched. */
+	for (size_t i = 0; i < count; i++)
+		if (!ddtx_av_get(av, fi_addr[i]))
+			ret = -FI_EINVAL;
+	if (!ret && count) {
+		for (size_t i = 0; i < count; i++)
+			av->entries[fi_addr[i]].valid = false;
+		av->generation++; /* endpoints drop their cached peers */
+		ret = hash_rebuild(av, av->capacity);
+	}
+	ddtx_domain_unlock(av->domain);
+	if (ret == -FI_EINVAL)
+		DDTX_WARN(FI_LOG_AV, "fi_av_remove: invalid fi_addr\n");
+	return ret;
+}
+
+static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *addrlen)
+{
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
+	const struct ddtx_av_entry *e;
+	int ret = 0;
+
+	if (!addrlen || (!addr && *addrlen))
+		return -FI_EINVAL;
+	ddtx_domain_lock(av->domain);
+	e = ddtx_av_get(av, fi_addr);
+	if (e) {
+		/* Truncate to the caller's buffer but report the real length. */
+		memcpy(addr, e->addr, DDTX_MIN(*addrlen, e->addr_len));
+		*addrlen = e->addr_len;
+	} else {
+		ret = -FI_EINVAL;
+	}
+	ddtx_domain_unlock(av->domain);
+	return ret;
+}
+
+static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, size_t *len)
+{
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *p = addr;
+	size_t need = 2 * av->addrlen + 1, n;
+
+	if (!addr || !buf || !len)
+		return NULL;
+	n = *len < need ? (*len ? (*len - 1) / 2 : 0) : av->addrlen;
+	for (size_t i = 0; i < n; i++) {
+		buf[2 * i] = hex[p[i] >> 4];
+		buf[2 * i + 1] = hex[p[i] & 0xf];
+	}
+	if (*len)
+		buf[2 * n] = '\0';
+	*len = need;
+	return buf;
+}
+
+static int av_set(struct fid_av *av, struct fi_av_set_attr *attr, struct fid_av_set **av_set,
+		  void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int av_close(struct fid *fid)
+{
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid.fid);
+
+	if (atomic_load(&av->ref) > 0) {
+		DDTX_WARN(FI_LOG_AV, "AV still bound to %d endpoints\n", atomic_load(&av->ref));
+		return -FI_EBUSY;
+	}
+	atomic_fetch_sub(&av->domain->ref, 1);
+	free(av->entries);
+	free(av->hash);
+	free(av);
+	return 0;
+}
+
+static struct fi_ops av_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = av_close,
+	.bind = ddtx_nosys_bind,
+	.control = ddtx_nosys_control,
+	.ops_open = ddtx_nosys_ops_open,
+};
+
+struct ddtx_av *ddtx_av_from_fid(struct fid *fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_AV || fid->ops != &av_fid_ops)
+		return NULL;
+	return ddtx_container_of(fid, struct ddtx_av, fid.fid);
+}
+
+static struct fi_ops_av av_ops = {
+	.size = sizeof(struct fi_ops_av),
+	.insert = av_insert,
+	.insertsvc = av_insertsvc,
+	.insertsym = av_insertsym,
+	.remove = av_remove,
+	.lookup = av_lookup,
+	.straddr = av_straddr,
+	.av_set = av_set,
+};
+
+static int av_check_attr(struct ddtx_domain *domain, const struct fi_av_attr *attr,
+			 enum fi_av_type *type)
+{
+	if (attr->name) {
+		/* Named (shared) AVs are not supported; MPICH relies on this open failing. */
+		DDTX_INFO(FI_LOG_AV, "fi_av_open: named AV %s not supported\n", attr->name);
+		return -FI_ENOSYS;
+	}
+	if (attr->rx_ctx_bits) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_open: rx_ctx_bits must be 0\n");
+		return -FI_EINVAL;
+	}
+	if (attr->flags & ~(uint64_t)FI_SYMMETRIC) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_open: unsupported flags 0x%llx\n",
+			  (unsigned long long)attr->flags);
+		return -FI_EINVAL;
+	}
+	*type = attr->type;
+	if (*type == FI_AV_UNSPEC && domain->info->domain_attr)
+		*type = domain->info->domain_attr->av_type;
+	if (*type == FI_AV_UNSPEC)
+		*type = FI_AV_TABLE;
+	if (*type != FI_AV_TABLE && *type != FI_AV_MAP) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_open: AV type %d not supported\n", attr->type);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+int ddtx_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struct fid_av **avp,
+		 void *context)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(domain_fid);
+	const struct ddtx_wire_caps *caps;
+	enum fi_av_type type;
+	struct ddtx_av *av;
+	int ret;
+
+	if (!domain || !attr || !avp)
+		return -FI_EINVAL;
+	ret = av_check_attr(domain, attr, &type);
+	if (ret)
+		return ret;
+	caps = ddtx_wire_domain_caps(domain->wire);
+	if (!caps || !caps->addr_len || caps->addr_len > sizeof(av->entries->addr)) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_open: wire address length unusable\n");
+		return -FI_EINVAL;
+	}
+	av = calloc(1, sizeof(*av));
+	if (!av)
+		return -FI_ENOMEM;
+	av->domain = domain;
+	av->type = type;
+	av->addrlen = caps->addr_len;
+	atomic_init(&av->ref, 0);
+	if (av_reserve(av, DDTX_MAX(attr->count, (size_t)1))) {
+		free(av);
+		return -FI_ENOMEM;
+	}
+	av->fid.fid.fclass = FI_CLASS_AV;
+	av->fid.fid.context = context;
+	av->fid.fid.ops = &av_fid_ops;
+	av->fid.ops = &av_ops;
+	atomic_fetch_add(&domain->ref, 1);
+	*avp = &av->fid;
+	return 0;
+}

@@ -1,0 +1,290 @@
+/*
+ * fi_domain: owns the lock that serialises everything opened on it, the wire domain (memory
+ * registration), the list of endpoints progressed by CQ/counter reads, and the statistics
+ * behind the FI_DDTX_DOMAIN_OPS_1 extension.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_priv.h"
+#include "proto/proto.h"
+
+static struct fi_ops domain_fid_ops;
+
+struct ddtx_domain *ddtx_domain_of(struct fid_domain *domain)
+{
+	if (!domain || domain->fid.fclass != FI_CLASS_DOMAIN ||
+	    domain->fid.ops != &domain_fid_ops) {
+		DDTX_WARN(FI_LOG_DOMAIN, "not a ddtx domain\n");
+		return NULL;
+	}
+	return ddtx_container_of(domain, struct ddtx_domain, fid);
+}
+
+void ddtx_domain_progress(struct ddtx_domain *domain)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_domain_lock(domain);
+	ddtx_list_foreach_safe(&domain->eps, it, tmp) {
+		struct ddtx_ep *ep = ddtx_container_of(it, struct ddtx_ep, domain_entry);
+
+		if (ep->enabled)
+			ddtx_proto_progress(ep);
+	}
+	ddtx_domain_unlock(domain);
+}
+
+/* ---- FI_DDTX_DOMAIN_OPS_1 ---- */
+
+static const char *scheme_name(enum fi_ddtx_scheme scheme)
+{
+	static const char *const names[FI_DDTX_SCHEME_COUNT] = {
+		[FI_DDTX_SCHEME_EAGER] = "eager", [FI_DDTX_SCHEME_PACK] = "pack",
+		[FI_DDTX_SCHEME_SGL] = "sgl",     [FI_DDTX_SCHEME_UMR] = "umr",
+		[FI_DDTX_SCHEME_RMA] = "rma",
+	};
+
+	if ((unsigned)scheme >= FI_DDTX_SCHEME_COUNT)
+		return "unknown";
+	return names[scheme];
+}
+
+static int domain_stats(struct fid_domain *fid, struct fi_ddtx_stats *stats)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	if (!domain || !stats)
+		return -FI_EINVAL;
+	ddtx_domain_lock(domain);
+	*stats = domain->stats;
+	ddtx_domain_unlock(domain);
+	return 0;
+}
+
+static struct fi_ddtx_ops ddtx_ext_ops = {
+	.size = sizeof(struct fi_ddtx_ops),
+	.stats = domain_stats,
+	.scheme_name = scheme_name,
+};
+
+static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+			   void *context)
+{
+	if (!name || !ops)
+		return -FI_EINVAL;
+	if (strcmp(name, FI_DDTX_DOMAIN_OPS_1) != 0) {
+		DDTX_INFO(FI_LOG_DOMAIN, "fi_open_ops: unknown interface %s\n", name);
+		return -FI_ENOSYS;
+	}
+	*ops = &ddtx_ext_ops;
+	return 0;
+}
+
+/* ---- life cycle ---- */
+
+static void print_stats(const struct ddtx_domain *domain)
+{
+	const struct fi_ddtx_stats *s = &domain->stats;
+
+	fprintf(stderr, "ddtx stats (domain %p): tx_ops %llu rx_ops %llu iov_entries_max %llu "
+			"last_scheme %s\n",
+		(const void *)domain, (unsigned long long)s->tx_ops,
+		(unsigned long long)s->rx_ops, (unsigned long long)s->iov_entries_max,
+		scheme_name(s->last_scheme));
+	for (int i = 0; i < FI_DDTX_SCHEME_COUNT; i++)
+		fprintf(stderr, "ddtx stats:   %-5s ops %llu bytes %llu\n",
+			scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
+			(unsigned long long)s->bytes[i]);
+}
+
+static int domain_close(struct fid *fid)
+{
+	struct ddtx_domain *domain = ddtx_container_of(fid, struct ddtx_domain, fid.fid);
+
+	if (atomic_load(&domain->ref) > 0) {
+		DDTX_WARN(FI_LOG_DOMAIN, "domain still has %d open objects\n",
+			  atomic_load(&domain->ref));
+		return -FI_EBUSY;
+	}
+	if (ddtx_settings.print_stats)
+		print_stats(domain);
+	ddtx_wire_domain_close(domain->wire);
+	pthread_mutex_destroy(&domain->lock);
+	atomic_fetch_sub(&domain->fabric->ref, 1);
+	fi_freeinfo(domain->info);
+	free(domain);
+	return 0;
+}
+
+static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			      struct fid_ep **sep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+			    struct fid_poll **pollset)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
+			  struct fid_stx **stx, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
+			  struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
+				   struct fi_collective_attr *attr, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops domain_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = domain_close,
+	.bind = ddtx_nosys_bind,
+	.control = ddtx_nosys_control,
+	.ops_open = domain_ops_open,
+};
+
+static struct fi_ops_domain domain_ops = {
+	.size = sizeof(struct fi_ops_domain),
+	.av_open = ddtx_av_open,
+	.cq_open = ddtx_cq_open,
+	.endpoint = ddtx_ep_open,
+	.scalable_ep = domain_scalable_ep,
+	.cntr_open = ddtx_cntr_open,
+	.poll_open = domain_poll_open,
+	.stx_ctx = domain_stx_ctx,
+	.srx_ctx = domain_srx_ctx,
+	.query_atomic = domain_query_atomic,
+	.query_collective = domain_query_collective,
+};
+
+static struct fi_ops_mr domain_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = ddtx_mr_reg,
+	.regv = ddtx_mr_regv,
+	.regattr = ddtx_mr_regattr,
+};
+
+/* The legacy enum values of mr_mode, as the bits they stand for (fi_mr(3)). */
+static uint64_t normalize_mr_mode(int mr_mode)
+{
+	if (mr_mode == FI_MR_BASIC)
+		return FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+	if (mr_mode == FI_MR_SCALABLE)
+		return 0;
+	return (uint64_t)mr_mode;
+}
+
+static int domain_check_info(const struct fi_info *info)
+{
+	const struct fi_domain_attr *da = info->domain_attr;
+
+	if (info->ep_attr && info->ep_attr->type != FI_EP_UNSPEC &&
+	    info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	if (!da)
+		return 0;
+	if (da->name && strcmp(da->name, DDTX_PROV_NAME) != 0)
+		return -FI_EINVAL;
+	if (da->data_progress == FI_PROGRESS_AUTO || da->control_progress == FI_PROGRESS_AUTO)
+		return -FI_EINVAL;
+	return 0;
+}
+
+static int domain_init_lock(struct ddtx_domain *domain)
+{
+	pthread_mutexattr_t attr;
+	int ret;
+
+	pthread_mutexattr_init(&attr);
+	/* Recursive: a CQ read progresses endpoints, which write CQs under the same lock. */
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	ret = pthread_mutex_init(&domain->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	return ret ? -FI_ENOMEM : 0;
+}
+
+static int domain_open_wire(struct ddtx_domain *domain)
+{
+	const struct ddtx_wire_params params = {
+		.max_sge = ddtx_settings.max_sge,
+		.max_mkey_entries = ddtx_settings.max_mkey_entries,
+		.ring_slots = ddtx_settings.ring_slots,
+		.slot_size = ddtx_settings.slot_size,
+		.key_slots = ddtx_settings.key_slots,
+		.key_segments = 0, /* wire default */
+	};
+
+	return ddtx_wire_domain_open(&params, &domain->wire);
+}
+
+int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		     void *context)
+{
+	struct ddtx_domain *domain;
+	int ret;
+
+	if (!fabric || fabric->fid.fclass != FI_CLASS_FABRIC || !info || !dom) {
+		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: invalid arguments\n");
+		return -FI_EINVAL;
+	}
+	if (domain_check_info(info)) {
+		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: info does not describe a ddtx domain\n");
+		return -FI_EINVAL;
+	}
+	domain = calloc(1, sizeof(*domain));
+	if (!domain)
+		return -FI_ENOMEM;
+	domain->info = fi_dupinfo(info);
+	if (!domain->info) {
+		free(domain);
+		return -FI_ENOMEM;
+	}
+	ret = domain_init_lock(domain);
+	if (ret)
+		goto err_info;
+	ret = domain_open_wire(domain);
+	if (ret) {
+		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: wire domain open failed: %s\n",
+			  fi_strerror(-ret));
+		goto err_lock;
+	}
+	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
+	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
+	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
+	atomic_init(&domain->ref, 0);
+	ddtx_list_init(&domain->eps);
+	domain->fid.fid.fclass = FI_CLASS_DOMAIN;
+	domain->fid.fid.context = context;
+	domain->fid.fid.ops = &domain_fid_ops;
+	domain->fid.ops = &domain_ops;
+	domain->fid.mr = &domain_mr_ops;
+	atomic_fetch_add(&domain->fabric->ref, 1);
+	*dom = &domain->fid;
+	return 0;
+
+err_lock:
+	pthread_mutex_destroy(&domain->lock);
+err_info:
+	fi_freeinfo(domain->info);
+	free(domain);
+	return ret;
+}

@@ -1,0 +1,645 @@
+/*
+ * RDM endpoint: bindings (AV, CQs, counters), enable, options, addressing, and the fi_addr <->
+ * wire peer translation proto uses.  The data path ops tables come from proto/.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/fi_atomic.h>
+
+#include "core/core_priv.h"
+#include "proto/proto.h"
+
+/* Default FI_OPT_MIN_MULTI_RECV: one eager message still fits in what is left. */
+#define DDTX_DEFAULT_MIN_MULTI_RECV 16384
+
+#define DIR_CAPS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static struct ddtx_ep *ep_of(struct fid *fid)
+{
+	return ddtx_container_of(fid, struct ddtx_ep, fid.fid);
+}
+
+/* ---- bindings ---- */
+
+static int bind_av(struct ddtx_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	struct ddtx_av *av = ddtx_av_from_fid(bfid);
+
+	if (!av || av->domain != ep->domain || flags || ep->av) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: AV of another domain, flags or rebind\n");
+		return -FI_EINVAL;
+	}
+	ep->av = av;
+	atomic_fetch_add(&av->ref, 1);
+	return 0;
+}
+
+static int bind_cq(struct ddtx_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	struct ddtx_cq *cq = ddtx_cq_from_fid(bfid);
+	const uint64_t roles = flags & (FI_TRANSMIT | FI_RECV);
+
+	if (!cq || cq->domain != ep->domain || !roles ||
+	    (flags & ~(uint64_t)(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) ||
+	    ((roles & FI_TRANSMIT) && ep->tx_cq) || ((roles & FI_RECV) && ep->rx_cq)) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: bad CQ binding (flags 0x%llx)\n",
+			  (unsigned long long)flags);
+		return -FI_EINVAL;
+	}
+	if (roles & FI_TRANSMIT) {
+		ep->tx_cq = cq;
+		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	if (roles & FI_RECV) {
+		ep->rx_cq = cq;
+		ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+		atomic_fetch_add(&cq->ref, 1);
+	}
+	return 0;
+}
+
+static const uint64_t cntr_role_flag[DDTX_CNTR_COUNT] = {
+	[DDTX_CNTR_SEND] = FI_SEND,		[DDTX_CNTR_RECV] = FI_RECV,
+	[DDTX_CNTR_READ] = FI_READ,		[DDTX_CNTR_WRITE] = FI_WRITE,
+	[DDTX_CNTR_REMOTE_READ] = FI_REMOTE_READ, [DDTX_CNTR_REMOTE_WRITE] = FI_REMOTE_WRITE,
+};
+
+static int bind_cntr(struct ddtx_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	struct ddtx_cntr *cntr = ddtx_cntr_from_fid(bfid);
+	int i;
+
+	if (!cntr || cntr->domain != ep->domain || !flags || (flags & ~(uint64_t)DIR_CAPS)) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: bad counter binding (flags 0x%llx)\n",
+			  (unsigned long long)flags);
+		return -FI_EINVAL;
+	}
+	for (i = 0; i < DDTX_CNTR_COUNT; i++) {
+		if ((flags & cntr_role_flag[i]) && ep->cntrs[i]) {
+			DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: counter role already bound\n");
+			return -FI_EINVAL;
+		}
+	}
+	for (i = 0; i < DDTX_CNTR_COUNT; i++) {
+		if (flags & cntr_role_flag[i]) {
+			ep->cntrs[i] = cntr;
+			atomic_fetch_add(&cntr->ref, 1);
+		}
+	}
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+	int ret;
+
+	if (!bfid)
+		return -FI_EINVAL;
+	if (bfid->fclass == FI_CLASS_EQ)
+		return 0; /* no connection events on RDM: accepted and ignored */
+	ddtx_domain_lock(ep->domain);
+	if (ep->enabled) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: endpoint already enabled\n");
+		ret = -FI_EOPBADSTATE;
+	} else if (bfid->fclass == FI_CLASS_AV) {
+		ret = bind_av(ep, bfid, flags);
+	} else if (bfid->fclass == FI_CLASS_CQ) {
+		ret = bind_cq(ep, bfid, flags);
+	} else if (bfid->fclass == FI_CLASS_CNTR) {
+		ret = bind_cntr(ep, bfid, flags);
+	} else {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: cannot bind class %zu\n", bfid->fclass);
+		ret = -FI_EINVAL;
+	}
+	ddtx_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* ---- control ---- */
+
+static int ep_enable(struct ddtx_ep *ep)
+{
+	uint64_t caps = ep->info->caps;
+	uint64_t dir = (caps & DIR_CAPS) ? caps & DIR_CAPS : DIR_CAPS;
+	bool need_tx = (caps & (FI_MSG | FI_TAGGED | FI_RMA)) && (dir & (FI_SEND | FI_READ | FI_WRITE));
+	bool need_rx = (caps & (FI_MSG | FI_TAGGED)) && (dir & FI_RECV);
+	bool have_tx = ep->tx_cq || ep->cntrs[DDTX_CNTR_SEND] || ep->cntrs[DDTX_CNTR_READ] ||
+		       ep->cntrs[DDTX_CNTR_WRITE];
+	bool have_rx = ep->rx_cq || ep->cntrs[DDTX_CNTR_RECV];
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->av) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_enable: no AV bound\n");
+		return -FI_ENOAV;
+	}
+	if ((need_tx && !have_tx) || (need_rx && !have_rx)) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_enable: %s completion queue or counter missing\n",
+			  need_tx && !have_tx ? "transmit" : "receive");
+		return -FI_ENOCQ;
+	}
+	ep->enabled = true;
+	return 0;
+}
+
+static int ep_opsflag(struct ddtx_ep *ep, int command, uint64_t *flags)
+{
+	uint64_t role, value;
+
+	if (!flags)
+		return -FI_EINVAL;
+	role = *flags & (FI_TRANSMIT | FI_RECV);
+	if (role != FI_TRANSMIT && role != FI_RECV)
+		return -FI_EINVAL; /* exactly one side */
+	if (command == FI_GETOPSFLAG) {
+		*flags = role == FI_TRANSMIT ? ep->tx_op_flags : ep->rx_op_flags;
+		return 0;
+	}
+	value = *flags & ~role;
+	if (value & ~(uint64_t)(role == FI_TRANSMIT ? DDTX_TX_OP_FLAGS : DDTX_RX_OP_FLAGS)) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "FI_SETOPSFLAG: unsupported flags 0x%llx\n",
+			  (unsigned long long)value);
+		return -FI_EINVAL;
+	}
+	if (role == FI_TRANSMIT)
+		ep->tx_op_flags = value;
+	else
+		ep->rx_op_flags = value;
+	return 0;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+	int ret;
+
+	ddtx_domain_lock(ep->domain);
+	switch (command) {
+	case FI_ENABLE:
+		ret = ep_enable(ep);
+		break;
+	case FI_GETOPSFLAG:
+	case FI_SETOPSFLAG:
+		ret = ep_opsflag(ep, command, arg);
+		break;
+	default:
+		ret = -FI_ENOSYS;
+		break;
+	}
+	ddtx_domain_unlock(ep->domain);
+	return ret;
+}
+
+/* ---- fi_ops_ep ---- */
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+	ssize_t ret;
+
+	if (!fid || fid->fclass != FI_CLASS_EP)
+		return -FI_EINVAL;
+	ddtx_domain_lock(ep->domain);
+	ret = ddtx_proto_cancel(ep, context);
+	ddtx_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_EINVAL;
+	*(size_t *)optval = ep->min_multi_recv;
+	*optlen = sizeof(size_t);
+	return 0;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	ddtx_domain_lock(ep->domain);
+	ep->min_multi_recv = *(const size_t *)optval;
+	ddtx_domain_unlock(ep->domain);
+	return 0;
+}
+
+static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		     struct fid_ep **tx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		     struct fid_ep **rx_ep, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t ep_size_left(struct fid_ep *ep)
+{
+	return -FI_ENOSYS; /* deprecated calls */
+}
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = ep_tx_ctx,
+	.rx_ctx = ep_rx_ctx,
+	.rx_size_left = ep_size_left,
+	.tx_size_left = ep_size_left,
+};
+
+/* ---- fi_ops_cm: only the address ---- */
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+	int ret;
+
+	if (!addrlen || (!addr && *addrlen))
+		return -FI_EINVAL;
+	if (!ep->wire)
+		return -FI_EOPBADSTATE;
+	ddtx_domain_lock(ep->domain);
+	ret = ddtx_wire_ep_getname(ep->wire, addr, addrlen);
+	ddtx_domain_unlock(ep->domain);
+	return ret;
+}
+
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	return -FI_ENOSYS; /* addresses are assigned by the wire */
+}
+
+static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_listen(struct fid_pep *pep)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		   void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = ep_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = ep_listen,
+	.accept = ep_accept,
+	.reject = ep_reject,
+	.shutdown = ep_shutdown,
+	.join = ep_join,
+};
+
+/* ---- atomics: not offered (FI_ATOMIC is refused by fi_getinfo) ---- */
+
+static ssize_t at_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+			fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
+			 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			 enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
+			 uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_readwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+			    void *result, void *result_desc, fi_addr_t dest_addr, uint64_t addr,
+			    uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+			     size_t count, struct fi_ioc *resultv, void **result_desc,
+			     size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			       struct fi_ioc *resultv, void **result_desc, size_t result_count,
+			       uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
+			    const void *compare, void *compare_desc, void *result,
+			    void *result_desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
+			    enum fi_datatype datatype, enum fi_op op, void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
+			     size_t count, const struct fi_ioc *comparev, void **compare_desc,
+			     size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+			     size_t result_count, fi_addr_t dest_addr, uint64_t addr,
+			     uint64_t key, enum fi_datatype datatype, enum fi_op op,
+			     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t at_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
+			       const struct fi_ioc *comparev, void **compare_desc,
+			       size_t compare_count, struct fi_ioc *resultv, void **result_desc,
+			       size_t result_count, uint64_t flags)
+{
+	return -FI_ENOSYS;
+}
+
+static int at_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count)
+{
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_atomic ep_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = at_write,
+	.writev = at_writev,
+	.writemsg = at_writemsg,
+	.inject = at_inject,
+	.readwrite = at_readwrite,
+	.readwritev = at_readwritev,
+	.readwritemsg = at_readwritemsg,
+	.compwrite = at_compwrite,
+	.compwritev = at_compwritev,
+	.compwritemsg = at_compwritemsg,
+	.writevalid = at_valid,
+	.readwritevalid = at_valid,
+	.compwritevalid = at_valid,
+};
+
+/* ---- life cycle ---- */
+
+static void ep_unbind_all(struct ddtx_ep *ep)
+{
+	if (ep->av)
+		atomic_fetch_sub(&ep->av->ref, 1);
+	if (ep->tx_cq)
+		atomic_fetch_sub(&ep->tx_cq->ref, 1);
+	if (ep->rx_cq)
+		atomic_fetch_sub(&ep->rx_cq->ref, 1);
+	for (int i = 0; i < DDTX_CNTR_COUNT; i++)
+		if (ep->cntrs[i])
+			atomic_fetch_sub(&ep->cntrs[i]->ref, 1);
+}
+
+static void ep_free(struct ddtx_ep *ep)
+{
+	free(ep->peer_of_addr);
+	free(ep->addr_of_peer);
+	fi_freeinfo(ep->info);
+	free(ep);
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct ddtx_ep *ep = ep_of(fid);
+	struct ddtx_domain *domain = ep->domain;
+
+	ddtx_domain_lock(domain);
+	ddtx_list_remove(&ep->domain_entry);
+	ep->enabled = false;
+	/* Proto drops pending work while the AV and CQs it may touch are still referenced. */
+	ddtx_proto_ep_close(ep);
+	ep_unbind_all(ep);
+	ddtx_domain_unlock(domain);
+	atomic_fetch_sub(&domain->ref, 1);
+	ep_free(ep);
+	return 0;
+}
+
+static struct fi_ops ep_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = ddtx_nosys_ops_open,
+};
+
+static int ep_check_info(const struct fi_info *info)
+{
+	if (!info) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: NULL info\n");
+		return -FI_EINVAL;
+	}
+	if (info->ep_attr && info->ep_attr->type != FI_EP_RDM &&
+	    info->ep_attr->type != FI_EP_UNSPEC) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: only FI_EP_RDM endpoints\n");
+		return -FI_EINVAL;
+	}
+	if (info->caps & ~(uint64_t)DDTX_CAPS) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: unsupported caps 0x%llx\n",
+			  (unsigned long long)(info->caps & ~(uint64_t)DDTX_CAPS));
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
+static void ep_init_fid(struct ddtx_ep *ep, void *context)
+{
+	ep->fid.fid.fclass = FI_CLASS_EP;
+	ep->fid.fid.context = context;
+	ep->fid.fid.ops = &ep_fid_ops;
+	ep->fid.ops = &ep_ops;
+	ep->fid.cm = &ep_cm_ops;
+	ep->fid.msg = &ddtx_msg_ops;
+	ep->fid.tagged = &ddtx_tagged_ops;
+	ep->fid.rma = &ddtx_rma_ops;
+	ep->fid.atomic = &ep_atomic_ops;
+	ep->fid.collective = NULL;
+}
+
+int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid_ep **epp,
+		 void *context)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(domain_fid);
+	struct ddtx_ep *ep;
+	int ret;
+
+	if (!domain || !epp)
+		return -FI_EINVAL;
+	ret = ep_check_info(info);
+	if (ret)
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		free(ep);
+		return -FI_ENOMEM;
+	}
+	ep->domain = domain;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+	ep->min_multi_recv = DDTX_DEFAULT_MIN_MULTI_RECV;
+	ep_init_fid(ep, context);
+
+	ddtx_domain_lock(domain);
+	ret = ddtx_proto_ep_open(ep);
+	if (!ret)
+		ddtx_list_push_back(&domain->eps, &ep->domain_entry);
+	ddtx_domain_unlock(domain);
+	if (ret) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: data path setup failed: %s\n",
+			  fi_strerror(-ret));
+		ep_free(ep);
+		return ret;
+	}
+	atomic_fetch_add(&domain->ref, 1);
+	*epp = &ep->fid;
+	return 0;
+}
+
+/* ---- fi_addr <-> wire peer (domain locked) ---- */
+
+/* Forget cached translations when the AV removed addresses since they were made. */
+static void ep_revalidate(struct ddtx_ep *ep)
+{
+	if (ep->av_generation == ep->av->generation)
+		return;
+	for (size_t i = 0; i < ep->peer_of_addr_len; i++)
+		ep->peer_of_addr[i] = DDTX_PEER_INVALID;
+	for (size_t i = 0; i < ep->addr_of_peer_len; i++)
+		ep->addr_of_peer[i] = FI_ADDR_NOTAVAIL;
+	ep->av_generation = ep->av->generation;
+}
+
+/* Grow a cache array to hold index idx; new slots get fill (4 or 8 byte elements). */
+static void *cache_grow(void *arr, size_t *len, size_t idx, size_t elem, uint64_t fill)
+{
+	size_t n = DDTX_MAX(idx + 1, 2 * *len);
+	uint8_t *p = realloc(arr, n * elem);
+
+	if (!p)
+		return NULL;
+	for (size_t i = *len; i < n; i++)
+		memcpy(p + i * elem, &fill, elem); /* little and big endian: fill is all ones */
+	*len = n;
+	return p;
+}
+
+int ddtx_ep_peer(struct ddtx_ep *ep, fi_addr_t addr, ddtx_peer_t *peer)
+{
+	const struct ddtx_av_entry *e;
+	ddtx_peer_t p;
+	int ret;
+
+	if (!ep || !peer || !ep->av || !ep->wire)
+		return -FI_EINVAL;
+	ep_revalidate(ep);
+	if (addr < ep->peer_of_addr_len && ep->peer_of_addr[addr] != DDTX_PEER_INVALID) {
+		*peer = ep->peer_of_addr[addr];
+		return 0;
+	}
+	e = ddtx_av_get(ep->av, addr);
+	if (!e) {
+		DDTX_INFO(FI_LOG_EP_DATA, "fi_addr %llu is not in the AV\n",
+			  (unsigned long long)addr);
+		return -FI_EINVAL;
+	}
+	ret = ddtx_wire_peer_insert(ep->wire, e->addr, e->addr_len, &p);
+	if (ret)
+		return ret;
+	if (addr >= ep->peer_of_addr_len) {
+		ddtx_peer_t *c = cache_grow(ep->peer_of_addr, &ep->peer_of_addr_len, addr,
+					    sizeof(*c), UINT64_MAX);
+		if (c)
+			ep->peer_of_addr = c;
+	}
+	if (addr < ep->peer_of_addr_len)
+		ep->peer_of_addr[addr] = p;
+	*peer = p;
+	return 0;
+}
+
+fi_addr_t ddtx_ep_src_addr(struct ddtx_ep *ep, ddtx_peer_t peer)
+{
+	uint8_t blob[sizeof(((struct ddtx_av_entry *)0)->addr)];
+	size_t len = sizeof(blob);
+	fi_addr_t fa;
+
+	if (!ep || !ep->av || !ep->wire || peer == DDTX_PEER_INVALID)
+		return FI_ADDR_NOTAVAIL;
+	ep_revalidate(ep);
+	if (peer < ep->addr_of_peer_len && ep->addr_of_peer[peer] != FI_ADDR_NOTAVAIL)
+		return ep->addr_of_peer[peer];
+	if (ddtx_wire_peer_addr(ep->wire, peer, blob, &len))
+		return FI_ADDR_NOTAVAIL;
+	fa = ddtx_av_reverse(ep->av, blob, len);
+	/* Only hits are cached: the peer may be inserted into the AV later. */
+	if (fa == FI_ADDR_NOTAVAIL)
+		return fa;
+	if (peer >= ep->addr_of_peer_len) {
+		fi_addr_t *c = cache_grow(ep->addr_of_peer, &ep->addr_of_peer_len, peer,
+					  sizeof(*c), UINT64_MAX);
+		if (c)
+			ep->addr_of_peer = c;
+	}
+	if (peer < ep->addr_of_peer_len)
+		ep->addr_of_peer[peer] = fa;
+	return fa;
+}

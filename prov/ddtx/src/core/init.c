@@ -1,0 +1,8 @@
+/* The entry point libfabric looks up after dlopen()ing libddtx-fi.so (compiled into the module only). */
+#include "core/core.h"
+
+FI_EXT_INI
+{
+	ddtx_settings_load();
+	return &ddtx_prov;
+}

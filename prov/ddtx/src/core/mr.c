@@ -1,0 +1,189 @@
+/*
+ * Memory registration of application buffers: a key in the wire domain's key table, in the
+ * application key space.  The key is the caller's (or the wire's with FI_MR_PROV_KEY), the
+ * address peers name is the virtual address (FI_MR_VIRT_ADDR) or the offset argument.
+ */
+#include <stdlib.h>
+
+#include "core/core_priv.h"
+
+/*
+ * No Linux user address space reaches beyond 2^56 (x86-64 5-level paging is the largest), so
+ * a range ending above it can never be memory; MPICH's dynamic windows probe with one.
+ */
+#define DDTX_USER_ADDR_LIMIT ((uint64_t)1 << 56)
+
+#define DDTX_MR_ACCESS                                                                           \
+	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static uint32_t wire_access(uint64_t access)
+{
+	uint32_t acc = 0;
+
+	if (!(access & DDTX_MR_ACCESS))
+		access = FI_SEND | FI_RECV | FI_READ | FI_WRITE; /* 0: local use only */
+	if (access & (FI_READ | FI_SEND))
+		acc |= DDTX_ACC_LOCAL_READ;
+	if (access & (FI_WRITE | FI_RECV))
+		acc |= DDTX_ACC_LOCAL_WRITE;
+	if (access & FI_REMOTE_READ)
+		acc |= DDTX_ACC_REMOTE_READ;
+	if (access & FI_REMOTE_WRITE)
+		acc |= DDTX_ACC_REMOTE_WRITE;
+	return acc;
+}
+
+static int check_iov(const struct iovec *iov, size_t count)
+{
+	if (!iov || !count || count > DDTX_MR_IOV_LIMIT) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: %zu segments (1..%d allowed)\n", iov ? count : 0,
+			  DDTX_MR_IOV_LIMIT);
+		return -FI_EINVAL;
+	}
+	for (size_t i = 0; i < count; i++) {
+		uint64_t base = (uintptr_t)iov[i].iov_base, len = iov[i].iov_len;
+
+		if (len && (!iov[i].iov_base || base + len < base ||
+			    base + len > DDTX_USER_ADDR_LIMIT)) {
+			DDTX_WARN(FI_LOG_MR, "fi_mr_reg: [%#llx, +%#llx) is not user memory\n",
+				  (unsigned long long)base, (unsigned long long)len);
+			return -FI_EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_attr(const struct ddtx_domain *domain, const struct fi_mr_attr *attr,
+		      uint64_t flags)
+{
+	if (flags) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: unsupported flags 0x%llx\n",
+			  (unsigned long long)flags);
+		return -FI_EBADFLAGS;
+	}
+	if (attr->access & ~(uint64_t)DDTX_MR_ACCESS) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: unsupported access 0x%llx\n",
+			  (unsigned long long)attr->access);
+		return -FI_EINVAL;
+	}
+	if (attr->iface != FI_HMEM_SYSTEM) {
+		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: hmem interface %d not supported\n", attr->iface);
+		return -FI_ENOSYS;
+	}
+	if (attr->auth_key_size) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: authorization keys not supported\n");
+		return -FI_EINVAL;
+	}
+	return check_iov(attr->mr_iov, attr->iov_count);
+}
+
+static int mr_close(struct fid *fid)
+{
+	struct ddtx_mr *mr = ddtx_container_of(fid, struct ddtx_mr, fid.fid);
+	struct ddtx_domain *domain = mr->domain;
+	int ret;
+
+	ddtx_domain_lock(domain);
+	ret = ddtx_wire_mr_dereg(domain->wire, mr->wmr);
+	ddtx_domain_unlock(domain);
+	if (ret) {
+		DDTX_WARN(FI_LOG_MR, "fi_close(mr): deregistration failed: %s\n",
+			  fi_strerror(-ret));
+		return ret;
+	}
+	atomic_fetch_sub(&domain->ref, 1);
+	free(mr);
+	return 0;
+}
+
+static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct ddtx_mr *mr = ddtx_container_of(fid, struct ddtx_mr, fid.fid);
+
+	/* Binding is only meaningful (and only allowed) with FI_MR_ENDPOINT. */
+	return (mr->domain->mr_mode & FI_MR_ENDPOINT) ? -FI_ENOSYS : -FI_EINVAL;
+}
+
+static struct fi_ops mr_fid_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = mr_close,
+	.bind = mr_bind,
+	.control = ddtx_nosys_control, /* FI_ENABLE, FI_REFRESH */
+	.ops_open = ddtx_nosys_ops_open,
+};
+
+static struct ddtx_domain *domain_of_fid(struct fid *fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_DOMAIN)
+		return NULL;
+	return ddtx_domain_of(ddtx_container_of(fid, struct fid_domain, fid));
+}
+
+int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		    struct fid_mr **mrp)
+{
+	struct ddtx_domain *domain = domain_of_fid(fid);
+	bool prov_key, virt_addr;
+	struct ddtx_mr *mr;
+	int ret;
+
+	if (!domain || !attr || !mrp)
+		return -FI_EINVAL;
+	ret = check_attr(domain, attr, flags);
+	if (ret)
+		return ret;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -FI_ENOMEM;
+	prov_key = domain->mr_mode & FI_MR_PROV_KEY;
+	virt_addr = domain->mr_mode & FI_MR_VIRT_ADDR;
+	ddtx_domain_lock(domain);
+	ret = ddtx_wire_mr_reg(domain->wire, attr->mr_iov, attr->iov_count, DDTX_KEY_APP,
+			       prov_key ? NULL : &attr->requested_key,
+			       virt_addr ? (uintptr_t)attr->mr_iov[0].iov_base : attr->offset,
+			       wire_access(attr->access), &mr->wmr);
+	ddtx_domain_unlock(domain);
+	if (ret) {
+		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: wire registration failed: %s\n",
+			  fi_strerror(-ret));
+		free(mr);
+		return ret;
+	}
+	mr->domain = domain;
+	mr->access = attr->access;
+	mr->flags = flags;
+	mr->fid.fid.fclass = FI_CLASS_MR;
+	mr->fid.fid.context = attr->context;
+	mr->fid.fid.ops = &mr_fid_ops;
+	mr->fid.mem_desc = mr;
+	mr->fid.key = mr->wmr->key;
+	atomic_fetch_add(&domain->ref, 1);
+	*mrp = &mr->fid;
+	return 0;
+}
+
+int ddtx_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		 void *context)
+{
+	const struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+		.iface = FI_HMEM_SYSTEM,
+	};
+
+	return ddtx_mr_regattr(fid, &attr, flags, mr);
+}
+
+int ddtx_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		void *context)
+{
+	const struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ddtx_mr_regv(fid, &iov, 1, access, offset, requested_key, flags, mr, context);
+}

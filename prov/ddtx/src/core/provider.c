@@ -1,0 +1,126 @@
+/*
+ * The fi_provider object and the FI_DDTX_* settings.  Kept out of init.c so that the static
+ * library (and the unit tests linked to it) has the provider and its settings too.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/core.h"
+
+struct ddtx_settings ddtx_settings = {
+	.scheme = DDTX_SCHEME_SETTING_AUTO,
+	.threshold = 2048,
+	.eager_size = 16384,
+	.max_sge = 0,
+	.max_mkey_entries = 0,
+	.ring_slots = 256,
+	.slot_size = 65536,
+	.key_slots = 16384,
+	.peer_timeout_ms = 100,
+	.print_stats = false,
+};
+
+static void ddtx_cleanup(void)
+{
+	/* Nothing global to release: every resource belongs to a fabric/domain object. */
+}
+
+struct fi_provider ddtx_prov = {
+	.name = DDTX_PROV_NAME,
+	.version = DDTX_PROV_VERSION,
+	.fi_version = DDTX_FI_VERSION,
+	.getinfo = ddtx_getinfo,
+	.fabric = ddtx_fabric_open,
+	.cleanup = ddtx_cleanup,
+};
+
+static void define_params(void)
+{
+	fi_param_define(&ddtx_prov, "scheme", FI_PARAM_STRING,
+			"Transfer scheme for noncontiguous data: auto, pack, sgl or umr "
+			"(default: auto)");
+	fi_param_define(&ddtx_prov, "threshold", FI_PARAM_SIZE_T,
+			"auto scheme: use zero copy when the average block length is at least "
+			"this many bytes (default: 2048)");
+	fi_param_define(&ddtx_prov, "eager_size", FI_PARAM_SIZE_T,
+			"Largest message sent eagerly through the peer's ring (default: 16384)");
+	fi_param_define(&ddtx_prov, "max_sge", FI_PARAM_SIZE_T,
+			"Scatter-gather entries per work request; 0 = wire default (shm: 30)");
+	fi_param_define(&ddtx_prov, "max_mkey_entries", FI_PARAM_SIZE_T,
+			"Entries of one multi-entry memory key; 0 = wire default (shm: 32)");
+	fi_param_define(&ddtx_prov, "shm_ring_slots", FI_PARAM_SIZE_T,
+			"shm wire: receive ring slots per endpoint, a power of two "
+			"(default: 256)");
+	fi_param_define(&ddtx_prov, "shm_slot_size", FI_PARAM_SIZE_T,
+			"shm wire: bytes per ring slot, header included (default: 65536)");
+	fi_param_define(&ddtx_prov, "shm_keys", FI_PARAM_SIZE_T,
+			"shm wire: capacity of the memory key table, a power of two "
+			"(default: 16384)");
+	fi_param_define(&ddtx_prov, "peer_check_ms", FI_PARAM_INT,
+			"Period in milliseconds of the peer liveness check (default: 100)");
+	fi_param_define(&ddtx_prov, "stats", FI_PARAM_BOOL,
+			"Print the domain's transfer statistics to stderr when it is closed "
+			"(default: no)");
+}
+
+static void load_scheme(void)
+{
+	static const char *const names[] = {
+		[DDTX_SCHEME_SETTING_AUTO] = "auto",
+		[DDTX_SCHEME_SETTING_PACK] = "pack",
+		[DDTX_SCHEME_SETTING_SGL] = "sgl",
+		[DDTX_SCHEME_SETTING_UMR] = "umr",
+	};
+	char *value = NULL;
+
+	if (fi_param_get_str(&ddtx_prov, "scheme", &value) != 0 || !value)
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(value, names[i]) == 0) {
+			ddtx_settings.scheme = (enum ddtx_scheme_setting)i;
+			return;
+		}
+	}
+	DDTX_WARN(FI_LOG_CORE, "FI_DDTX_SCHEME=%s is not one of auto|pack|sgl|umr; using auto\n",
+		  value);
+	ddtx_settings.scheme = DDTX_SCHEME_SETTING_AUTO;
+}
+
+/* A size_t variable overrides the default only when set. */
+static void load_size(const char *name, size_t *out)
+{
+	size_t v;
+
+	if (fi_param_get_size_t(&ddtx_prov, name, &v) == 0)
+		*out = v;
+}
+
+void ddtx_settings_load(void)
+{
+	static bool defined;
+	int v;
+
+	/* fi_param_define refuses duplicates; load may run again (unit tests). */
+	if (!defined) {
+		define_params();
+		defined = true;
+	}
+	load_scheme();
+	load_size("threshold", &ddtx_settings.threshold);
+	load_size("eager_size", &ddtx_settings.eager_size);
+	load_size("max_sge", &ddtx_settings.max_sge);
+	load_size("max_mkey_entries", &ddtx_settings.max_mkey_entries);
+	load_size("shm_ring_slots", &ddtx_settings.ring_slots);
+	load_size("shm_slot_size", &ddtx_settings.slot_size);
+	load_size("shm_keys", &ddtx_settings.key_slots);
+	if (fi_param_get_int(&ddtx_prov, "peer_check_ms", &v) == 0) {
+		if (v > 0)
+			ddtx_settings.peer_timeout_ms = v;
+		else
+			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_PEER_CHECK_MS=%d ignored (must be > 0)\n",
+				  v);
+	}
+	if (fi_param_get_bool(&ddtx_prov, "stats", &v) == 0)
+		ddtx_settings.print_stats = v != 0;
+}
