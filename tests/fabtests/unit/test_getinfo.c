@@ -1,0 +1,355 @@
+/*
+ * Unit test of ddtx's fi_getinfo hint matching, calling ddtx_getinfo() directly (no
+ * libfabric provider loading involved).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include "core/core.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,     \
+				__func__, #cond);                                                \
+			failures++;                                                              \
+		}                                                                                \
+	} while (0)
+
+#define API FI_VERSION(1, 17)
+
+static struct fi_info *rdm_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h) {
+		perror("fi_allocinfo");
+		exit(2);
+	}
+	h->ep_attr->type = FI_EP_RDM;
+	return h;
+}
+
+/* getinfo with these hints must fail with -FI_ENODATA; frees the hints. */
+static void expect_enodata(const char *what, uint32_t version, struct fi_info *h)
+{
+	struct fi_info *info = NULL;
+	int ret = ddtx_getinfo(version, NULL, NULL, 0, h, &info);
+
+	if (ret != -FI_ENODATA || info) {
+		fprintf(stderr, "%s: expected -FI_ENODATA, got %d\n", what, ret);
+		failures++;
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+static void test_no_hints(void)
+{
+	struct fi_info *info = NULL;
+
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (!info)
+		return;
+	CHECK(info->next == NULL);
+	CHECK(info->caps == DDTX_CAPS);
+	CHECK((info->caps & (FI_MSG | FI_MULTI_RECV)) == (FI_MSG | FI_MULTI_RECV)); /* MPICH score */
+	CHECK(info->mode == 0);
+	CHECK(info->addr_format == FI_FORMAT_UNSPEC);
+	CHECK(info->src_addr == NULL && info->dest_addr == NULL);
+	CHECK(info->ep_attr->type == FI_EP_RDM);
+	CHECK(info->ep_attr->max_msg_size == DDTX_MAX_MSG_SIZE);
+	CHECK(info->ep_attr->max_msg_size >= 16384);
+	CHECK(info->ep_attr->mem_tag_format == 0xAAAAAAAAAAAAAAAAULL);
+	CHECK(info->ep_attr->tx_ctx_cnt == 1 && info->ep_attr->rx_ctx_cnt == 1);
+	CHECK(info->tx_attr->iov_limit == DDTX_IOV_LIMIT);
+	CHECK(info->tx_attr->rma_iov_limit == DDTX_IOV_LIMIT);
+	CHECK(info->tx_attr->inject_size == DDTX_INJECT_SIZE);
+	CHECK(info->tx_attr->op_flags == 0);
+	CHECK(info->tx_attr->msg_order & FI_ORDER_SAS);
+	CHECK(info->tx_attr->comp_order == FI_ORDER_NONE);
+	CHECK(info->rx_attr->iov_limit == DDTX_IOV_LIMIT);
+	CHECK(info->rx_attr->total_buffered_recv == 0);
+	CHECK(info->domain_attr->name && strcmp(info->domain_attr->name, "ddtx") == 0);
+	CHECK(info->domain_attr->threading == FI_THREAD_SAFE);
+	CHECK(info->domain_attr->control_progress == FI_PROGRESS_MANUAL);
+	CHECK(info->domain_attr->data_progress == FI_PROGRESS_MANUAL);
+	CHECK(info->domain_attr->resource_mgmt == FI_RM_ENABLED);
+	CHECK(info->domain_attr->mr_mode == 0);
+	CHECK(info->domain_attr->mr_key_size == 8);
+	CHECK(info->domain_attr->cq_data_size == DDTX_CQ_DATA_SIZE);
+	CHECK(info->domain_attr->mr_iov_limit == DDTX_MR_IOV_LIMIT);
+	CHECK(info->fabric_attr->name && strcmp(info->fabric_attr->name, "ddtx") == 0);
+	CHECK(info->fabric_attr->prov_name == NULL);
+	CHECK(info->fabric_attr->prov_version == DDTX_PROV_VERSION);
+
+	/* What is returned must survive fi_dupinfo/fi_freeinfo (libfabric's allocators). */
+	struct fi_info *dup = fi_dupinfo(info);
+	CHECK(dup != NULL);
+	fi_freeinfo(dup);
+	fi_freeinfo(info);
+}
+
+static void test_mpich_hints(void)
+{
+	struct fi_info *h = rdm_hints(), *info = NULL;
+	const uint64_t caps = FI_MSG | FI_TAGGED | FI_RMA | FI_MULTI_RECV | FI_DIRECTED_RECV;
+	const uint64_t mode = FI_CONTEXT | FI_ASYNC_IOV | FI_RX_CQ_DATA | FI_CONTEXT2;
+
+	h->mode = mode;
+	h->caps = caps;
+	h->addr_format = FI_FORMAT_UNSPEC;
+	h->ep_attr->mem_tag_format = 0x00E000007FFFFFFFULL;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	h->domain_attr->av_type = FI_AV_TABLE;
+	h->domain_attr->mr_mode = 0;
+	h->domain_attr->cq_data_size = 4;
+	h->tx_attr->op_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_SAS;
+
+	CHECK(ddtx_getinfo(FI_VERSION(1, 13), NULL, NULL, 0, h, &info) == 0);
+	if (info) {
+		CHECK((info->caps & caps) == caps);
+		CHECK(!(info->caps & FI_SOURCE)); /* not asked for */
+		CHECK((info->mode & ~mode) == 0);
+		CHECK(info->domain_attr->threading == FI_THREAD_DOMAIN);
+		CHECK(info->tx_attr->op_flags == (FI_COMPLETION | FI_DELIVERY_COMPLETE));
+		CHECK(info->tx_attr->msg_order & FI_ORDER_SAS);
+		CHECK(info->domain_attr->mr_mode == 0);
+		CHECK(info->domain_attr->cq_data_size >= 4);
+		CHECK(info->domain_attr->av_type == FI_AV_TABLE);
+		CHECK(info->domain_attr->resource_mgmt == FI_RM_ENABLED);
+		CHECK(info->domain_attr->data_progress == FI_PROGRESS_MANUAL);
+		CHECK(info->ep_attr->mem_tag_format == 0x00E000007FFFFFFFULL);
+		CHECK(info->ep_attr->type == FI_EP_RDM);
+		CHECK(info->tx_attr->inject_size > 0);
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+static void test_ompi_hints(void)
+{
+	struct fi_info *h = rdm_hints(), *info = NULL;
+	const uint64_t caps = FI_TAGGED | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV;
+
+	h->caps = caps;
+	h->mode = FI_CONTEXT;
+	h->domain_attr->av_type = FI_AV_MAP;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	h->domain_attr->mr_mode = 0;
+	h->domain_attr->cq_data_size = 4;
+	h->tx_attr->op_flags = FI_COMPLETION;
+	h->fabric_attr->prov_name = strdup("ddtx");
+
+	CHECK(ddtx_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) == 0);
+	if (info) {
+		CHECK((info->caps & caps) == caps);
+		CHECK(!(info->caps & FI_MSG)); /* primary caps only as asked */
+		CHECK(info->domain_attr->av_type == FI_AV_MAP);
+		CHECK(info->domain_attr->threading == FI_THREAD_DOMAIN);
+		CHECK(info->domain_attr->mr_mode == 0);
+		CHECK(info->ep_attr->mem_tag_format == 0xAAAAAAAAAAAAAAAAULL);
+		CHECK(info->tx_attr->op_flags == FI_COMPLETION);
+	}
+	fi_freeinfo(info);
+
+	/* MPI_THREAD_MULTIPLE asks for FI_THREAD_SAFE instead. */
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	info = NULL;
+	CHECK(ddtx_getinfo(FI_VERSION(1, 5), NULL, NULL, 0, h, &info) == 0);
+	if (info)
+		CHECK(info->domain_attr->threading == FI_THREAD_SAFE);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+static void test_refusals(void)
+{
+	struct fi_info *h;
+
+	h = rdm_hints();
+	h->caps = FI_TAGGED | FI_ATOMIC;
+	expect_enodata("FI_ATOMIC", API, h);
+
+	h = rdm_hints();
+	h->caps = FI_MSG | FI_HMEM;
+	expect_enodata("FI_HMEM", API, h);
+
+	h = rdm_hints();
+	h->caps = FI_MSG | FI_RMA_EVENT;
+	expect_enodata("FI_RMA_EVENT", API, h);
+
+	h = rdm_hints();
+	h->ep_attr->type = FI_EP_MSG;
+	expect_enodata("FI_EP_MSG", API, h);
+
+	h = rdm_hints();
+	h->ep_attr->type = FI_EP_DGRAM;
+	expect_enodata("FI_EP_DGRAM", API, h);
+
+	h = rdm_hints();
+	h->tx_attr->iov_limit = 4096;
+	expect_enodata("tx iov_limit 4096", API, h);
+
+	h = rdm_hints();
+	h->rx_attr->iov_limit = 4096;
+	expect_enodata("rx iov_limit 4096", API, h);
+
+	h = rdm_hints();
+	h->tx_attr->inject_size = DDTX_INJECT_SIZE + 1;
+	expect_enodata("inject_size", API, h);
+
+	h = rdm_hints();
+	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	expect_enodata("FI_PROGRESS_AUTO", API, h);
+
+	h = rdm_hints();
+	h->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	expect_enodata("control FI_PROGRESS_AUTO", API, h);
+
+	h = rdm_hints();
+	h->fabric_attr->prov_name = strdup("verbs");
+	expect_enodata("prov_name verbs", API, h);
+
+	h = rdm_hints();
+	h->fabric_attr->name = strdup("IB-0xfe80");
+	expect_enodata("fabric name", API, h);
+
+	h = rdm_hints();
+	h->domain_attr->name = strdup("mlx5_0");
+	expect_enodata("domain name", API, h);
+
+	h = rdm_hints();
+	h->tx_attr->op_flags = FI_COMPLETION | FI_MULTICAST;
+	expect_enodata("tx op_flags", API, h);
+
+	h = rdm_hints();
+	h->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_RAS;
+	expect_enodata("msg_order RAS", API, h);
+
+	h = rdm_hints();
+	h->domain_attr->cq_data_size = 16;
+	expect_enodata("cq_data_size 16", API, h);
+
+	h = rdm_hints();
+	h->addr_format = FI_SOCKADDR_IN;
+	expect_enodata("addr_format", API, h);
+
+	h = rdm_hints();
+	h->ep_attr->tx_ctx_cnt = 4;
+	expect_enodata("scalable endpoint", API, h);
+
+	h = rdm_hints();
+	h->domain_attr->mr_mode = FI_MR_BASIC | FI_MR_LOCAL;
+	expect_enodata("mr_mode BASIC|LOCAL", API, h);
+
+	expect_enodata("API 1.18", FI_VERSION(1, 18), NULL);
+}
+
+static int getinfo_mr_mode(uint32_t version, int hint)
+{
+	struct fi_info *h = rdm_hints(), *info = NULL;
+	int mr_mode = -1;
+
+	h->domain_attr->mr_mode = hint;
+	if (ddtx_getinfo(version, NULL, NULL, 0, h, &info) == 0 && info)
+		mr_mode = info->domain_attr->mr_mode;
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	return mr_mode;
+}
+
+static void test_mr_mode(void)
+{
+	const int all = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+			FI_MR_ENDPOINT | FI_MR_RAW | FI_MR_HMEM | FI_MR_MMU_NOTIFY;
+
+	CHECK(getinfo_mr_mode(API, 0) == 0);
+	CHECK(getinfo_mr_mode(API, all) ==
+	      (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY));
+	CHECK(getinfo_mr_mode(API, FI_MR_LOCAL) == 0);
+	CHECK(getinfo_mr_mode(API, FI_MR_BASIC) == FI_MR_BASIC);
+	CHECK(getinfo_mr_mode(API, FI_MR_SCALABLE) == FI_MR_SCALABLE);
+	/* Before 1.5 the value is an enum and UNSPEC must be resolved. */
+	CHECK(getinfo_mr_mode(FI_VERSION(1, 4), FI_MR_UNSPEC) == FI_MR_SCALABLE);
+	CHECK(getinfo_mr_mode(FI_VERSION(1, 4), FI_MR_BASIC) == FI_MR_BASIC);
+	CHECK(getinfo_mr_mode(FI_VERSION(1, 4), FI_MR_VIRT_ADDR) == -1);
+
+	struct fi_info *info = NULL;
+	CHECK(ddtx_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->domain_attr->mr_mode == FI_MR_SCALABLE);
+	fi_freeinfo(info);
+}
+
+static void test_misc(void)
+{
+	struct fi_info *h, *info = NULL;
+
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, NULL) == -FI_EINVAL);
+
+	/* FI_SOURCE only when asked; unspecified fields take the template's values. */
+	h = fi_allocinfo();
+	h->caps = FI_MSG | FI_SOURCE;
+	CHECK(ddtx_getinfo(API, "node", "service", FI_SOURCE, h, &info) == 0);
+	if (info) {
+		CHECK(info->caps & FI_SOURCE);
+		CHECK(info->rx_attr->caps & FI_SOURCE);
+		CHECK(!(info->caps & FI_TAGGED));
+		CHECK(info->domain_attr->threading == FI_THREAD_SAFE);
+	}
+	fi_freeinfo(info);
+	info = NULL;
+
+	/* Hints without caps: every primary cap, but still no FI_SOURCE. */
+	h->caps = 0;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == 0);
+	if (info) {
+		CHECK((info->caps & (FI_MSG | FI_TAGGED | FI_RMA)) == (FI_MSG | FI_TAGGED | FI_RMA));
+		CHECK(!(info->caps & FI_SOURCE));
+	}
+	fi_freeinfo(info);
+	info = NULL;
+
+	/* Limits at exactly ours, a stacked prov_name, named fabric/domain: accepted. */
+	h->tx_attr->iov_limit = DDTX_IOV_LIMIT;
+	h->rx_attr->iov_limit = DDTX_IOV_LIMIT;
+	h->tx_attr->inject_size = DDTX_INJECT_SIZE;
+	h->fabric_attr->prov_name = strdup("ddtx;ofi_rxm");
+	h->fabric_attr->name = strdup("ddtx");
+	h->domain_attr->name = strdup("ddtx");
+	h->domain_attr->threading = FI_THREAD_COMPLETION;
+	CHECK(ddtx_getinfo(API, NULL, NULL, FI_PROV_ATTR_ONLY, h, &info) == 0);
+	if (info)
+		CHECK(info->domain_attr->threading == FI_THREAD_COMPLETION);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+int main(void)
+{
+	test_no_hints();
+	test_mpich_hints();
+	test_ompi_hints();
+	test_refusals();
+	test_mr_mode();
+	test_misc();
+	if (failures) {
+		fprintf(stderr, "test_getinfo: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("test_getinfo: all checks passed\n");
+	return 0;
+}
