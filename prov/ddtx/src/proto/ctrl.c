@@ -1,0 +1,81 @@
+/*
+ * Control messages (CTS, DONE, RMA_DATA): sent at once when the peer's receive queue has room,
+ * otherwise queued in order and retried by progress.  Messages that affect matching order
+ * (EAGER, RTS) never come here: their senders get -FI_EAGAIN instead.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_internal.h"
+
+void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags)
+{
+	b->type = (uint8_t)type;
+	b->version = DDTX_PROTO_VERSION;
+	b->flags = flags;
+	b->reserved = 0;
+}
+
+static bool queued_for(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
+	{
+		if (ddtx_container_of(it, struct ddtx_ctrl, entry)->peer == peer)
+			return true;
+	}
+	return false;
+}
+
+void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len)
+{
+	/* Keep per-peer order: nothing overtakes a message already waiting. */
+	if (!queued_for(pep, peer)) {
+		int ret = ddtx_wire_send(pep->ep->wire, peer, msg, len, NULL, 0);
+		if (ret != -FI_EAGAIN) {
+			if (ret)
+				DDTX_INFO(FI_LOG_EP_DATA, "control message to peer %u lost: %s\n",
+					  peer, fi_strerror(-ret));
+			return;
+		}
+	}
+	struct ddtx_ctrl *c = malloc(sizeof(*c) + len);
+	if (!c) {
+		DDTX_WARN(FI_LOG_EP_DATA, "out of memory queueing a control message\n");
+		return;
+	}
+	c->peer = peer;
+	c->len = len;
+	memcpy(c->msg, msg, len);
+	ddtx_list_push_back(&pep->ctrl, &c->entry);
+}
+
+void ddtx_ctrl_flush(struct ddtx_proto_ep *pep)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
+	{
+		struct ddtx_ctrl *c = ddtx_container_of(it, struct ddtx_ctrl, entry);
+		int ret = ddtx_wire_send(pep->ep->wire, c->peer, c->msg, c->len, NULL, 0);
+		if (ret == -FI_EAGAIN)
+			return; /* retry later; later messages wait behind it */
+		if (ret)
+			DDTX_INFO(FI_LOG_EP_DATA, "control message to peer %u lost: %s\n",
+				  c->peer, fi_strerror(-ret));
+		ddtx_list_remove(&c->entry);
+		free(c);
+	}
+}
+
+void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
+	{
+		struct ddtx_ctrl *c = ddtx_container_of(it, struct ddtx_ctrl, entry);
+		if (c->peer == peer) {
+			ddtx_list_remove(&c->entry);
+			free(c);
+		}
+	}
+}

@@ -1,0 +1,109 @@
+/*
+ * ddtx wire protocol: the messages endpoints exchange through ddtx_wire_send().
+ * docs/wire-protocol.md describes each message and the sequence per scheme; keep both in step.
+ *
+ * Every message starts with struct ddtx_hdr_base.  All fields are host byte order (both ends of
+ * the shm wire are on one host; the verbs wire will add a byte-order flag).  A receiver
+ * validates the type, version and length of everything it reads before acting on it.
+ */
+#ifndef DDTX_HDR_H
+#define DDTX_HDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DDTX_PROTO_VERSION 1
+
+enum ddtx_msg_type {
+	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
+	DDTX_MSG_RTS = 2,    /* rendezvous request: sizes and layout summary, no payload */
+	DDTX_MSG_CTS = 3,    /* receiver's answer: scheme, accepted length, a batch of descriptors */
+	DDTX_MSG_DATA = 4,   /* PACK: one packed chunk of a rendezvous payload */
+	DDTX_MSG_DONE = 5,   /* SGL/UMR: the sender finished the writes of one CTS batch */
+	DDTX_MSG_RMA_DATA = 6, /* remote CQ data of an fi_writedata / FI_REMOTE_CQ_DATA write */
+	DDTX_MSG_TYPE_MAX,
+};
+
+/* ddtx_hdr_base.flags */
+#define DDTX_HDR_TAGGED (1u << 0)   /* EAGER/RTS: tagged message (tag is valid) */
+#define DDTX_HDR_CQ_DATA (1u << 1)  /* EAGER/RTS: data is valid (FI_REMOTE_CQ_DATA) */
+#define DDTX_HDR_LAST (1u << 2)     /* CTS: this batch covers the last accepted byte */
+
+struct ddtx_hdr_base {
+	uint8_t type;
+	uint8_t version;
+	uint16_t flags;
+	uint32_t reserved;
+};
+
+struct ddtx_hdr_eager {
+	struct ddtx_hdr_base base;
+	uint64_t tag;
+	uint64_t data;
+	uint64_t len;        /* payload bytes following the header */
+};
+
+struct ddtx_hdr_rts {
+	struct ddtx_hdr_base base;
+	uint64_t tag;
+	uint64_t data;
+	uint64_t total_len;  /* bytes the sender offers */
+	uint32_t tx_id;      /* the sender's operation, echoed in CTS */
+	uint32_t scheme;     /* enum fi_ddtx_scheme the sender proposes */
+	uint64_t nblocks;    /* the sender's layout summary (engine/iov.h) */
+	uint64_t min_block;
+	uint64_t avg_block;
+};
+
+/* One receiver descriptor: a key (internal space, offset addressing) covering len bytes. */
+struct ddtx_desc {
+	uint64_t key;
+	uint64_t len;
+};
+
+struct ddtx_hdr_cts {
+	struct ddtx_hdr_base base;
+	uint32_t tx_id;      /* from the RTS */
+	uint32_t rx_id;      /* the receiver's operation, echoed in DATA/DONE */
+	uint64_t accepted;   /* bytes the receiver takes (less than offered: truncation) */
+	uint64_t offset;     /* byte offset of this batch's first descriptor */
+	uint32_t scheme;     /* enum fi_ddtx_scheme decided by the receiver */
+	uint32_t ndesc;      /* descriptors following (0 for PACK) */
+	/* struct ddtx_desc desc[ndesc]; */
+};
+
+struct ddtx_hdr_data {
+	struct ddtx_hdr_base base;
+	uint32_t rx_id;
+	uint32_t reserved2;
+	uint64_t offset;     /* position of the chunk in the payload */
+	uint64_t len;        /* bytes following the header */
+};
+
+struct ddtx_hdr_done {
+	struct ddtx_hdr_base base;
+	uint32_t rx_id;
+	int32_t status;      /* 0, or the negative FI_E* error that ended the transfer */
+	uint64_t offset;     /* the batch that is finished (its CTS offset) */
+};
+
+struct ddtx_hdr_rma_data {
+	struct ddtx_hdr_base base;
+	uint64_t data;
+	uint64_t len;        /* bytes the write moved */
+};
+
+static inline size_t ddtx_hdr_min_len(unsigned type)
+{
+	switch (type) {
+	case DDTX_MSG_EAGER: return sizeof(struct ddtx_hdr_eager);
+	case DDTX_MSG_RTS: return sizeof(struct ddtx_hdr_rts);
+	case DDTX_MSG_CTS: return sizeof(struct ddtx_hdr_cts);
+	case DDTX_MSG_DATA: return sizeof(struct ddtx_hdr_data);
+	case DDTX_MSG_DONE: return sizeof(struct ddtx_hdr_done);
+	case DDTX_MSG_RMA_DATA: return sizeof(struct ddtx_hdr_rma_data);
+	default: return 0;
+	}
+}
+
+#endif /* DDTX_HDR_H */

@@ -1,0 +1,168 @@
+/* Endpoint data-path state: creation, message dispatch, progress, peer liveness, cancel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_internal.h"
+
+/* Incoming message from the wire: validate the header, then hand it to its handler. */
+static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
+{
+	struct ddtx_proto_ep *pep = arg;
+	const struct ddtx_hdr_base *b = buf;
+	if (len < sizeof(*b) || b->version != DDTX_PROTO_VERSION || !b->type ||
+	    b->type >= DDTX_MSG_TYPE_MAX || len < ddtx_hdr_min_len(b->type)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed message (%zu bytes) from peer %u\n",
+			  len, src);
+		return;
+	}
+	switch (b->type) {
+	case DDTX_MSG_EAGER:
+		ddtx_recv_on_eager(pep, src, buf, len);
+		break;
+	case DDTX_MSG_RTS:
+		ddtx_recv_on_rts(pep, src, buf, len);
+		break;
+	case DDTX_MSG_CTS:
+		ddtx_send_on_cts(pep, src, buf, len);
+		break;
+	case DDTX_MSG_DATA:
+		ddtx_recv_on_data(pep, src, buf, len);
+		break;
+	case DDTX_MSG_DONE:
+		ddtx_recv_on_done(pep, src, buf, len);
+		break;
+	case DDTX_MSG_RMA_DATA:
+		ddtx_rma_on_remote_data(pep, src, buf, len);
+		break;
+	}
+}
+
+/* A write/read finished: status is 0 or a negative FI_E* code from the wire. */
+static void on_complete(void *arg, void *wr_context, int status)
+{
+	struct ddtx_proto_ep *pep = arg;
+	enum ddtx_wr_kind kind = *(enum ddtx_wr_kind *)wr_context;
+	if (kind == DDTX_WR_BATCH) {
+		struct ddtx_batch *b = wr_context;
+		b->writes_pending--;
+		ddtx_batch_complete(pep, b, -status);
+	} else {
+		ddtx_rma_on_complete(pep, wr_context, status);
+	}
+}
+
+static const struct ddtx_wire_handlers handlers = {
+	.on_recv = on_recv,
+	.on_complete = on_complete,
+};
+
+int ddtx_proto_ep_open(struct ddtx_ep *ep)
+{
+	struct ddtx_proto_ep *pep = calloc(1, sizeof(*pep));
+	if (!pep)
+		return -FI_ENOMEM;
+	pep->ep = ep;
+	pep->caps = ddtx_wire_domain_caps(ep->domain->wire);
+	ddtx_list_init(&pep->posted_msg);
+	ddtx_list_init(&pep->posted_tag);
+	ddtx_list_init(&pep->unexp_msg);
+	ddtx_list_init(&pep->unexp_tag);
+	ddtx_list_init(&pep->tx_active);
+	ddtx_list_init(&pep->rx_active);
+	ddtx_list_init(&pep->rma_active);
+	ddtx_list_init(&pep->ctrl);
+	ddtx_optable_init(&pep->txs);
+	ddtx_optable_init(&pep->rxs);
+	pep->bounce = malloc(pep->caps->max_send_size);
+	int ret = pep->bounce ? ddtx_wire_ep_open(ep->domain->wire, &handlers, pep, &ep->wire)
+			      : -FI_ENOMEM;
+	if (ret) {
+		free(pep->bounce);
+		free(pep);
+		return ret;
+	}
+	ep->proto = pep;
+	return 0;
+}
+
+static void free_list(struct ddtx_list *l, size_t offset)
+{
+	struct ddtx_list_entry *it;
+	while ((it = ddtx_list_pop_front(l)))
+		free((char *)it - offset);
+}
+
+void ddtx_proto_ep_close(struct ddtx_ep *ep)
+{
+	struct ddtx_proto_ep *pep = ep->proto;
+	struct ddtx_list_entry *it;
+	if (!pep)
+		return;
+	/* Close the wire first: no callback may reach the state freed below. */
+	ddtx_wire_ep_close(ep->wire);
+	ep->wire = NULL;
+	while ((it = ddtx_list_pop_front(&pep->tx_active)))
+		ddtx_tx_free(pep, ddtx_container_of(it, struct ddtx_tx, entry));
+	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->posted_msg, &pep->posted_tag};
+	for (size_t i = 0; i < 3; i++)
+		while ((it = ddtx_list_pop_front(rxq[i])))
+			ddtx_rx_free(pep, ddtx_container_of(it, struct ddtx_rx, entry));
+	while ((it = ddtx_list_pop_front(&pep->rma_active))) {
+		struct ddtx_rma *op = ddtx_container_of(it, struct ddtx_rma, entry);
+		free(op->inject_buf);
+		free(op);
+	}
+	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
+	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));
+	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
+	ddtx_optable_fini(&pep->txs);
+	ddtx_optable_fini(&pep->rxs);
+	free(pep->bounce);
+	free(pep);
+	ep->proto = NULL;
+}
+
+/* Fail every operation that waits on a peer whose process is gone. */
+static void check_peers(struct ddtx_proto_ep *pep)
+{
+	double now = ddtx_now();
+	if (now < pep->next_peer_check)
+		return;
+	pep->next_peer_check = now + ddtx_settings.peer_timeout_ms / 1000.0;
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
+	{
+		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
+		if (ddtx_list_empty(&tx->batches) && !ddtx_wire_peer_alive(pep->ep->wire, tx->peer)) {
+			ddtx_ctrl_drop_peer(pep, tx->peer);
+			ddtx_tx_fail(pep, tx, FI_EIO);
+		}
+	}
+	ddtx_list_foreach_safe(&pep->rx_active, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		if (!ddtx_wire_peer_alive(pep->ep->wire, rx->peer)) {
+			ddtx_ctrl_drop_peer(pep, rx->peer);
+			ddtx_rx_fail(pep, rx, FI_EIO);
+		}
+	}
+}
+
+void ddtx_proto_progress(struct ddtx_ep *ep)
+{
+	struct ddtx_proto_ep *pep = ep->proto;
+	if (!pep || !ep->wire)
+		return;
+	ddtx_wire_ep_progress(ep->wire);
+	ddtx_ctrl_flush(pep);
+	ddtx_send_progress(pep);
+	check_peers(pep);
+}
+
+ssize_t ddtx_proto_cancel(struct ddtx_ep *ep, void *context)
+{
+	DDTX_EP_LOCK(ep);
+	bool found = ep->proto && ddtx_recv_cancel(ep->proto, context);
+	DDTX_EP_UNLOCK(ep);
+	return found ? 0 : -FI_ENOENT;
+}

@@ -1,0 +1,216 @@
+/* Data-path state shared by the files of proto/ (not seen outside proto/). */
+#ifndef DDTX_PROTO_INTERNAL_H
+#define DDTX_PROTO_INTERNAL_H
+
+#include <rdma/fi_ddtx.h>
+
+#include "engine/iov.h"
+#include "engine/list.h"
+#include "engine/scheme.h"
+#include "proto/hdr.h"
+#include "proto/proto.h"
+#include "proto/optable.h"
+
+/* What a wire work-request context points at: the first member tells which. */
+enum ddtx_wr_kind { DDTX_WR_BATCH = 1, DDTX_WR_RMA = 2 };
+
+struct ddtx_tx;
+
+/* A CTS batch of receiver descriptors being written by the sender (SGL/UMR). */
+struct ddtx_batch {
+	enum ddtx_wr_kind kind;          /* DDTX_WR_BATCH */
+	struct ddtx_list_entry entry;    /* ddtx_tx.batches */
+	struct ddtx_tx *tx;
+	uint64_t offset;                 /* payload offset of the first descriptor */
+	size_t writes_pending;
+	int status;
+	bool posted;                     /* all writes posted */
+	uint32_t ndesc;
+	struct ddtx_desc desc[];
+};
+
+enum ddtx_tx_state {
+	DDTX_TX_WAIT_CTS,                /* RTS sent */
+	DDTX_TX_PACK,                    /* streaming DATA chunks */
+	DDTX_TX_ZCOPY,                   /* writing CTS batches */
+};
+
+/* A rendezvous send in flight. */
+struct ddtx_tx {
+	struct ddtx_list_entry entry;    /* proto_ep.tx_active */
+	uint32_t id;
+	ddtx_peer_t peer;
+	void *context;
+	uint64_t cq_flags;               /* FI_SEND | FI_MSG or FI_TAGGED */
+	bool report;                     /* write a CQ entry on success */
+	uint64_t tag;
+	struct iovec *iov;               /* private copy of the caller's list */
+	size_t count;
+	size_t total;
+	enum ddtx_tx_state state;
+	enum fi_ddtx_scheme scheme;
+	size_t accepted;                 /* bytes the receiver takes */
+	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
+	uint32_t rx_id;
+	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
+};
+
+/* Receiver keys of one CTS batch (SGL/UMR), released when its DONE arrives. */
+struct ddtx_rbatch {
+	struct ddtx_list_entry entry;
+	uint64_t offset;
+	uint64_t len;
+	uint32_t nmr;
+	struct ddtx_wire_mr *mr[];
+};
+
+enum ddtx_rx_state {
+	DDTX_RX_POSTED,                  /* waiting for a match */
+	DDTX_RX_RNDV,                    /* matched an RTS, data moving */
+};
+
+struct ddtx_rx {
+	struct ddtx_list_entry entry;    /* posted queue, then proto_ep.rx_active */
+	uint32_t id;
+	enum ddtx_rx_state state;
+	void *context;
+	uint64_t flags;                  /* FI_RECV | FI_MSG or FI_TAGGED, FI_MULTI_RECV */
+	bool report;
+	uint64_t tag, ignore;            /* tagged matching */
+	fi_addr_t src;                   /* FI_ADDR_UNSPEC: any source */
+	struct iovec *iov;
+	size_t count;
+	size_t capacity;                 /* bytes the buffers hold */
+	struct iovec iov_inline[1];
+	/* FI_MULTI_RECV: the parent buffer and bookkeeping */
+	struct ddtx_rx *parent;
+	size_t multi_used;
+	size_t multi_children;           /* rendezvous slices still open */
+	bool multi_released;             /* removed from the posted queue */
+	/* rendezvous, once matched */
+	ddtx_peer_t peer;
+	fi_addr_t from;
+	uint32_t tx_id;
+	uint64_t msg_tag, msg_data;
+	uint16_t hdr_flags;
+	size_t offered, accepted, received;
+	enum fi_ddtx_scheme scheme;
+	size_t chunk;                    /* UMR window length */
+	struct ddtx_iov_cursor cur;      /* next byte to describe in a CTS batch */
+	struct ddtx_list rbatches;       /* struct ddtx_rbatch in flight */
+	struct ddtx_layout_stats layout;
+};
+
+/* A message that arrived before its receive was posted. */
+struct ddtx_unexp {
+	struct ddtx_list_entry entry;
+	ddtx_peer_t peer;
+	uint8_t type;                    /* DDTX_MSG_EAGER or DDTX_MSG_RTS */
+	uint16_t hdr_flags;
+	uint64_t tag, data;
+	size_t len;
+	void *claim_context;             /* set by FI_PEEK | FI_CLAIM */
+	struct ddtx_hdr_rts rts;
+	uint8_t payload[];               /* EAGER: len bytes */
+};
+
+/* A control message waiting for room in the peer's receive queue. */
+struct ddtx_ctrl {
+	struct ddtx_list_entry entry;
+	ddtx_peer_t peer;
+	size_t len;
+	uint8_t msg[];
+};
+
+/* An RMA operation in flight. */
+struct ddtx_rma {
+	enum ddtx_wr_kind kind;          /* DDTX_WR_RMA */
+	struct ddtx_list_entry entry;    /* proto_ep.rma_active */
+	ddtx_peer_t peer;
+	void *context;
+	uint64_t cq_flags;               /* FI_RMA | FI_WRITE or FI_READ */
+	bool report;
+	bool remote_data;                /* send DDTX_MSG_RMA_DATA once the writes land */
+	uint64_t data;
+	size_t total;
+	size_t writes_pending;
+	int status;
+	void *inject_buf;                /* fi_inject_write copy */
+};
+
+struct ddtx_proto_ep {
+	struct ddtx_ep *ep;
+	const struct ddtx_wire_caps *caps;
+	struct ddtx_list posted_msg, posted_tag;   /* struct ddtx_rx */
+	struct ddtx_list unexp_msg, unexp_tag;     /* struct ddtx_unexp */
+	struct ddtx_list tx_active;                /* struct ddtx_tx */
+	struct ddtx_list rx_active;                /* struct ddtx_rx in DDTX_RX_RNDV */
+	struct ddtx_list rma_active;               /* struct ddtx_rma */
+	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
+	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
+	uint8_t *bounce;                           /* one message: header + chunk */
+	double next_peer_check;
+};
+
+static inline struct ddtx_proto_ep *proto_of(struct ddtx_ep *ep)
+{
+	return ep->proto;
+}
+
+/* completion.c */
+void ddtx_complete_tx(struct ddtx_ep *ep, void *context, uint64_t flags, bool report,
+		      size_t len, enum ddtx_ep_cntr cntr);
+void ddtx_complete_tx_err(struct ddtx_ep *ep, void *context, uint64_t flags, size_t len, int err,
+			  enum ddtx_ep_cntr cntr);
+void ddtx_count_scheme(struct ddtx_ep *ep, enum fi_ddtx_scheme scheme, size_t bytes);
+double ddtx_now(void);
+
+/* ctrl.c: send a control message now or queue it (never fails for a live peer). */
+void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
+void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
+void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
+
+/* send.c */
+/* -FI_EINVAL unless iov holds count (<= limit) valid entries. */
+int ddtx_check_iov(const struct iovec *iov, size_t count, size_t limit);
+ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+			 uint64_t flags, bool tagged);
+void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_send_progress(struct ddtx_proto_ep *pep);
+void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int status);
+void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err);
+void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
+
+/* recv.c */
+ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+			 uint64_t flags, bool tagged);
+void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
+void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
+ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t ignore,
+		       void *context, uint64_t flags, const struct iovec *iov, size_t count);
+/* Release a posted receive without data (cancel); returns true if found. */
+bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
+
+/* match.c */
+bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from);
+struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_addr_t src,
+				   uint64_t tag, uint64_t ignore, void *claim_context);
+fi_addr_t ddtx_from_addr(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+
+/* rma.c */
+void ddtx_rma_on_complete(struct ddtx_proto_ep *pep, struct ddtx_rma *op, int status);
+void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			     size_t len);
+
+/* Lock/unlock the endpoint's domain around an API call. */
+#define DDTX_EP_LOCK(ep) pthread_mutex_lock(&(ep)->domain->lock)
+#define DDTX_EP_UNLOCK(ep) pthread_mutex_unlock(&(ep)->domain->lock)
+
+#endif /* DDTX_PROTO_INTERNAL_H */

@@ -1,0 +1,345 @@
+/*
+ * Sender side of messaging: eager sends, RTS, and the transfer that follows the receiver's CTS
+ * (PACK: streamed DATA chunks; SGL/UMR: one batch of writes per CTS, then DONE).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/proto_internal.h"
+
+static size_t eager_limit(const struct ddtx_proto_ep *pep)
+{
+	size_t room = pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager);
+	return DDTX_MIN(ddtx_settings.eager_size, room);
+}
+
+int ddtx_check_iov(const struct iovec *iov, size_t count, size_t limit)
+{
+	if (count > limit || (count && !iov))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++)
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return -FI_EINVAL;
+	return 0;
+}
+
+/* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */
+static int send_now(struct ddtx_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		    const struct iovec *iov, size_t count)
+{
+	for (int attempt = 0;; attempt++) {
+		int ret = ddtx_wire_send(ep->wire, peer, hdr, hdr_len, iov, count);
+		if (ret != -FI_EAGAIN || attempt == 1)
+			return ret;
+		ddtx_proto_progress(ep);
+	}
+}
+
+static int send_eager(struct ddtx_ep *ep, ddtx_peer_t peer, const struct iovec *iov,
+		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags)
+{
+	struct ddtx_proto_ep *pep = proto_of(ep);
+	struct ddtx_hdr_eager h;
+	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
+	h.tag = tag;
+	h.data = data;
+	h.len = total;
+	if (count <= pep->caps->max_sge)
+		return send_now(ep, peer, &h, sizeof(h), iov, count);
+	/* More entries than one work request gathers: pack them behind the header. */
+	memcpy(pep->bounce, &h, sizeof(h));
+	ddtx_iov_gather(iov, count, 0, pep->bounce + sizeof(h), total);
+	return send_now(ep, peer, pep->bounce, sizeof(h) + total, NULL, 0);
+}
+
+static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count)
+{
+	struct ddtx_tx *tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return NULL;
+	tx->iov = malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
+	tx->id = ddtx_optable_add(&pep->txs, tx);
+	if (!tx->iov || !tx->id) {
+		free(tx->iov);
+		free(tx);
+		return NULL;
+	}
+	memcpy(tx->iov, iov, count * sizeof(*iov));
+	tx->count = count;
+	ddtx_list_init(&tx->batches);
+	return tx;
+}
+
+void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	struct ddtx_list_entry *it;
+	while ((it = ddtx_list_pop_front(&tx->batches)))
+		free(ddtx_container_of(it, struct ddtx_batch, entry));
+	ddtx_optable_remove(&pep->txs, tx->id);
+	free(tx->iov);
+	free(tx);
+}
+
+static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	struct ddtx_ep *ep = pep->ep;
+	ep->domain->stats.tx_ops++;
+	ddtx_complete_tx(ep, tx->context, tx->cq_flags, tx->report, tx->total, DDTX_CNTR_SEND);
+	ddtx_list_remove(&tx->entry);
+	ddtx_tx_free(pep, tx);
+}
+
+void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
+{
+	DDTX_INFO(FI_LOG_EP_DATA, "send %u to peer %u failed: %s\n", tx->id, tx->peer,
+		  fi_strerror(err));
+	ddtx_complete_tx_err(pep->ep, tx->context, tx->cq_flags, 0, err, DDTX_CNTR_SEND);
+	ddtx_list_remove(&tx->entry);
+	ddtx_tx_free(pep, tx);
+}
+
+ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+			 uint64_t flags, bool tagged)
+{
+	int ret = ddtx_check_iov(iov, count, ep->info->tx_attr->iov_limit);
+	if (ret) {
+		DDTX_WARN(FI_LOG_EP_DATA, "send: invalid iov list (count %zu)\n", count);
+		return ret;
+	}
+	size_t total = ddtx_iov_total(iov, count);
+	if ((flags & FI_INJECT) && total > ep->info->tx_attr->inject_size)
+		return -FI_EINVAL;
+
+	DDTX_EP_LOCK(ep);
+	struct ddtx_proto_ep *pep = proto_of(ep);
+	ddtx_peer_t peer;
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if ((ret = ddtx_ep_peer(ep, dest, &peer)))
+		goto out;
+
+	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	bool report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+	uint16_t hflags = (uint16_t)((tagged ? DDTX_HDR_TAGGED : 0) |
+				     ((flags & FI_REMOTE_CQ_DATA) ? DDTX_HDR_CQ_DATA : 0));
+	struct fi_ddtx_stats *st = &ep->domain->stats;
+	if (count > st->iov_entries_max)
+		st->iov_entries_max = count;
+
+	if (total <= eager_limit(pep)) {
+		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags);
+		if (ret == -FI_EAGAIN)
+			goto out;
+		if (ret) {
+			ddtx_complete_tx_err(ep, context, cq_flags, 0, -ret, DDTX_CNTR_SEND);
+			ret = 0;
+			goto out;
+		}
+		st->tx_ops++;
+		ddtx_complete_tx(ep, context, cq_flags, report, total, DDTX_CNTR_SEND);
+		goto out;
+	}
+
+	struct ddtx_tx *tx = tx_new(pep, iov, count);
+	if (!tx) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	tx->peer = peer;
+	tx->context = context;
+	tx->cq_flags = cq_flags;
+	tx->report = report;
+	tx->tag = tag;
+	tx->total = total;
+	tx->state = DDTX_TX_WAIT_CTS;
+
+	struct ddtx_layout_stats ls;
+	ddtx_layout_stats(iov, count, &ls);
+	struct ddtx_hdr_rts rts;
+	ddtx_hdr_init(&rts.base, DDTX_MSG_RTS, hflags);
+	rts.tag = tag;
+	rts.data = data;
+	rts.total_len = total;
+	rts.tx_id = tx->id;
+	rts.scheme = ddtx_scheme_propose(&ddtx_settings, pep->caps, &ls);
+	rts.nblocks = ls.nblocks;
+	rts.min_block = ls.min_block;
+	rts.avg_block = ls.avg_block;
+	ret = send_now(ep, peer, &rts, sizeof(rts), NULL, 0);
+	if (ret == -FI_EAGAIN) {
+		ddtx_tx_free(pep, tx);
+		goto out;
+	}
+	ddtx_list_push_back(&pep->tx_active, &tx->entry);
+	if (ret) {
+		ddtx_tx_fail(pep, tx, -ret);
+		ret = 0;
+	}
+out:
+	DDTX_EP_UNLOCK(ep);
+	return ret;
+}
+
+/* Post the writes of one CTS batch: each descriptor gets local pieces of at most max_sge. */
+static void batch_post(struct ddtx_proto_ep *pep, struct ddtx_batch *b)
+{
+	struct ddtx_tx *tx = b->tx;
+	const struct ddtx_wire_caps *caps = pep->caps;
+	struct ddtx_iov_cursor cur;
+	struct iovec pieces[caps->max_sge];
+
+	ddtx_iov_cursor_init(&cur, tx->iov, tx->count);
+	ddtx_iov_cursor_seek(&cur, b->offset);
+	for (uint32_t i = 0; i < b->ndesc && !b->status; i++) {
+		uint64_t roff = 0;
+		while (roff < b->desc[i].len) {
+			size_t want = DDTX_MIN(b->desc[i].len - roff, caps->max_rma_size);
+			size_t n;
+			size_t got = ddtx_iov_cursor_take(&cur, want, caps->max_sge, pieces, &n);
+			if (!got) {
+				b->status = FI_EIO; /* the receiver described more than we offered */
+				break;
+			}
+			int ret = ddtx_wire_write(pep->ep->wire, tx->peer, pieces, n,
+						  DDTX_KEY_INTERNAL, b->desc[i].key, roff, got, b);
+			if (ret) {
+				b->status = -ret;
+				break;
+			}
+			b->writes_pending++;
+			roff += got;
+		}
+	}
+	b->posted = true;
+	if (!b->writes_pending)
+		ddtx_batch_complete(pep, b, 0);
+}
+
+void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int status)
+{
+	if (status && !b->status)
+		b->status = status;
+	if (b->writes_pending || !b->posted)
+		return;
+	struct ddtx_tx *tx = b->tx;
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < b->ndesc; i++)
+		bytes += b->desc[i].len;
+
+	struct ddtx_hdr_done done;
+	ddtx_hdr_init(&done.base, DDTX_MSG_DONE, 0);
+	done.rx_id = tx->rx_id;
+	done.status = b->status ? -b->status : 0;
+	done.offset = b->offset;
+	ddtx_ctrl_send(pep, tx->peer, &done, sizeof(done));
+
+	int err = b->status;
+	ddtx_list_remove(&b->entry);
+	free(b);
+	if (err) {
+		ddtx_tx_fail(pep, tx, err);
+		return;
+	}
+	tx->sent += bytes;
+	if (tx->sent >= tx->accepted && ddtx_list_empty(&tx->batches))
+		tx_finish(pep, tx);
+}
+
+static bool cts_valid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len)
+{
+	if (len < sizeof(*cts) + (size_t)cts->ndesc * sizeof(struct ddtx_desc))
+		return false;
+	if (tx->state == DDTX_TX_WAIT_CTS)
+		return cts->accepted <= tx->total && cts->scheme > FI_DDTX_SCHEME_EAGER &&
+		       cts->scheme < FI_DDTX_SCHEME_RMA;
+	return tx->state == DDTX_TX_ZCOPY && cts->ndesc;
+}
+
+void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_cts *cts = buf;
+	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, cts->tx_id);
+	if (!tx || tx->peer != src || !cts_valid(tx, cts, len)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed or stale CTS from peer %u\n", src);
+		return;
+	}
+	if (tx->state == DDTX_TX_WAIT_CTS) {
+		tx->scheme = (enum fi_ddtx_scheme)cts->scheme;
+		tx->accepted = cts->accepted;
+		tx->rx_id = cts->rx_id;
+		if (!tx->accepted) {
+			tx_finish(pep, tx);
+			return;
+		}
+		tx->state = tx->scheme == FI_DDTX_SCHEME_PACK ? DDTX_TX_PACK : DDTX_TX_ZCOPY;
+		if (tx->state == DDTX_TX_PACK) {
+			ddtx_send_progress(pep);
+			return;
+		}
+	}
+	if (!cts->ndesc)
+		return;
+	uint64_t bytes = 0;
+	const struct ddtx_desc *desc = (const void *)(cts + 1);
+	for (uint32_t i = 0; i < cts->ndesc; i++)
+		bytes += desc[i].len;
+	if (cts->offset + bytes > tx->accepted || bytes < cts->ndesc) {
+		DDTX_WARN(FI_LOG_EP_DATA, "CTS batch outside the accepted range, failing send\n");
+		ddtx_tx_fail(pep, tx, FI_EIO);
+		return;
+	}
+	struct ddtx_batch *b = calloc(1, sizeof(*b) + cts->ndesc * sizeof(*desc));
+	if (!b) {
+		ddtx_tx_fail(pep, tx, FI_ENOMEM);
+		return;
+	}
+	b->kind = DDTX_WR_BATCH;
+	b->tx = tx;
+	b->offset = cts->offset;
+	b->ndesc = cts->ndesc;
+	memcpy(b->desc, desc, cts->ndesc * sizeof(*desc));
+	ddtx_list_push_back(&tx->batches, &b->entry);
+	batch_post(pep, b);
+}
+
+/* PACK: gather the next chunk straight behind a DATA header and send it. */
+static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	size_t room = pep->caps->max_send_size - sizeof(struct ddtx_hdr_data);
+	size_t len = DDTX_MIN(tx->accepted - tx->sent, room);
+	struct ddtx_hdr_data *h = (struct ddtx_hdr_data *)pep->bounce;
+	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
+	h->rx_id = tx->rx_id;
+	h->reserved2 = 0;
+	h->offset = tx->sent;
+	h->len = len;
+	ddtx_iov_gather(tx->iov, tx->count, tx->sent, h + 1, len);
+	int ret = ddtx_wire_send(pep->ep->wire, tx->peer, h, sizeof(*h) + len, NULL, 0);
+	if (!ret)
+		tx->sent += len;
+	return ret;
+}
+
+void ddtx_send_progress(struct ddtx_proto_ep *pep)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
+	{
+		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
+		if (tx->state != DDTX_TX_PACK)
+			continue;
+		int ret = 0;
+		while (tx->sent < tx->accepted && !(ret = pack_one(pep, tx)))
+			;
+		if (ret == -FI_EAGAIN)
+			continue;
+		if (ret) {
+			ddtx_tx_fail(pep, tx, -ret);
+			continue;
+		}
+		tx_finish(pep, tx);
+	}
+}
