@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Installs what ddtx needs to build and test on Debian 12. Does nothing for packages already present.
+#   util/install-deps.sh [--plots]     --plots adds python3-matplotlib for util/plot_bench.py
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libfabric-dev libfabric-bin libibverbs-dev python3)
+for arg in "$@"; do
+  case $arg in
+    --plots) pkgs+=(python3-matplotlib) ;;
+    *) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -10,5 +17,6 @@ done
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
+echo "install-deps.sh: installing ${missing[*]}"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
+# then builds it again with AddressSanitizer into ./build-asan and runs the suite there.
+# The last line printed is always "<passed> passed, <failed> failed", counting each test once:
+# a test fails if it failed in either build; a build that does not compile counts as a failure.
+#   util/run-tests.sh [--no-asan]          (or DDTX_ASAN=0)
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$DDTX_ROOT"
+
+asan=${DDTX_ASAN:-1}
+for arg in "$@"; do
+  case $arg in
+    --no-asan) asan=0 ;;
+    --asan) asan=1 ;;
+    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run-tests.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+if ! util/install-deps.sh; then
+  echo "run-tests.sh: installing dependencies failed"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+builds=()        # build directories whose testlog.json is counted
+broken=()        # builds that did not configure or compile
+
+run_suite() {    # run_suite DIR TIMEOUT_MULTIPLIER [meson options...]
+  local dir=$1 mult=$2
+  shift 2
+  echo "=== $dir: configure and build"
+  if ! ddtx_build "$dir" "$@"; then
+    echo "=== $dir: BUILD FAILED"
+    broken+=("$dir")
+    return
+  fi
+  echo "=== $dir: meson test"
+  rm -f "$dir/meson-logs/testlog.json"
+  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult"
+  builds+=("$dir")
+}
+
+start=$(date +%s)
+run_suite build 1
+if [ "$asan" = 1 ]; then
+  # Leak checking stays on; abort on the first error so the test reports it.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:print_summary=1:detect_leaks=1}
+  run_suite build-asan 4 -Db_sanitize=address -Db_lundef=false
+fi
+echo "=== elapsed $(( $(date +%s) - start )) s"
+
+python3 - "${#broken[@]}" "${builds[@]}" <<'PY'
+import json, os, sys
+broken = int(sys.argv[1])
+passed_kinds = {"OK", "EXPECTEDFAIL"}
+tests = {}
+for d in sys.argv[2:]:
+    path = os.path.join(d, "meson-logs", "testlog.json")
+    counts = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                t = json.loads(line)
+                res = t.get("result", "ERROR")
+                counts[res] = counts.get(res, 0) + 1
+                key = (t.get("suite") and ",".join(t["suite"]) or "") + ":" + t.get("name", "?")
+                tests.setdefault(key, []).append((d, res))
+    print("%s: %s" % (d, ", ".join("%d %s" % (n, k) for k, n in sorted(counts.items())) or "no tests"))
+passed = failed = skipped = 0
+for key, runs in sorted(tests.items()):
+    res = [r for _, r in runs]
+    if any(r not in passed_kinds and r != "SKIP" for r in res):
+        failed += 1
+        print("FAILED: %s (%s)" % (key, ", ".join("%s in %s" % (r, d) for d, r in runs)))
+    elif any(r in passed_kinds for r in res):
+        passed += 1
+    else:
+        skipped += 1
+print("%d skipped" % skipped)
+print("%d passed, %d failed" % (passed, failed + broken))
+sys.exit(1 if failed + broken else 0)
+PY
