@@ -169,8 +169,34 @@ int ddtx_shm_keytab_init(struct ddtx_shm_keytab *kt, void *region, size_t region
 	return 0;
 }
 
+static void seq_write_begin(struct ddtx_shm_key_slot *s)
+{
+	uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, v + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void seq_write_end(struct ddtx_shm_key_slot *s)
+{
+	uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&s->seq, v + 1, memory_order_release);
+}
+
 void ddtx_shm_keytab_fini(struct ddtx_shm_keytab *kt)
 {
+	/* Peers may keep the table mapped after we unlink it: leave no usable key behind. */
+	for (uint64_t i = 0; kt->live && kt->slots && i <= kt->mask; i++) {
+		struct ddtx_shm_key_slot *s = &kt->slots[i];
+		if (s->state != DDTX_SHM_KEY_USED)
+			continue;
+		seq_write_begin(s);
+		s->state = DDTX_SHM_KEY_TOMB;
+		s->access = 0;
+		seq_write_end(s);
+		kt->live--;
+	}
 	if (kt->pool) {
 		free(kt->pool->v);
 		free(kt->pool);
@@ -203,21 +229,6 @@ static bool keytab_find(struct ddtx_shm_keytab *kt, uint32_t space, uint64_t key
 	if (free_idx)
 		*free_idx = tomb;
 	return false;
-}
-
-static void seq_write_begin(struct ddtx_shm_key_slot *s)
-{
-	uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
-
-	atomic_store_explicit(&s->seq, v + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-}
-
-static void seq_write_end(struct ddtx_shm_key_slot *s)
-{
-	uint64_t v = atomic_load_explicit(&s->seq, memory_order_relaxed);
-
-	atomic_store_explicit(&s->seq, v + 1, memory_order_release);
 }
 
 int ddtx_shm_keytab_insert(struct ddtx_shm_keytab *kt, const struct iovec *iov, size_t count,
