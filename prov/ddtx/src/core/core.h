@@ -223,7 +223,7 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 /* The fi_info template ddtx answers from (getinfo.c). */
 struct fi_info *ddtx_info_template(void);
 
-/* Read the FI_DDTX_* variables (init.c). */
+/* Declare and read the FI_DDTX_* variables (provider.c; called from fi_prov_ini). */
 void ddtx_settings_load(void);
 
 #endif /* DDTX_CORE_H */
