@@ -1,0 +1,729 @@
+/*
+ * Untagged messages: send/sendv/sendmsg/inject/senddata/injectdata with recv/recvv/recvmsg,
+ * iov lists on both sides, remote CQ data, FI_SOURCE, the eager edge, 1 MiB and 256 MiB
+ * messages under each forced scheme, FI_MULTI_RECV, FI_SELECTIVE_COMPLETION, ordering and
+ * truncation.  Every delivered byte is checked, and bytes around the receive buffers too.
+ */
+#include <string.h>
+
+#include "fx.h"
+
+#define TMO 20000 /* ms for one completion */
+#define CSEED FX_CSEED
+
+static const struct fx_opts base_opts = {.caps = FI_MSG};
+
+#define rbuf fx_rbuf
+#define rbuf_init fx_rbuf_init
+#define rbuf_check fx_rbuf_check
+#define rbuf_free fx_rbuf_free
+
+static void check_tx(const struct fx_comp *c, void *ctx, const char *what)
+{
+	FT_CHECK(c->op_context == ctx, "%s: tx completion context %p, want %p", what, c->op_context,
+		 ctx);
+	FT_CHECK((c->flags & (FI_SEND | FI_MSG)) == (FI_SEND | FI_MSG),
+		 "%s: tx completion flags 0x%llx lack FI_SEND|FI_MSG", what,
+		 (unsigned long long)c->flags);
+}
+static void check_rx(const struct fx_comp *c, void *ctx, size_t len, const char *what)
+{
+	FT_CHECK(c->op_context == ctx, "%s: rx completion context %p, want %p", what, c->op_context,
+		 ctx);
+	FT_CHECK((c->flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG),
+		 "%s: rx completion flags 0x%llx lack FI_RECV|FI_MSG", what,
+		 (unsigned long long)c->flags);
+	FT_CHECK(!(c->flags & FI_TAGGED), "%s: untagged receive completed with FI_TAGGED", what);
+	FT_CHECK(c->len == len, "%s: rx completion len %zu, want %zu", what, c->len, len);
+}
+
+/* ---- fi_send / fi_recv over the size ladder, posted and unexpected ---------------------- */
+
+static const size_t ladder[] = {0,     1,     7,     64,    4095,  4096,   4097,
+				16383, 16384, 16385, 65536, 65537, 1 << 20};
+#define NLADDER (sizeof(ladder) / sizeof(ladder[0]))
+
+static int t_send_recv(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int peer = 1 - ctx->rank;
+	for (size_t i = 0; i < NLADDER; i++) {
+		size_t size = ladder[i];
+		bool unexpected = i & 1;
+		char what[96];
+		snprintf(what, sizeof(what), "fi_send %zu bytes (%s)", size,
+			 unexpected ? "unexpected" : "posted");
+		uint64_t seed = 100 + i;
+		struct fx_comp c;
+		if (ctx->rank == 0) {
+			uint8_t *buf = fx_alloc(size);
+			fx_fill(buf, size, seed, 0);
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_send(fx.ep, buf, size, NULL, fx.peers[peer], (void *)&ladder[i]));
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			check_tx(&c, (void *)&ladder[i], what);
+			FX_CHECK_PATTERN(buf, size, seed, 0, "%s: send buffer changed", what);
+			free(buf);
+		} else {
+			struct rbuf r;
+			struct fi_ddtx_stats s0, s1;
+			rbuf_init(&r, size);
+			fx_stats(&fx, &s0);
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, size, NULL, fx.peers[peer], &r));
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			check_rx(&c, &r, size, what);
+			rbuf_check(&r, seed, size, what);
+			fx_stats(&fx, &s1);
+			fx_check_scheme(&s0, &s1, size, -1, what);
+			rbuf_free(&r);
+		}
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- fi_sendv / fi_recvv and fi_sendmsg / fi_recvmsg with different cuts --------------- */
+
+struct vcase {
+	size_t size, scount, rcount;
+};
+static const struct vcase vcases[] = {
+	{1, 1, 1},           {100, 3, 5},          {4096, 64, 7},       {16383, 30, 31},
+	{16384, 1024, 1},    {16385, 1, 1024},     {16385, 33, 29},     {100000, 1024, 1024},
+	{300000, 5, 300},    {1 << 20, 1024, 17},  {(1 << 20) + 3, 31, 1024},
+};
+#define NVCASES (sizeof(vcases) / sizeof(vcases[0]))
+
+static void vector_run(struct ft_ctx *ctx, struct fx *fx, bool use_msg, int forced)
+{
+	int peer = 1 - ctx->rank;
+	uint64_t rng = 0x5eed0001 + use_msg;
+	for (size_t i = 0; i < NVCASES; i++) {
+		const struct vcase *vc = &vcases[i];
+		struct fx_layout s, r;
+		/* both ranks build both layouts from the same generator */
+		fx_layout_make(&s, vc->size, vc->scount, 97, &rng);
+		fx_layout_make(&r, vc->size, vc->rcount, 61, &rng);
+		char what[128];
+		snprintf(what, sizeof(what), "%s %zu bytes, %zu -> %zu entries",
+			 use_msg ? "fi_sendmsg/fi_recvmsg" : "fi_sendv/fi_recvv", vc->size, s.count,
+			 r.count);
+		uint64_t seed = 200 + i;
+		struct fx_comp c;
+		if (ctx->rank == 0) {
+			fx_layout_canary(&s, CSEED + 1);
+			fx_layout_data(&s, seed);
+			fx_pbarrier(ctx, fx);
+			if (use_msg) {
+				struct fi_msg m = {.msg_iov = s.iov, .desc = s.desc,
+						   .iov_count = s.count, .addr = fx->peers[peer],
+						   .context = &s};
+				FX_OK(fx, fi_sendmsg(fx->ep, &m, FI_COMPLETION));
+			} else {
+				FX_OK(fx, fi_sendv(fx->ep, s.iov, s.desc, s.count, fx->peers[peer],
+						   &s));
+			}
+			fx_wait(fx, 1, &c, TMO);
+			check_tx(&c, &s, what);
+			fx_layout_check(&s, seed, s.total, CSEED + 1, "send buffer after the send");
+		} else {
+			struct fi_ddtx_stats s0, s1;
+			fx_layout_canary(&r, CSEED + 2);
+			fx_stats(fx, &s0);
+			if (use_msg) {
+				struct fi_msg m = {.msg_iov = r.iov, .desc = r.desc,
+						   .iov_count = r.count, .addr = FI_ADDR_UNSPEC,
+						   .context = &r};
+				FX_OK(fx, fi_recvmsg(fx->ep, &m, FI_COMPLETION));
+			} else {
+				FX_OK(fx, fi_recvv(fx->ep, r.iov, r.desc, r.count, FI_ADDR_UNSPEC, &r));
+			}
+			fx_pbarrier(ctx, fx);
+			fx_wait(fx, 1, &c, TMO);
+			check_rx(&c, &r, vc->size, what);
+			fx_layout_check(&r, seed, vc->size, CSEED + 2, what);
+			fx_stats(fx, &s1);
+			fx_check_scheme(&s0, &s1, vc->size, forced, what);
+		}
+		fx_layout_free(&s);
+		fx_layout_free(&r);
+	}
+	fx_pbarrier(ctx, fx);
+}
+
+static int t_sendv(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	vector_run(ctx, &fx, false, -1);
+	fx_close(&fx);
+	return 0;
+}
+
+static int t_sendmsg(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = arg;
+	fx_open(ctx, &o, &fx);
+	vector_run(ctx, &fx, true, fx_scheme_of(arg));
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- fi_inject / fi_injectdata: buffer reusable at once, no completion --------------------- */
+
+static int t_inject(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.cq_format = FI_CQ_FORMAT_DATA;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->tx_attr->inject_size >= 4096, "inject_size %zu < 4096",
+		 fx.info->tx_attr->inject_size);
+	static const size_t sizes[] = {0, 1, 100, 4095, 4096};
+	const size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	int peer = 1 - ctx->rank;
+	for (int round = 0; round < 2; round++) { /* 0: posted first, 1: unexpected */
+		if (ctx->rank == 0) {
+			uint8_t *buf = fx_alloc(4096);
+			if (round == 0)
+				fx_pbarrier(ctx, &fx);
+			for (size_t i = 0; i < n; i++) {
+				fx_fill(buf, sizes[i], 300 + i, 0);
+				ssize_t ret;
+				if (i & 1)
+					ret = FX_POST(&fx, fi_injectdata(fx.ep, buf, sizes[i],
+									 0xD0D0000000000000ull + i,
+									 fx.peers[peer]));
+				else
+					ret = FX_POST(&fx, fi_inject(fx.ep, buf, sizes[i],
+								     fx.peers[peer]));
+				FT_CHECK(ret == 0, "fi_inject%s(%zu): %s", i & 1 ? "data" : "",
+					 sizes[i], fi_strerror((int)-ret));
+				memset(buf, 0xEE, 4096); /* reusable immediately */
+			}
+			if (round == 1)
+				fx_pbarrier(ctx, &fx);
+			fx_pbarrier(ctx, &fx); /* receiver has everything */
+			fx_expect_none(&fx, 200);   /* injects generate no completion */
+			free(buf);
+		} else {
+			struct rbuf r[5];
+			if (round == 1)
+				fx_pbarrier(ctx, &fx);
+			for (size_t i = 0; i < n; i++) {
+				rbuf_init(&r[i], sizes[i]);
+				FX_OK(&fx, fi_recv(fx.ep, r[i].buf, sizes[i], NULL, FI_ADDR_UNSPEC,
+						   &r[i]));
+			}
+			if (round == 0)
+				fx_pbarrier(ctx, &fx);
+			for (size_t i = 0; i < n; i++) {
+				struct fx_comp c;
+				char what[64];
+				snprintf(what, sizeof(what), "fi_inject%s %zu bytes",
+					 i & 1 ? "data" : "", sizes[i]);
+				fx_wait(&fx, 1, &c, TMO);
+				check_rx(&c, &r[i], sizes[i], what);
+				rbuf_check(&r[i], 300 + i, sizes[i], what);
+				if (i & 1) {
+					FT_CHECK(c.flags & FI_REMOTE_CQ_DATA,
+						 "%s: FI_REMOTE_CQ_DATA flag missing", what);
+					FT_CHECK(c.data == 0xD0D0000000000000ull + i,
+						 "%s: data 0x%llx", what, (unsigned long long)c.data);
+				} else {
+					FT_CHECK(!(c.flags & FI_REMOTE_CQ_DATA),
+						 "%s: FI_REMOTE_CQ_DATA set without data", what);
+				}
+				rbuf_free(&r[i]);
+			}
+			fx_pbarrier(ctx, &fx);
+		}
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- fi_senddata / fi_sendmsg(FI_REMOTE_CQ_DATA) with FI_CQ_FORMAT_DATA ---------------- */
+
+static int t_senddata(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.cq_format = FI_CQ_FORMAT_DATA;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->domain_attr->cq_data_size >= 8, "cq_data_size %zu < 8",
+		 fx.info->domain_attr->cq_data_size);
+	static const size_t sizes[] = {0, 10, 16384, 20000, 1 << 20};
+	static const uint64_t datas[] = {0, 1, 0xffffffffffffffffull, 0x8000000000000001ull,
+					 0x0123456789abcdefull};
+	int peer = 1 - ctx->rank;
+	for (int how = 0; how < 3; how++) { /* fi_senddata, fi_sendmsg + data, fi_send (no data) */
+		for (size_t i = 0; i < 5; i++) {
+			size_t size = sizes[i];
+			uint64_t seed = 400 + 10 * how + i;
+			char what[96];
+			snprintf(what, sizeof(what), "%s %zu bytes",
+				 how == 0 ? "fi_senddata" : how == 1 ? "fi_sendmsg+data" : "fi_send",
+				 size);
+			struct fx_comp c;
+			if (ctx->rank == 0) {
+				uint8_t *buf = fx_alloc(size);
+				fx_fill(buf, size, seed, 0);
+				if (how == 0) {
+					FX_OK(&fx, fi_senddata(fx.ep, buf, size, NULL, datas[i],
+							       fx.peers[peer], buf));
+				} else if (how == 1) {
+					struct iovec iov = {buf, size};
+					struct fi_msg m = {.msg_iov = &iov, .iov_count = 1,
+							   .addr = fx.peers[peer], .context = buf,
+							   .data = datas[i]};
+					FX_OK(&fx, fi_sendmsg(fx.ep, &m,
+							      FI_REMOTE_CQ_DATA | FI_COMPLETION));
+				} else {
+					FX_OK(&fx, fi_send(fx.ep, buf, size, NULL, fx.peers[peer],
+							   buf));
+				}
+				fx_wait(&fx, 1, &c, TMO);
+				check_tx(&c, buf, what);
+				free(buf);
+			} else {
+				struct rbuf r;
+				rbuf_init(&r, size);
+				FX_OK(&fx, fi_recv(fx.ep, r.buf, size, NULL, FI_ADDR_UNSPEC, &r));
+				fx_wait(&fx, 1, &c, TMO);
+				check_rx(&c, &r, size, what);
+				rbuf_check(&r, seed, size, what);
+				if (how < 2) {
+					FT_CHECK(c.flags & FI_REMOTE_CQ_DATA,
+						 "%s: FI_REMOTE_CQ_DATA flag missing (flags 0x%llx)",
+						 what, (unsigned long long)c.flags);
+					FT_CHECK(c.data == datas[i], "%s: data 0x%llx, want 0x%llx",
+						 what, (unsigned long long)c.data,
+						 (unsigned long long)datas[i]);
+				} else {
+					FT_CHECK(!(c.flags & FI_REMOTE_CQ_DATA),
+						 "%s: FI_REMOTE_CQ_DATA set on a plain send", what);
+				}
+				rbuf_free(&r);
+			}
+		}
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- FI_SOURCE: fi_cq_readfrom names the sender -------------------------------------------- */
+
+static int t_source(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.caps = FI_MSG | FI_SOURCE;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->caps & FI_SOURCE, "FI_SOURCE requested but not granted");
+	static const size_t sizes[] = {100, 20000, 0};
+	const int per = 3;
+	if (ctx->rank != 0) {
+		for (int k = 0; k < per; k++) {
+			uint8_t *buf = fx_alloc(sizes[k]);
+			fx_fill(buf, sizes[k], 500 + ctx->rank, 0);
+			FX_OK(&fx, fi_send(fx.ep, buf, sizes[k], NULL, fx.peers[0], buf));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			free(buf);
+		}
+	} else {
+		int n = (ctx->size - 1) * per;
+		struct rbuf *r = calloc((size_t)n, sizeof(*r));
+		for (int i = 0; i < n; i++) {
+			rbuf_init(&r[i], 20000);
+			FX_OK(&fx, fi_recv(fx.ep, r[i].buf, 20000, NULL, FI_ADDR_UNSPEC, &r[i]));
+		}
+		int seen[FX_MAX_RANKS][3] = {{0}};
+		for (int i = 0; i < n; i++) {
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			struct rbuf *rb = c.op_context;
+			FT_CHECK(rb >= r && rb < r + n, "unknown context %p", c.op_context);
+			int src = -1;
+			for (int p = 0; p < ctx->size; p++)
+				if (fx.peers[p] == c.src)
+					src = p;
+			FT_CHECK(src > 0, "fi_cq_readfrom gave src_addr %llu, not a sending peer",
+				 (unsigned long long)c.src);
+			int k = c.len == sizes[0] ? 0 : c.len == sizes[1] ? 1 : 2;
+			FT_CHECK(c.len == sizes[k], "len %zu", c.len);
+			/* the payload must be the one of the rank src_addr names */
+			rbuf_check(rb, 500 + src, c.len, "FI_SOURCE payload of the named sender");
+			seen[src][k]++;
+		}
+		for (int p = 1; p < ctx->size; p++)
+			for (int k = 0; k < per; k++)
+				FT_CHECK(seen[p][k] == 1, "rank %d message %d seen %d times", p, k,
+					 seen[p][k]);
+		for (int i = 0; i < n; i++)
+			rbuf_free(&r[i]);
+		free(r);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- one 256 MiB message (and 1 MiB), forced schemes ------------------------------------ */
+
+struct big {
+	const char *scheme;
+	size_t size;
+	size_t scount, rcount;
+};
+
+static int t_big(struct ft_ctx *ctx, void *arg)
+{
+	const struct big *b = arg;
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = b->scheme;
+	fx_open(ctx, &o, &fx);
+	uint64_t rng = 0xB16B16 + b->scount * 7 + b->rcount;
+	struct fx_layout s, r;
+	fx_layout_make(&s, b->size, b->scount, b->scount > 1 ? 4096 : 0, &rng);
+	fx_layout_make(&r, b->size, b->rcount, b->rcount > 1 ? 4096 : 0, &rng);
+	char what[128];
+	snprintf(what, sizeof(what), "%zu MiB, %zu -> %zu entries, scheme %s", b->size >> 20,
+		 s.count, r.count, b->scheme ? b->scheme : "(env)");
+	struct fx_comp c;
+	double t0 = 0;
+	if (ctx->rank == 0) {
+		fx_layout_canary(&s, 9);
+		fx_layout_data(&s, 600);
+		fx_pbarrier(ctx, &fx);
+		struct fi_msg m = {.msg_iov = s.iov, .desc = s.desc, .iov_count = s.count,
+				   .addr = fx.peers[1], .context = &s};
+		FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_COMPLETION));
+		fx_wait(&fx, 1, &c, 60000);
+		check_tx(&c, &s, what);
+	} else {
+		struct fi_ddtx_stats s0, s1;
+		fx_layout_canary(&r, 10);
+		fx_stats(&fx, &s0);
+		struct fi_msg m = {.msg_iov = r.iov, .desc = r.desc, .iov_count = r.count,
+				   .addr = FI_ADDR_UNSPEC, .context = &r};
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+		fx_pbarrier(ctx, &fx);
+		t0 = ft_now();
+		fx_wait(&fx, 1, &c, 60000);
+		double dt = ft_now() - t0;
+		check_rx(&c, &r, b->size, what);
+		fx_stats(&fx, &s1);
+		fx_layout_check(&r, 600, b->size, 10, what);
+		fx_check_scheme(&s0, &s1, b->size, fx_scheme_of(b->scheme), what);
+		printf("  %s: %.1f ms, %.2f GB/s, scheme %s\n", what, dt * 1e3,
+		       b->size / dt / 1e9, fx_scheme_name((int)s1.last_scheme));
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_layout_free(&s);
+	fx_layout_free(&r);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- FI_MULTI_RECV --------------------------------------------------------------------- */
+
+struct mr_case {
+	size_t buflen, min, msglen;
+	int nmsg; /* messages expected in the buffer before it is released */
+};
+
+static size_t mr_min;
+static int set_min_multi_recv(struct fx *fx)
+{
+	return fi_setopt(&fx->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &mr_min,
+			 sizeof(mr_min));
+}
+
+static int t_multi_recv(struct ft_ctx *ctx, void *arg)
+{
+	const struct mr_case *mc = arg;
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.caps = FI_MSG | FI_MULTI_RECV;
+	o.pre_enable = set_min_multi_recv;
+	mr_min = mc->min;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->caps & FI_MULTI_RECV, "FI_MULTI_RECV not granted");
+	int total = mc->nmsg + 1; /* the last one must go to the ordinary receive */
+	if (ctx->rank == 0) {
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < total; i++) {
+			uint8_t *buf = fx_alloc(mc->msglen);
+			fx_fill(buf, mc->msglen, 700 + i, 0);
+			FX_OK(&fx, fi_send(fx.ep, buf, mc->msglen, NULL, fx.peers[1], buf));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			free(buf);
+		}
+	} else {
+		struct rbuf mb, tail;
+		rbuf_init(&mb, mc->buflen);
+		rbuf_init(&tail, mc->msglen);
+		struct iovec iov = {mb.buf, mb.len};
+		struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+				   .context = &mb};
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_MULTI_RECV | FI_COMPLETION));
+		FX_OK(&fx, fi_recv(fx.ep, tail.buf, tail.len, NULL, FI_ADDR_UNSPEC, &tail));
+		fx_pbarrier(ctx, &fx);
+		int got = 0;
+		bool released = false;
+		uint8_t *next = mb.buf;
+		while (!released) {
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.op_context == &mb,
+				 "completion %d: context %p is not the multi-recv buffer (%p); the "
+				 "buffer was not released after %d messages",
+				 got, c.op_context, (void *)&mb, got);
+			if (c.flags & FI_MULTI_RECV)
+				released = true;
+			if (c.len == 0 && released && got == mc->nmsg)
+				break; /* a separate release completion */
+			FT_CHECK((c.flags & (FI_RECV | FI_MSG)) == (FI_RECV | FI_MSG),
+				 "flags 0x%llx", (unsigned long long)c.flags);
+			FT_CHECK(c.len == mc->msglen, "multi-recv completion %d len %zu, want %zu",
+				 got, c.len, mc->msglen);
+			uint8_t *p = c.buf;
+			FT_CHECK(p >= next && p + c.len <= mb.buf + mb.len,
+				 "multi-recv completion %d: buf %p outside [%p, %p) or overlapping", got,
+				 (void *)p, (void *)next, (void *)(mb.buf + mb.len));
+			FX_CHECK_PATTERN(p, c.len, 700 + got, 0, "multi-recv message %d", got);
+			next = p + c.len;
+			got++;
+			FT_CHECK(got <= mc->nmsg || released, "more than %d messages", mc->nmsg);
+		}
+		FT_CHECK(got == mc->nmsg,
+			 "buffer of %zu with min %zu released after %d messages of %zu, want %d",
+			 mc->buflen, mc->min, got, mc->msglen, mc->nmsg);
+		/* nothing written outside the buffer */
+		size_t bad = fx_find_bad(mb.mem, 64, CSEED, 0);
+		FT_CHECK(bad == (size_t)-1, "byte before the multi-recv buffer overwritten");
+		bad = fx_find_bad(mb.buf + mb.len, 64, CSEED, 64 + mb.len);
+		FT_CHECK(bad == (size_t)-1, "byte after the multi-recv buffer overwritten");
+		struct fx_comp c;
+		fx_wait(&fx, 1, &c, TMO);
+		check_rx(&c, &tail, mc->msglen, "message after the multi-recv buffer was released");
+		rbuf_check(&tail, 700 + mc->nmsg, mc->msglen, "message after release");
+		rbuf_free(&mb);
+		rbuf_free(&tail);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- FI_SELECTIVE_COMPLETION ----------------------------------------------------------- */
+
+static int t_selective(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.tx_selective = true;
+	o.rx_selective = true;
+	fx_open(ctx, &o, &fx);
+	const size_t sizes[] = {100, 30000, 5000, 40000};
+	if (ctx->rank == 0) {
+		uint8_t *buf[4];
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < 4; i++) {
+			buf[i] = fx_alloc(sizes[i]);
+			fx_fill(buf[i], sizes[i], 800 + i, 0);
+			struct iovec iov = {buf[i], sizes[i]};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = fx.peers[1],
+					   .context = buf[i]};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, i == 3 ? FI_COMPLETION : 0));
+		}
+		struct fx_comp c;
+		fx_wait(&fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == buf[3],
+			 "the only tx completion must be the FI_COMPLETION send (got ctx %p)",
+			 c.op_context);
+		fx_pbarrier(ctx, &fx); /* receiver has everything */
+		fx_expect_none(&fx, 300);
+		for (int i = 0; i < 4; i++)
+			free(buf[i]);
+	} else {
+		struct rbuf r[4];
+		for (int i = 0; i < 4; i++) {
+			rbuf_init(&r[i], sizes[i]);
+			struct iovec iov = {r[i].buf, sizes[i]};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+					   .context = &r[i]};
+			/* the 2nd and 4th ask for a completion */
+			FX_OK(&fx, fi_recvmsg(fx.ep, &m, (i & 1) ? FI_COMPLETION : 0));
+		}
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c[2];
+		fx_wait(&fx, 2, c, TMO);
+		FT_CHECK(c[0].op_context == &r[1] && c[1].op_context == &r[3],
+			 "rx completions %p %p, want %p %p", c[0].op_context, c[1].op_context,
+			 (void *)&r[1], (void *)&r[3]);
+		for (int i = 0; i < 4; i++)
+			rbuf_check(&r[i], 800 + i, sizes[i], "selective completion payload");
+		fx_pbarrier(ctx, &fx);
+		fx_expect_none(&fx, 300);
+		for (int i = 0; i < 4; i++)
+			rbuf_free(&r[i]);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- ordering: receives match in send order (FI_ORDER_SAS), eager and rendezvous mixed --- */
+
+static int t_order(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.msg_order = FI_ORDER_SAS;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->tx_attr->msg_order & FI_ORDER_SAS, "FI_ORDER_SAS not granted");
+	enum { N = 64 };
+	uint64_t rng = 77;
+	size_t sizes[N];
+	for (int i = 0; i < N; i++)
+		sizes[i] = fx_rand_size(&rng, 0, 200000);
+	if (ctx->rank == 0) {
+		uint8_t *buf[N];
+		for (int i = 0; i < N; i++) {
+			buf[i] = fx_alloc(sizes[i]);
+			fx_fill(buf[i], sizes[i], 900 + i, 0);
+			FX_OK(&fx, fi_send(fx.ep, buf[i], sizes[i], NULL, fx.peers[1], buf[i]));
+		}
+		fx_pbarrier(ctx, &fx); /* half of them are unexpected at the receiver */
+		fx_wait(&fx, N, NULL, TMO);
+		for (int i = 0; i < N; i++)
+			free(buf[i]);
+	} else {
+		struct rbuf r[N];
+		for (int i = 0; i < N / 2; i++) {
+			rbuf_init(&r[i], 200000);
+			FX_OK(&fx, fi_recv(fx.ep, r[i].buf, 200000, NULL, FI_ADDR_UNSPEC, &r[i]));
+		}
+		fx_pbarrier(ctx, &fx);
+		for (int i = N / 2; i < N; i++) {
+			rbuf_init(&r[i], 200000);
+			FX_OK(&fx, fi_recv(fx.ep, r[i].buf, 200000, NULL, FI_ADDR_UNSPEC, &r[i]));
+		}
+		struct fx_comp c[N];
+		fx_wait(&fx, N, c, TMO);
+		for (int i = 0; i < N; i++) {
+			struct rbuf *rb = c[i].op_context;
+			int k = (int)(rb - r);
+			FT_CHECK(k >= 0 && k < N, "bad context");
+			FT_CHECK(c[i].len == sizes[k],
+				 "receive %d got %zu bytes: message %d has %zu (not matched in order)",
+				 k, c[i].len, k, sizes[k]);
+			rbuf_check(rb, 900 + k, sizes[k], "ordered receive");
+		}
+		for (int i = 0; i < N; i++)
+			rbuf_free(&r[i]);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- untagged truncation -------------------------------------------------------------- */
+
+static int t_trunc(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	static const size_t msg[] = {100, 16384, 16385, 200000, 1 << 20};
+	static const size_t rcv[] = {50, 1000, 16384, 100000, 12345};
+	for (int i = 0; i < 5; i++) {
+		char what[96];
+		snprintf(what, sizeof(what), "truncated %zu-byte message into %zu bytes", msg[i],
+			 rcv[i]);
+		if (ctx->rank == 0) {
+			uint8_t *buf = fx_alloc(msg[i]);
+			fx_fill(buf, msg[i], 1000 + i, 0);
+			fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_send(fx.ep, buf, msg[i], NULL, fx.peers[1], buf));
+			/* the sender's view: success (the message was delivered, truncated) */
+			struct fx_comp c;
+			struct fi_cq_err_entry e;
+			int r = fx_wait_any(&fx, &c, &e, TMO);
+			FT_CHECK(r == 1 || r == -FI_EAVAIL, "%s: sender got no completion", what);
+			FT_CHECK(r == 1 || e.err == FI_ETRUNC, "%s: sender error %d (%s)", what, e.err,
+				 fi_strerror(e.err));
+			free(buf);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, rcv[i]);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, rcv[i], NULL, FI_ADDR_UNSPEC, &r));
+			fx_pbarrier(ctx, &fx);
+			struct fi_cq_err_entry e;
+			fx_wait_err(&fx, &e, TMO);
+			FT_CHECK(e.err == FI_ETRUNC, "%s: err %d (%s), want FI_ETRUNC", what, e.err,
+				 fi_strerror(e.err));
+			FT_CHECK(e.op_context == &r, "%s: context", what);
+			FT_CHECK(e.olen == msg[i] - rcv[i], "%s: olen %zu, want %zu", what, e.olen,
+				 msg[i] - rcv[i]);
+			FT_CHECK(e.len == rcv[i], "%s: len %zu, want %zu", what, e.len, rcv[i]);
+			rbuf_check(&r, 1000 + i, rcv[i], what);
+			rbuf_free(&r);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
+static const struct big big_1m = {NULL, 1 << 20, 1, 1};
+static const struct big big_pack = {"pack", 256u << 20, 1, 1};
+static const struct big big_sgl = {"sgl", 256u << 20, 16, 1024};
+static const struct big big_umr = {"umr", 256u << 20, 1024, 1000};
+static const struct big big_auto = {"auto", 256u << 20, 1, 1};
+static const struct mr_case mr_eager = {8192, 1024, 2000, 4};
+static const struct mr_case mr_rdv = {110000, 16384, 20000, 5};
+
+static const struct fx_test tests[] = {
+	{"send_recv", 2, 60, t_send_recv, NULL},
+	{"sendv_recvv", 2, 60, t_sendv, NULL},
+	{"sendmsg_recvmsg", 2, 60, t_sendmsg, NULL},
+	{"sendmsg_recvmsg_pack", 2, 60, t_sendmsg, "pack"},
+	{"sendmsg_recvmsg_sgl", 2, 60, t_sendmsg, "sgl"},
+	{"sendmsg_recvmsg_umr", 2, 60, t_sendmsg, "umr"},
+	{"inject", 2, 30, t_inject, NULL},
+	{"senddata", 2, 30, t_senddata, NULL},
+	{"source", 3, 30, t_source, NULL},
+	{"order", 2, 60, t_order, NULL},
+	{"trunc", 2, 30, t_trunc, NULL},
+	{"multi_recv_eager", 2, 30, t_multi_recv, (void *)&mr_eager},
+	{"multi_recv_rndv", 2, 30, t_multi_recv, (void *)&mr_rdv},
+	{"selective", 2, 30, t_selective, NULL},
+	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
+	{"msg_256m_pack", 2, 120, t_big, (void *)&big_pack},
+	{"msg_256m_sgl", 2, 120, t_big, (void *)&big_sgl},
+	{"msg_256m_umr", 2, 120, t_big, (void *)&big_umr},
+	{"msg_256m_auto", 2, 120, t_big, (void *)&big_auto},
+};
+
+int main(int argc, char **argv)
+{
+	return fx_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
