@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 struct fx_shared *fx_sh;
+uint8_t *fx_shmem;
 const char *fx_test_name = "";
 
 long fx_env_long(const char *name, long def)
@@ -49,6 +50,9 @@ int fx_main(int argc, char **argv, const struct fx_test *tests, size_t ntests)
 	fx_sh = mmap(NULL, sizeof(*fx_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		     -1, 0);
 	FT_CHECK(fx_sh != MAP_FAILED, "mmap");
+	fx_shmem = mmap(NULL, FX_SHMEM_SIZE, PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	FT_CHECK(fx_shmem != MAP_FAILED, "mmap");
 	int passed = 0, failed = 0, skipped = 0;
 	for (size_t i = 0; i < ntests; i++) {
 		const struct fx_test *t = &tests[i];
@@ -140,7 +144,7 @@ int fx_try_open(struct ft_ctx *ctx, const struct fx_opts *opts, struct fx *fx)
 		return ret;
 	}
 	if (opts->cntr) {
-		struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP};
+		struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
 		if (STEP("fi_cntr_open", fi_cntr_open(fx->domain, &ca, &fx->cntr, NULL)) ||
 		    STEP("bind cntr", fi_ep_bind(fx->ep, &fx->cntr->fid,
 						 FI_SEND | FI_RECV | FI_READ | FI_WRITE))) {
@@ -436,6 +440,28 @@ void fx_check_scheme(const struct fi_ddtx_stats *b, const struct fi_ddtx_stats *
 			 "%s: %zu bytes: FI_DDTX_SCHEME=%s not honoured (last_scheme %s), stats delta:%s",
 			 what, size, fx_scheme_name(forced), fx_scheme_name((int)a->last_scheme),
 			 desc);
+}
+
+/* ---- memory registration ------------------------------------------------------------ */
+
+struct fid_mr *fx_mr_reg(struct fx *fx, void *buf, size_t len, uint64_t access,
+			 uint64_t want_key, struct fx_rkey *rk)
+{
+	struct fid_mr *mr = NULL;
+	uint64_t mode = (uint64_t)fx->info->domain_attr->mr_mode;
+	int ret = fi_mr_reg(fx->domain, buf, len, access, 0, want_key, 0, &mr, NULL);
+	FT_CHECK(ret == 0, "fi_mr_reg(%p, %zu, access 0x%llx, key 0x%llx): %s", buf, len,
+		 (unsigned long long)access, (unsigned long long)want_key, fi_strerror(-ret));
+	if (rk) {
+		rk->key = fi_mr_key(mr);
+		FT_CHECK(rk->key != FI_KEY_NOTAVAIL, "fi_mr_key: FI_KEY_NOTAVAIL");
+		if (!(mode & FI_MR_PROV_KEY))
+			FT_CHECK(rk->key == want_key, "fi_mr_key 0x%llx, requested 0x%llx",
+				 (unsigned long long)rk->key, (unsigned long long)want_key);
+		rk->base = (mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0;
+		rk->len = len;
+	}
+	return mr;
 }
 
 /* ---- bytes ----------------------------------------------------------------------------- */

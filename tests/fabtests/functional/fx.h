@@ -43,6 +43,10 @@ struct fx_shared {
 	_Atomic unsigned long long val[64];
 };
 extern struct fx_shared *fx_sh;
+/* FX_SHMEM_SIZE bytes mapped MAP_SHARED before the ranks fork: the same memory in every rank
+ * (a target can register it and an initiator can look at it directly). */
+#define FX_SHMEM_SIZE ((size_t)64 << 20)
+extern uint8_t *fx_shmem;
 
 /* Environment integer with default. */
 long fx_env_long(const char *name, long def);
@@ -160,6 +164,23 @@ size_t fx_eager_size(void);
  */
 void fx_check_scheme(const struct fi_ddtx_stats *before, const struct fi_ddtx_stats *after,
 		     size_t size, int forced, const char *what);
+
+/* ---- memory registration ------------------------------------------------------------ */
+
+/* What an initiator needs to reach a registered region. */
+struct fx_rkey {
+	uint64_t key;
+	uint64_t base;     /* address of the region's first byte for RMA (0 without FI_MR_VIRT_ADDR) */
+	uint64_t len;
+};
+/*
+ * fi_mr_reg with the domain's key mode: caller key `want_key` unless FI_MR_PROV_KEY.
+ * Fills *rk for peers.  Dies on failure.
+ */
+struct fid_mr *fx_mr_reg(struct fx *fx, void *buf, size_t len, uint64_t access,
+			 uint64_t want_key, struct fx_rkey *rk);
+/* RMA address of byte `off` of a region. */
+static inline uint64_t fx_raddr(const struct fx_rkey *rk, uint64_t off) { return rk->base + off; }
 
 /* ---- bytes ----------------------------------------------------------------------------- */
 
