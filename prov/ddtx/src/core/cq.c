@@ -138,8 +138,8 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		DDTX_WARN(FI_LOG_CQ, "fi_cq_read: NULL buffer\n");
 		return -FI_EINVAL;
 	}
-	ddtx_domain_progress(cq->domain);
 	ddtx_domain_lock(cq->domain);
+	ddtx_domain_progress(cq->domain); /* recursive lock: one acquisition per read */
 	while (n < count && (e = cq_head(cq)) && !e->error) {
 		cq_convert(cq->format, e, (char *)buf + n * esize);
 		if (src_addr)
