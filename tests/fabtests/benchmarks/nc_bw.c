@@ -1043,7 +1043,8 @@ static void usage(const char *prog)
 	       "  -m, --mode MODE       pingpong, bw or both (default both)\n"
 	       "  -c, --schemes LIST    ddtx schemes (default pack,sgl,umr,auto)\n"
 	       "  -p, --providers LIST  of ddtx, shm, tcp, cma, cma-contig, cma-2core; other\n"
-	       "                        libfabric providers (verbs, sockets...) pack like shm\n"
+	       "                        libfabric providers (verbs, sockets...) and ddtx-contig\n"
+	       "                        (ddtx without iov lists) pack like shm\n"
 	       "                        (default ddtx,shm,tcp,cma,cma-contig,cma-2core)\n"
 	       "  -r, --repeat N        run every case N times, report the median (default 1)\n"
 	       "      --iov-limit N     send at most N iovs per ddtx message (default: iov_limit)\n"
@@ -1175,7 +1176,9 @@ int main(int argc, char **argv)
 			continue;
 		struct nc_case *c = &cases[ncase++];
 		*c = (struct nc_case){.kind = K_APP_PACK};
-		snprintf(c->prov, sizeof(c->prov), "%s", provs[p]);
+		/* "ddtx-contig": ddtx given the application-packed contiguous buffer. */
+		snprintf(c->prov, sizeof(c->prov), "%s",
+			 !strcmp(provs[p], "ddtx-contig") ? "ddtx" : provs[p]);
 		snprintf(c->name, sizeof(c->name), "%s", provs[p]);
 	}
 

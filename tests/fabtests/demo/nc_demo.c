@@ -217,9 +217,6 @@ static int rank_main(struct ft_ctx *ctx, void *varg)
 			     n == -FI_EAVAIL ? fi_strerror(err.err) : fi_strerror(-n));
 			return 1;
 		}
-		/* Nobody starts the next exchange before both have finished this one (the
-		 * ghost cells are being read, as a solver would). */
-		ft_barrier(ctx);
 	}
 	double secs = ft_now() - t0;
 	if (ops)
