@@ -1,0 +1,791 @@
+/*
+ * Object semantics: fi_getinfo answers, AV table and map (insert/remove/lookup/straddr and use),
+ * named AV refusal, CQ formats (entry layout and stride), readfrom (also FI_ADDR_NOTAVAIL),
+ * sread/sreadfrom with timeouts and wake-ups, fi_cq_signal, counters (add/set/err/wait),
+ * close order (-FI_EBUSY), fi_enable without AV or CQ, FI_THREAD_SAFE with 4 threads per rank
+ * sending and receiving concurrently on one endpoint, FI_THREAD_DOMAIN.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fx.h"
+
+#define TMO 20000
+
+static struct fi_info *getinfo_or_die(const struct fx_opts *o)
+{
+	struct fi_info *info = NULL;
+	int ret = fx_getinfo(o, &info);
+	FT_CHECK(ret == 0 && info, "fi_getinfo: %s", fi_strerror(-ret));
+	return info;
+}
+
+/* ---- fi_getinfo ----------------------------------------------------------------------- */
+
+static int t_getinfo(struct ft_ctx *ctx, void *arg)
+{
+	const uint64_t want = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
+			      FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV;
+	struct fx_opts o = {.caps = want};
+	struct fi_info *info = getinfo_or_die(&o);
+	FT_CHECK((info->caps & want) == want, "caps 0x%llx lack 0x%llx",
+		 (unsigned long long)info->caps, (unsigned long long)(want & ~info->caps));
+	FT_CHECK(info->ep_attr->type == FI_EP_RDM, "ep type %d", info->ep_attr->type);
+	FT_CHECK(info->tx_attr->iov_limit >= 1024, "tx iov_limit %zu", info->tx_attr->iov_limit);
+	FT_CHECK(info->rx_attr->iov_limit >= 1024, "rx iov_limit %zu", info->rx_attr->iov_limit);
+	FT_CHECK(info->tx_attr->rma_iov_limit >= 1024, "rma_iov_limit %zu",
+		 info->tx_attr->rma_iov_limit);
+	FT_CHECK(info->tx_attr->inject_size >= 4096, "inject_size %zu", info->tx_attr->inject_size);
+	FT_CHECK(info->domain_attr->cq_data_size >= 8, "cq_data_size %zu",
+		 info->domain_attr->cq_data_size);
+	FT_CHECK(info->ep_attr->max_msg_size >= (256u << 20), "max_msg_size %zu",
+		 info->ep_attr->max_msg_size);
+	FT_CHECK(!strcmp(info->fabric_attr->prov_name, "ddtx"), "prov_name %s",
+		 info->fabric_attr->prov_name);
+	fi_freeinfo(info);
+
+	/* NULL hints list ddtx */
+	struct fi_info *all = NULL, *p;
+	FT_CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, NULL, &all) == 0, "NULL hints");
+	bool found = false;
+	for (p = all; p; p = p->next)
+		if (p->fabric_attr->prov_name && !strcmp(p->fabric_attr->prov_name, "ddtx"))
+			found = true;
+	fi_freeinfo(all);
+	FT_CHECK(found, "fi_getinfo(NULL hints) does not list ddtx");
+
+	/* hinted values are echoed */
+	static const enum fi_threading th[] = {FI_THREAD_DOMAIN, FI_THREAD_SAFE};
+	for (int i = 0; i < 2; i++) {
+		struct fx_opts t = {.threading = th[i], .av_type = i ? FI_AV_MAP : FI_AV_TABLE};
+		info = getinfo_or_die(&t);
+		FT_CHECK(info->domain_attr->threading == th[i], "threading %d, hinted %d",
+			 info->domain_attr->threading, th[i]);
+		FT_CHECK(info->domain_attr->av_type == t.av_type, "av_type %d, hinted %d",
+			 info->domain_attr->av_type, t.av_type);
+		fi_freeinfo(info);
+	}
+
+	/* what it cannot provide: -FI_ENODATA */
+	struct fi_info *h;
+	struct fx_opts base = {0};
+	h = fx_hints(&base);
+	h->caps |= FI_ATOMIC;
+	int ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	FT_CHECK(ret == -FI_ENODATA, "FI_ATOMIC: %d (%s), want -FI_ENODATA", ret, fi_strerror(-ret));
+	fi_freeinfo(h);
+	h = fx_hints(&base);
+	h->ep_attr->type = FI_EP_MSG;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	FT_CHECK(ret == -FI_ENODATA, "FI_EP_MSG: %d (%s), want -FI_ENODATA", ret, fi_strerror(-ret));
+	fi_freeinfo(h);
+	h = fx_hints(&base);
+	h->tx_attr->iov_limit = 1u << 20;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	FT_CHECK(ret == -FI_ENODATA, "iov_limit 1M: %d (%s), want -FI_ENODATA", ret,
+		 fi_strerror(-ret));
+	fi_freeinfo(h);
+	h = fx_hints(&base);
+	h->domain_attr->cq_data_size = 16;
+	ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	FT_CHECK(ret == -FI_ENODATA, "cq_data_size 16: %d (%s), want -FI_ENODATA", ret,
+		 fi_strerror(-ret));
+	fi_freeinfo(h);
+	return 0;
+}
+
+/* ---- AV table / map ----------------------------------------------------------------------- */
+
+static int t_av(struct ft_ctx *ctx, void *arg)
+{
+	enum fi_av_type type = (enum fi_av_type)(intptr_t)arg;
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED, .av_type = type};
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->domain_attr->av_type == type, "av_type %d", fx.info->domain_attr->av_type);
+	uint8_t name[FT_XCHG_MAX] = {0};
+	size_t nlen = sizeof(name);
+	FT_CHECK(fi_getname(&fx.ep->fid, name, &nlen) == 0, "fi_getname");
+	FT_CHECK(nlen > 0 && nlen <= FT_XCHG_MAX, "name length %zu", nlen);
+	/* fi_getname with a short buffer reports the size */
+	size_t small = 1;
+	uint8_t tiny[1];
+	int ret = fi_getname(&fx.ep->fid, tiny, &small);
+	FT_CHECK(ret == -FI_ETOOSMALL && small == nlen, "fi_getname(1 byte): %d, len %zu", ret,
+		 small);
+	uint8_t *names = malloc((size_t)ctx->size * FT_XCHG_MAX);
+	ft_allgather(ctx, name, FT_XCHG_MAX, names);
+
+	if (ctx->rank == 0) {
+		/* a second AV of the same type: batch insert, lookup, straddr, remove */
+		struct fi_av_attr aa = {.type = type};
+		struct fid_av *av;
+		FT_CHECK(fi_av_open(fx.domain, &aa, &av, NULL) == 0, "fi_av_open");
+		uint8_t *batch = malloc((size_t)ctx->size * nlen);
+		for (int r = 0; r < ctx->size; r++)
+			memcpy(batch + (size_t)r * nlen, names + (size_t)r * FT_XCHG_MAX, nlen);
+		fi_addr_t fa[8];
+		ret = fi_av_insert(av, batch, (size_t)ctx->size, fa, 0, NULL);
+		FT_CHECK(ret == ctx->size, "fi_av_insert of %d: %d", ctx->size, ret);
+		for (int r = 0; r < ctx->size; r++) {
+			if (type == FI_AV_TABLE)
+				FT_CHECK(fa[r] == (fi_addr_t)r, "AV table: fi_addr %llu for index %d",
+					 (unsigned long long)fa[r], r);
+			for (int q = 0; q < r; q++)
+				FT_CHECK(fa[q] != fa[r], "duplicate fi_addr");
+			uint8_t back[FT_XCHG_MAX];
+			size_t blen = sizeof(back);
+			ret = fi_av_lookup(av, fa[r], back, &blen);
+			FT_CHECK(ret == 0, "fi_av_lookup: %s", fi_strerror(-ret));
+			FT_CHECK(blen == nlen && !memcmp(back, batch + (size_t)r * nlen, nlen),
+				 "fi_av_lookup returned another address (len %zu)", blen);
+			/* short buffer: size reported */
+			size_t one = 1;
+			ret = fi_av_lookup(av, fa[r], back, &one);
+			FT_CHECK(one == nlen, "fi_av_lookup with a short buffer: len %zu ret %d", one,
+				 ret);
+			char str[256] = "";
+			size_t slen = sizeof(str);
+			const char *s = fi_av_straddr(av, back, str, &slen);
+			FT_CHECK(s && strlen(s) > 0 && slen > 0, "fi_av_straddr");
+		}
+		/* two endpoints' strings differ */
+		char s0[256], s1[256];
+		size_t l0 = sizeof(s0), l1 = sizeof(s1);
+		fi_av_straddr(av, batch, s0, &l0);
+		fi_av_straddr(av, batch + nlen, s1, &l1);
+		FT_CHECK(strcmp(s0, s1), "straddr of two endpoints equal: %s", s0);
+		ret = fi_av_remove(av, &fa[1], 1, 0);
+		FT_CHECK(ret == 0, "fi_av_remove: %s", fi_strerror(-ret));
+		uint8_t back[FT_XCHG_MAX];
+		size_t blen = sizeof(back);
+		ret = fi_av_lookup(av, fa[1], back, &blen);
+		FT_CHECK(ret < 0, "fi_av_lookup of a removed address succeeded");
+		blen = sizeof(back);
+		FT_CHECK(fi_av_lookup(av, fa[2], back, &blen) == 0, "others still there");
+		/* insert with NULL fi_addr is allowed for a table */
+		if (type == FI_AV_TABLE) {
+			ret = fi_av_insert(av, batch, 1, NULL, 0, NULL);
+			FT_CHECK(ret == 1, "fi_av_insert(fi_addr NULL): %d", ret);
+		}
+		FT_CHECK(fi_close(&av->fid) == 0, "closing the second AV");
+		free(batch);
+
+		/* on the bound AV: remove rank 2, sends to it fail; rank 1 still reachable;
+		 * reinsert rank 2 and reach it under its new fi_addr */
+		ret = fi_av_remove(fx.av, &fx.peers[2], 1, 0);
+		FT_CHECK(ret == 0, "fi_av_remove(bound AV): %s", fi_strerror(-ret));
+		uint8_t msg[100];
+		fx_fill(msg, 100, 1, 0);
+		ret = (int)fi_tsend(fx.ep, msg, 100, NULL, fx.peers[2], 2, msg);
+		if (ret == 0) {
+			struct fi_cq_err_entry e;
+			fx_wait_err(&fx, &e, TMO);
+		} else {
+			FT_CHECK(ret < 0, "send to a removed address");
+		}
+		FX_OK(&fx, fi_tsend(fx.ep, msg, 100, NULL, fx.peers[1], 1, msg));
+		fx_wait(&fx, 1, NULL, TMO);
+		fi_addr_t again;
+		ret = fi_av_insert(fx.av, names + 2 * FT_XCHG_MAX, 1, &again, 0, NULL);
+		FT_CHECK(ret == 1, "re-insert: %d", ret);
+		FX_OK(&fx, fi_tsend(fx.ep, msg, 100, NULL, again, 2, msg));
+		fx_wait(&fx, 1, NULL, TMO);
+	} else {
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 100);
+		FX_OK(&fx, fi_trecv(fx.ep, r.buf, 100, NULL, FI_ADDR_UNSPEC, (uint64_t)ctx->rank, 0,
+				    &r));
+		struct fx_comp c;
+		fx_wait(&fx, 1, &c, TMO);
+		fx_rbuf_check(&r, 1, 100, "message through the AV");
+		fx_rbuf_free(&r);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_expect_none(&fx, 50); /* rank 2 got only one message */
+	free(names);
+	fx_close(&fx);
+	return 0;
+}
+
+static int t_named_av(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &(struct fx_opts){0}, &fx);
+	static const uint64_t flags[] = {0, FI_READ};
+	for (int i = 0; i < 2; i++) {
+		struct fi_av_attr aa = {.type = FI_AV_TABLE, .name = "FI_NAMED_AV_0", .flags = flags[i]};
+		struct fid_av *av = NULL;
+		int ret = fi_av_open(fx.domain, &aa, &av, NULL);
+		FT_CHECK(ret != 0, "fi_av_open of a named AV (flags 0x%llx) succeeded",
+			 (unsigned long long)flags[i]);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- CQ formats --------------------------------------------------------------------------- */
+
+static int t_cq_formats(struct ft_ctx *ctx, void *arg)
+{
+	static const enum fi_cq_format fmts[] = {FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG,
+						  FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED};
+	static const char *names[] = {"context", "msg", "data", "tagged"};
+	for (int f = 0; f < 4; f++) {
+		struct fx fx;
+		struct fx_opts o = {.caps = FI_MSG | FI_TAGGED, .cq_format = fmts[f]};
+		fx_open(ctx, &o, &fx);
+		const size_t len[2] = {777, 40000};
+		const uint64_t tag[2] = {0x1111, 0x2222};
+		const uint64_t data[2] = {0xAAAA, 0xBBBB};
+		union {
+			struct fi_cq_entry c[2];
+			struct fi_cq_msg_entry m[2];
+			struct fi_cq_data_entry d[2];
+			struct fi_cq_tagged_entry t[2];
+		} e;
+		memset(&e, 0xff, sizeof(e));
+		uint8_t *b[2];
+		struct fx_rbuf r[2];
+		if (ctx->rank == 0) {
+			for (int i = 0; i < 2; i++) {
+				b[i] = fx_alloc(len[i]);
+				fx_fill(b[i], len[i], 10 + i, 0);
+				FX_OK(&fx, fi_tsenddata(fx.ep, b[i], len[i], NULL, data[i],
+							fx.peers[1], tag[i], b[i]));
+			}
+		} else {
+			for (int i = 0; i < 2; i++) {
+				fx_rbuf_init(&r[i], len[i]);
+				FX_OK(&fx, fi_trecv(fx.ep, r[i].buf, len[i], NULL, FI_ADDR_UNSPEC,
+						    tag[i], 0, &r[i]));
+			}
+		}
+		/* read both entries with as few calls as possible into a 2-entry array */
+		size_t got = 0;
+		double t0 = ft_now();
+		while (got < 2) {
+			ssize_t n;
+			switch (fmts[f]) {
+			case FI_CQ_FORMAT_CONTEXT: n = fi_cq_read(fx.cq, &e.c[got], 2 - got); break;
+			case FI_CQ_FORMAT_MSG: n = fi_cq_read(fx.cq, &e.m[got], 2 - got); break;
+			case FI_CQ_FORMAT_DATA: n = fi_cq_read(fx.cq, &e.d[got], 2 - got); break;
+			default: n = fi_cq_read(fx.cq, &e.t[got], 2 - got); break;
+			}
+			if (n > 0)
+				got += (size_t)n;
+			else
+				FT_CHECK(n == -FI_EAGAIN, "%s: fi_cq_read: %zd", names[f], n);
+			FT_CHECK(ft_now() - t0 < 20, "%s: timed out", names[f]);
+		}
+		for (int i = 0; i < 2; i++) {
+			void *want_ctx = ctx->rank == 0 ? (void *)b[i] : (void *)&r[i];
+			void *c = fmts[f] == FI_CQ_FORMAT_CONTEXT ? e.c[i].op_context
+				  : fmts[f] == FI_CQ_FORMAT_MSG   ? e.m[i].op_context
+				  : fmts[f] == FI_CQ_FORMAT_DATA  ? e.d[i].op_context
+								  : e.t[i].op_context;
+			/* eager and rendezvous may complete in either order */
+			if (c != want_ctx) {
+				void *other = ctx->rank == 0 ? (void *)b[1 - i] : (void *)&r[1 - i];
+				FT_CHECK(c == other, "%s format: entry %d context %p, want %p (stride?)",
+					 names[f], i, c, want_ctx);
+			}
+			int k = c == want_ctx ? i : 1 - i;
+			if (fmts[f] == FI_CQ_FORMAT_CONTEXT)
+				continue;
+			uint64_t flags = fmts[f] == FI_CQ_FORMAT_MSG ? e.m[i].flags
+					 : fmts[f] == FI_CQ_FORMAT_DATA ? e.d[i].flags
+									: e.t[i].flags;
+			size_t l = fmts[f] == FI_CQ_FORMAT_MSG ? e.m[i].len
+				   : fmts[f] == FI_CQ_FORMAT_DATA ? e.d[i].len
+								  : e.t[i].len;
+			uint64_t want_flags = ctx->rank == 0 ? (FI_SEND | FI_TAGGED)
+							     : (FI_RECV | FI_TAGGED);
+			FT_CHECK((flags & want_flags) == want_flags, "%s format: flags 0x%llx", names[f],
+				 (unsigned long long)flags);
+			if (ctx->rank == 1) {
+				FT_CHECK(l == len[k], "%s format: len %zu want %zu", names[f], l, len[k]);
+				if (fmts[f] != FI_CQ_FORMAT_MSG) {
+					uint64_t d = fmts[f] == FI_CQ_FORMAT_DATA ? e.d[i].data
+										  : e.t[i].data;
+					FT_CHECK(d == data[k] && (flags & FI_REMOTE_CQ_DATA),
+						 "%s format: data 0x%llx", names[f],
+						 (unsigned long long)d);
+				}
+				if (fmts[f] == FI_CQ_FORMAT_TAGGED)
+					FT_CHECK(e.t[i].tag == tag[k], "tagged format: tag 0x%llx",
+						 (unsigned long long)e.t[i].tag);
+			}
+		}
+		if (ctx->rank == 0) {
+			free(b[0]);
+			free(b[1]);
+		} else {
+			fx_rbuf_check(&r[0], 10, len[0], "cq format");
+			fx_rbuf_check(&r[1], 11, len[1], "cq format");
+			fx_rbuf_free(&r[0]);
+			fx_rbuf_free(&r[1]);
+		}
+		fx_pbarrier(ctx, &fx);
+		fx_close(&fx);
+	}
+	return 0;
+}
+
+/* ---- fi_cq_readfrom: FI_ADDR_NOTAVAIL for a sender not in the AV ------------------------- */
+
+static int t_readfrom(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE};
+	fx_open(ctx, &o, &fx);
+	if (ctx->rank == 0) {
+		FT_CHECK(fi_av_remove(fx.av, &fx.peers[2], 1, 0) == 0, "fi_av_remove");
+		struct fx_rbuf r[2];
+		for (int i = 0; i < 2; i++) {
+			fx_rbuf_init(&r[i], 64);
+			FX_OK(&fx, fi_recv(fx.ep, r[i].buf, 64, NULL, FI_ADDR_UNSPEC, &r[i]));
+		}
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c[2];
+		fx_wait(&fx, 2, c, TMO);
+		for (int i = 0; i < 2; i++) {
+			uint8_t first = ((struct fx_rbuf *)c[i].op_context)->buf[0];
+			int from = first == ft_pattern(21, 0) ? 1 : 2;
+			fx_rbuf_check(c[i].op_context, 20 + (uint64_t)from, 64, "readfrom payload");
+			if (from == 1)
+				FT_CHECK(c[i].src == fx.peers[1], "src_addr %llu want %llu",
+					 (unsigned long long)c[i].src,
+					 (unsigned long long)fx.peers[1]);
+			else
+				FT_CHECK(c[i].src == FI_ADDR_NOTAVAIL,
+					 "sender not in the AV: src_addr %llu, want FI_ADDR_NOTAVAIL",
+					 (unsigned long long)c[i].src);
+		}
+		fx_rbuf_free(&r[0]);
+		fx_rbuf_free(&r[1]);
+	} else {
+		fx_pbarrier(ctx, &fx);
+		uint8_t b[64];
+		fx_fill(b, 64, 20 + (uint64_t)ctx->rank, 0);
+		FX_OK(&fx, fi_send(fx.ep, b, 64, NULL, fx.peers[0], b));
+		fx_wait(&fx, 1, NULL, TMO);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- fi_cq_sread / sreadfrom -------------------------------------------------------------- */
+
+static int t_sread(struct ft_ctx *ctx, void *arg)
+{
+	enum fi_wait_obj wo = (enum fi_wait_obj)(intptr_t)arg;
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED | FI_SOURCE, .wait_obj = wo};
+	fx_open(ctx, &o, &fx);
+	if (ctx->rank == 1) {
+		struct fi_cq_tagged_entry e;
+		double t0 = ft_now();
+		ssize_t n = fi_cq_sread(fx.cq, &e, 1, NULL, 300);
+		double dt = ft_now() - t0;
+		FT_CHECK(n == -FI_EAGAIN, "fi_cq_sread on an empty CQ returned %zd (%s)", n,
+			 fi_strerror((int)-n));
+		FT_CHECK(dt >= 0.28 && dt < 2.0, "fi_cq_sread(300 ms) returned after %.3f s", dt);
+		fi_addr_t src;
+		t0 = ft_now();
+		n = fi_cq_sreadfrom(fx.cq, &e, 1, &src, NULL, 100);
+		dt = ft_now() - t0;
+		FT_CHECK(n == -FI_EAGAIN && dt >= 0.09 && dt < 2.0,
+			 "fi_cq_sreadfrom(100 ms): %zd after %.3f s", n, dt);
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 50000);
+		FX_OK(&fx, fi_recv(fx.ep, r.buf, 50000, NULL, FI_ADDR_UNSPEC, &r));
+		fx_pbarrier(ctx, &fx);
+		/* the sender waits 200 ms; sread must return when the message is in */
+		t0 = ft_now();
+		n = fi_cq_sreadfrom(fx.cq, &e, 1, &src, NULL, 10000);
+		dt = ft_now() - t0;
+		FT_CHECK(n == 1, "fi_cq_sreadfrom: %zd (%s)", n, fi_strerror((int)-n));
+		FT_CHECK(dt < 3.0, "fi_cq_sreadfrom returned after %.3f s", dt);
+		FT_CHECK(e.op_context == &r && e.len == 50000, "sread entry ctx %p len %zu",
+			 e.op_context, e.len);
+		FT_CHECK(src == fx.peers[0], "sreadfrom src %llu", (unsigned long long)src);
+		fx_rbuf_check(&r, 31, 50000, "message read with sread");
+		fx_rbuf_free(&r);
+		/* infinite timeout (-1) also returns on a completion */
+		fx_pbarrier(ctx, &fx);
+		fx_rbuf_init(&r, 10);
+		FX_OK(&fx, fi_recv(fx.ep, r.buf, 10, NULL, FI_ADDR_UNSPEC, &r));
+		fx_pbarrier(ctx, &fx);
+		n = fi_cq_sread(fx.cq, &e, 1, NULL, -1);
+		FT_CHECK(n == 1 && e.op_context == &r, "sread(-1): %zd", n);
+		fx_rbuf_free(&r);
+	} else {
+		uint8_t *b = fx_alloc(50000);
+		fx_fill(b, 50000, 31, 0);
+		fx_pbarrier(ctx, &fx);
+		usleep(200000);
+		FX_OK(&fx, fi_send(fx.ep, b, 50000, NULL, fx.peers[1], b));
+		/* rendezvous: the receiver's sread must drive it; wait with sread here too */
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_sread(fx.cq, &e, 1, NULL, 10000);
+		FT_CHECK(n == 1 && e.op_context == b, "sender sread: %zd", n);
+		fx_pbarrier(ctx, &fx);
+		fx_pbarrier(ctx, &fx);
+		usleep(100000);
+		FX_OK(&fx, fi_send(fx.ep, b, 10, NULL, fx.peers[1], b));
+		n = fi_cq_sread(fx.cq, &e, 1, NULL, 10000);
+		FT_CHECK(n == 1, "sender sread: %zd", n);
+		free(b);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- fi_cq_signal wakes a thread blocked in fi_cq_sread ----------------------------------- */
+
+struct sig_arg {
+	struct fid_cq *cq;
+	ssize_t ret;
+	double dt;
+};
+static void *sread_thread(void *p)
+{
+	struct sig_arg *a = p;
+	struct fi_cq_tagged_entry e;
+	double t0 = ft_now();
+	a->ret = fi_cq_sread(a->cq, &e, 1, NULL, 10000);
+	a->dt = ft_now() - t0;
+	return NULL;
+}
+
+static int t_cq_signal(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.wait_obj = FI_WAIT_UNSPEC, .threading = FI_THREAD_SAFE};
+	fx_open(ctx, &o, &fx);
+	struct sig_arg a = {.cq = fx.cq};
+	pthread_t th;
+	pthread_create(&th, NULL, sread_thread, &a);
+	usleep(300000);
+	int ret = fi_cq_signal(fx.cq);
+	FT_CHECK(ret == 0, "fi_cq_signal: %s", fi_strerror(-ret));
+	pthread_join(th, NULL);
+	FT_CHECK(a.ret < 0 && a.ret != -FI_EAVAIL, "signalled sread returned %zd", a.ret);
+	FT_CHECK(a.dt < 3.0, "fi_cq_sread returned %.3f s after start, fi_cq_signal came at 0.3 s",
+		 a.dt);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- counters ----------------------------------------------------------------------------- */
+
+struct add_arg {
+	struct fid_cntr *c;
+};
+static void *add_later(void *p)
+{
+	struct add_arg *a = p;
+	usleep(200000);
+	fi_cntr_add(a->c, 10);
+	return NULL;
+}
+
+static int t_cntr(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.threading = FI_THREAD_SAFE};
+	fx_open(ctx, &o, &fx);
+	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+	struct fid_cntr *c;
+	FT_CHECK(fi_cntr_open(fx.domain, &ca, &c, NULL) == 0, "fi_cntr_open");
+	FT_CHECK(fi_cntr_read(c) == 0 && fi_cntr_readerr(c) == 0, "counter not zero at open");
+	FT_CHECK(fi_cntr_add(c, 5) == 0 && fi_cntr_read(c) == 5, "add 5 -> %llu",
+		 (unsigned long long)fi_cntr_read(c));
+	FT_CHECK(fi_cntr_set(c, 2) == 0 && fi_cntr_read(c) == 2, "set 2 -> %llu",
+		 (unsigned long long)fi_cntr_read(c));
+	FT_CHECK(fi_cntr_adderr(c, 3) == 0 && fi_cntr_readerr(c) == 3, "adderr 3 -> %llu",
+		 (unsigned long long)fi_cntr_readerr(c));
+	FT_CHECK(fi_cntr_seterr(c, 0) == 0 && fi_cntr_readerr(c) == 0, "seterr 0");
+	FT_CHECK(fi_cntr_read(c) == 2, "error ops changed the value");
+	double t0 = ft_now();
+	int ret = fi_cntr_wait(c, 2, 1000);
+	FT_CHECK(ret == 0 && ft_now() - t0 < 0.5, "wait for a reached value: %d", ret);
+	t0 = ft_now();
+	ret = fi_cntr_wait(c, 3, 300);
+	double dt = ft_now() - t0;
+	FT_CHECK(ret == -FI_ETIMEDOUT, "fi_cntr_wait(3, 300 ms) returned %d (%s)", ret,
+		 fi_strerror(-ret));
+	FT_CHECK(dt >= 0.28 && dt < 2.0, "fi_cntr_wait(300 ms) returned after %.3f s", dt);
+	/* another thread adds: the wait returns */
+	struct add_arg aa = {c};
+	pthread_t th;
+	pthread_create(&th, NULL, add_later, &aa);
+	t0 = ft_now();
+	ret = fi_cntr_wait(c, 12, 10000);
+	dt = ft_now() - t0;
+	pthread_join(th, NULL);
+	FT_CHECK(ret == 0 && dt < 3.0, "fi_cntr_wait woken by an add: %d after %.3f s", ret, dt);
+	FT_CHECK(fi_cntr_read(c) == 12, "value %llu", (unsigned long long)fi_cntr_read(c));
+	FT_CHECK(fi_close(&c->fid) == 0, "closing the counter");
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- close order --------------------------------------------------------------------------- */
+
+static int t_close_order(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.cntr = true};
+	fx_open(ctx, &o, &fx);
+	uint8_t *mem = fx_alloc(4096);
+	struct fid_mr *mr = fx_mr_reg(&fx, mem, 4096, FI_REMOTE_WRITE, 0x77 + (uint64_t)ctx->rank,
+				      NULL);
+	int ret;
+	ret = fi_close(&fx.domain->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing the domain with objects open: %d (%s), want -FI_EBUSY",
+		 ret, fi_strerror(-ret));
+	ret = fi_close(&fx.fabric->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing the fabric with a domain open: %d (%s)", ret,
+		 fi_strerror(-ret));
+	ret = fi_close(&fx.av->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing an AV bound to an endpoint: %d (%s)", ret,
+		 fi_strerror(-ret));
+	ret = fi_close(&fx.cq->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing a CQ bound to an endpoint: %d (%s)", ret,
+		 fi_strerror(-ret));
+	ret = fi_close(&fx.cntr->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing a counter bound to an endpoint: %d (%s)", ret,
+		 fi_strerror(-ret));
+	/* everything still works */
+	if (ctx->rank == 0) {
+		uint8_t b[3000];
+		fx_fill(b, sizeof(b), 41, 0);
+		FX_OK(&fx, fi_send(fx.ep, b, sizeof(b), NULL, fx.peers[1], b));
+		fx_wait(&fx, 1, NULL, TMO);
+	} else {
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 3000);
+		FX_OK(&fx, fi_recv(fx.ep, r.buf, 3000, NULL, FI_ADDR_UNSPEC, &r));
+		fx_wait(&fx, 1, NULL, TMO);
+		fx_rbuf_check(&r, 41, 3000, "message after refused closes");
+		fx_rbuf_free(&r);
+	}
+	fx_pbarrier(ctx, &fx);
+	/* the endpoint goes: the domain still has the MR */
+	FT_CHECK(fi_close(&fx.ep->fid) == 0, "closing the endpoint");
+	fx.ep = NULL;
+	ret = fi_close(&fx.domain->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing the domain with an MR, CQ, AV open: %d", ret);
+	FT_CHECK(fi_close(&mr->fid) == 0, "closing the MR");
+	free(mem);
+	fx_close(&fx); /* cntr, cq, av, domain, fabric: all must return 0 */
+	return 0;
+}
+
+/* ---- fi_enable without AV or CQ ----------------------------------------------------------- */
+
+static int t_enable_unbound(struct ft_ctx *ctx, void *arg)
+{
+	struct fi_info *info = getinfo_or_die(&(struct fx_opts){0});
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	FT_CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0, "fi_fabric");
+	FT_CHECK(fi_domain(fab, info, &dom, NULL) == 0, "fi_domain");
+	struct fi_av_attr aa = {.type = FI_AV_TABLE};
+	struct fi_cq_attr qa = {.format = FI_CQ_FORMAT_TAGGED};
+	FT_CHECK(fi_av_open(dom, &aa, &av, NULL) == 0, "fi_av_open");
+	FT_CHECK(fi_cq_open(dom, &qa, &cq, NULL) == 0, "fi_cq_open");
+
+	FT_CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "fi_endpoint");
+	int ret = fi_enable(ep);
+	FT_CHECK(ret < 0, "fi_enable with nothing bound succeeded");
+	FT_CHECK(fi_ep_bind(ep, &av->fid, 0) == 0, "bind av");
+	ret = fi_enable(ep);
+	FT_CHECK(ret < 0, "fi_enable without a CQ succeeded");
+	FT_CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+	ret = fi_enable(ep);
+	FT_CHECK(ret == 0, "fi_enable with AV and CQ: %s", fi_strerror(-ret));
+	FT_CHECK(fi_close(&ep->fid) == 0, "close ep");
+
+	FT_CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "fi_endpoint");
+	FT_CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+	ret = fi_enable(ep);
+	FT_CHECK(ret < 0, "fi_enable without an AV succeeded");
+	FT_CHECK(fi_close(&ep->fid) == 0, "close ep");
+
+	FT_CHECK(fi_close(&cq->fid) == 0 && fi_close(&av->fid) == 0 && fi_close(&dom->fid) == 0 &&
+			 fi_close(&fab->fid) == 0,
+		 "closing");
+	fi_freeinfo(info);
+	return 0;
+}
+
+/* ---- FI_THREAD_SAFE: 4 threads per rank on one endpoint ----------------------------------- */
+
+#define NTHREADS 4
+#define PER_THREAD 150
+struct op {
+	_Atomic int done;
+	size_t len;
+	uint8_t *buf;
+	struct fx_rbuf r;
+};
+struct tsafe {
+	struct fx *fx;
+	int rank;
+	int tid;
+	struct op *ops; /* NTHREADS * PER_THREAD */
+	pthread_mutex_t *cq_lock; /* not used: the CQ is read concurrently on purpose */
+};
+
+static size_t op_len(int tid, int i)
+{
+	uint64_t s = 0x51 + (uint64_t)tid * 1000 + (uint64_t)i;
+	ft_rand(&s);
+	return (i % 5 == 0) ? fx_rand_size(&s, 16385, 300000) : fx_rand_size(&s, 0, 16384);
+}
+
+static void reap(struct fx *fx)
+{
+	/* any thread may reap any completion */
+	struct fi_cq_tagged_entry e[8];
+	ssize_t n = fi_cq_read(fx->cq, e, 8);
+	if (n == -FI_EAGAIN)
+		return;
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {0};
+		if (fi_cq_readerr(fx->cq, &err, 0) == 1)
+			FT_CHECK(0, "error completion: %d (%s)", err.err, fi_strerror(err.err));
+		return;
+	}
+	FT_CHECK(n > 0, "fi_cq_read: %zd", n);
+	for (ssize_t i = 0; i < n; i++)
+		atomic_store(&((struct op *)e[i].op_context)->done, 1);
+}
+
+static void *tsafe_thread(void *p)
+{
+	struct tsafe *t = p;
+	struct fx *fx = t->fx;
+	struct op *mine = t->ops + t->tid * PER_THREAD;
+	for (int i = 0; i < PER_THREAD; i++) {
+		struct op *op = &mine[i];
+		op->len = op_len(t->tid, i);
+		uint64_t tag = ((uint64_t)t->tid << 32) | (uint64_t)i;
+		ssize_t ret;
+		if (t->rank == 0) {
+			op->buf = fx_alloc(op->len);
+			fx_fill(op->buf, op->len, tag, 0);
+			while ((ret = fi_tsend(fx->ep, op->buf, op->len, NULL, fx->peers[1], tag,
+					       op)) == -FI_EAGAIN)
+				reap(fx);
+		} else {
+			fx_rbuf_init(&op->r, op->len);
+			while ((ret = fi_trecv(fx->ep, op->r.buf, op->len, NULL, FI_ADDR_UNSPEC, tag,
+					       0, op)) == -FI_EAGAIN)
+				reap(fx);
+		}
+		FT_CHECK(ret == 0, "thread %d op %d: %s", t->tid, i, fi_strerror((int)-ret));
+		if (i % 7 == 0)
+			reap(fx);
+	}
+	double t0 = ft_now();
+	for (int i = 0; i < PER_THREAD; i++) {
+		while (!atomic_load(&mine[i].done)) {
+			reap(fx);
+			FT_CHECK(ft_now() - t0 < 60, "thread %d: op %d never completed", t->tid, i);
+		}
+		if (t->rank == 1) {
+			uint64_t tag = ((uint64_t)t->tid << 32) | (uint64_t)i;
+			char what[64];
+			snprintf(what, sizeof(what), "thread %d message %d", t->tid, i);
+			fx_rbuf_check(&mine[i].r, tag, mine[i].len, what);
+			fx_rbuf_free(&mine[i].r);
+		} else {
+			free(mine[i].buf);
+		}
+	}
+	return NULL;
+}
+
+static int t_thread_safe(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED, .threading = FI_THREAD_SAFE};
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->domain_attr->threading == FI_THREAD_SAFE, "threading %d",
+		 fx.info->domain_attr->threading);
+	struct op *ops = calloc(NTHREADS * PER_THREAD, sizeof(*ops));
+	struct tsafe ts[NTHREADS];
+	pthread_t th[NTHREADS];
+	fx_pbarrier(ctx, &fx);
+	for (int i = 0; i < NTHREADS; i++) {
+		ts[i] = (struct tsafe){.fx = &fx, .rank = ctx->rank, .tid = i, .ops = ops};
+		pthread_create(&th[i], NULL, tsafe_thread, &ts[i]);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	free(ops);
+	/* fx_pbarrier would read the CQ: nothing may be left */
+	fx_pbarrier(ctx, &fx);
+	FT_CHECK(fx.stash_count == 0, "completions left over");
+	fx_close(&fx);
+	return 0;
+}
+
+static int t_thread_domain(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED, .threading = FI_THREAD_DOMAIN};
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->domain_attr->threading == FI_THREAD_DOMAIN, "threading %d",
+		 fx.info->domain_attr->threading);
+	if (ctx->rank == 0) {
+		uint8_t b[20000];
+		fx_fill(b, sizeof(b), 3, 0);
+		FX_OK(&fx, fi_tsend(fx.ep, b, sizeof(b), NULL, fx.peers[1], 9, b));
+		fx_wait(&fx, 1, NULL, TMO);
+	} else {
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 20000);
+		FX_OK(&fx, fi_trecv(fx.ep, r.buf, 20000, NULL, FI_ADDR_UNSPEC, 9, 0, &r));
+		fx_wait(&fx, 1, NULL, TMO);
+		fx_rbuf_check(&r, 3, 20000, "FI_THREAD_DOMAIN message");
+		fx_rbuf_free(&r);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+#define I(x) ((void *)(intptr_t)(x))
+static const struct fx_test tests[] = {
+	{"getinfo", 1, 30, t_getinfo, NULL},
+	{"av_table", 3, 30, t_av, I(FI_AV_TABLE)},
+	{"av_map", 3, 30, t_av, I(FI_AV_MAP)},
+	{"av_named", 1, 30, t_named_av, NULL},
+	{"cq_formats", 2, 60, t_cq_formats, NULL},
+	{"readfrom", 3, 30, t_readfrom, NULL},
+	{"sread_unspec", 2, 30, t_sread, I(FI_WAIT_UNSPEC)},
+	{"sread_yield", 2, 30, t_sread, I(FI_WAIT_YIELD)},
+	{"cq_signal", 1, 30, t_cq_signal, NULL},
+	{"cntr", 1, 30, t_cntr, NULL},
+	{"close_order", 2, 30, t_close_order, NULL},
+	{"enable_unbound", 1, 30, t_enable_unbound, NULL},
+	{"thread_safe", 2, 120, t_thread_safe, NULL},
+	{"thread_domain", 2, 30, t_thread_domain, NULL},
+};
+
+int main(int argc, char **argv)
+{
+	return fx_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
