@@ -1010,14 +1010,19 @@ static void print_targets(const struct nc_row *rows, int nrows)
 			       " >= 0.8x strided CMA at 4K blocks; ddtx pack >= shm pack path at 64 B)\n");
 			header = true;
 		}
+		const struct nc_row *two = find_row(rows, nrows, r, "cma-2core");
+		char extra[64] = "";
+		if (two && two->res.gbps > 0)
+			snprintf(extra, sizeof(extra), " [%.2fx cma-2core]",
+				 r->res.gbps / two->res.gbps);
 		if (zc && r->cfg.block >= 2048 && shm && cma)
 			printf("%-9s %-12s block %6zu: %.2fx shm (goal 1.8) %s, %.2fx cma-strided (goal"
-			       " 0.8) %s\n",
+			       " 0.8) %s%s\n",
 			       mode_name(r->cs.mode), r->cs.name, r->cfg.block,
 			       r->res.gbps / shm->res.gbps,
 			       r->res.gbps >= 1.8 * shm->res.gbps ? "met" : "MISSED",
 			       r->res.gbps / cma->res.gbps,
-			       r->res.gbps >= 0.8 * cma->res.gbps ? "met" : "MISSED");
+			       r->res.gbps >= 0.8 * cma->res.gbps ? "met" : "MISSED", extra);
 		else if (pk && r->cfg.block <= 256 && shm)
 			printf("%-9s %-12s block %6zu: %.2fx shm (goal 1.0) %s\n", mode_name(r->cs.mode),
 			       r->cs.name, r->cfg.block, r->res.gbps / shm->res.gbps,
