@@ -68,7 +68,7 @@ for d in sys.argv[2:]:
                 t = json.loads(line)
                 res = t.get("result", "ERROR")
                 counts[res] = counts.get(res, 0) + 1
-                key = (t.get("suite") and ",".join(t["suite"]) or "") + ":" + t.get("name", "?")
+                key = t.get("name", "?")   # "project:suite / test"
                 tests.setdefault(key, []).append((d, res))
     print("%s: %s" % (d, ", ".join("%d %s" % (n, k) for k, n in sorted(counts.items())) or "no tests"))
 passed = failed = skipped = 0
