@@ -25,5 +25,9 @@ export FI_PROVIDER_PATH="$DDTX_ROOT/build/prov/ddtx"
 export IPATH_NO_BACKTRACE=1
 echo "\$ build/tests/fabtests/benchmarks/nc_bw ${args[*]} --json build/nc_bw.json"
 build/tests/fabtests/benchmarks/nc_bw "${args[@]}" --json build/nc_bw.json
-[ $plot = 1 ] && python3 util/plot_bench.py build/nc_bw.json -o build/nc_bw.png
+if [ $plot = 1 ]; then
+  py=/usr/bin/python3   # Debian's, where python3-matplotlib lives (not a pyenv/venv python3)
+  [ -x $py ] || py=python3
+  $py util/plot_bench.py build/nc_bw.json -o build/nc_bw.png
+fi
 exit 0
