@@ -567,7 +567,8 @@ ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t
 		ddtx_list_remove(&u->entry);
 		if (u->type == DDTX_MSG_RTS) {
 			/* Let the sender complete: accept nothing. */
-			struct ddtx_rx tmp = {.tx_id = u->rts.tx_id, .peer = u->peer};
+			struct ddtx_rx tmp = {.tx_id = u->rts.tx_id, .peer = u->peer,
+					      .scheme = FI_DDTX_SCHEME_PACK};
 			send_cts(pep, &tmp, 0, NULL, 0, DDTX_HDR_LAST);
 		}
 		if (ep->rx_cq)

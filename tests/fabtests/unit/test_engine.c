@@ -1,0 +1,203 @@
+/*
+ * Unit tests of the engine's pure logic against independent references: the iov cursor
+ * (pieces bounded in bytes and entries), gather/scatter at byte offsets, layout statistics,
+ * scheme selection and UMR windows, and the protocol's operation-id table.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddtx.h"
+#include "engine/iov.h"
+#include "engine/scheme.h"
+#include "proto/optable.h"
+
+static int failures;
+#define CHECK(c, ...)                                                                      \
+	do {                                                                               \
+		if (!(c)) {                                                                \
+			failures++;                                                        \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);       \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fprintf(stderr, "\n");                                             \
+			if (failures > 20)                                                 \
+				exit(1);                                                   \
+		}                                                                          \
+	} while (0)
+
+static uint64_t rng = 0x1234567;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A random list over buf: entries of 0..maxlen bytes with gaps; returns the count. */
+static size_t random_list(uint8_t *buf, size_t bufsize, struct iovec *iov, size_t maxcount,
+			  size_t maxlen)
+{
+	size_t n = 1 + rnd() % maxcount, pos = 0, i = 0;
+	for (; i < n; i++) {
+		size_t len = rnd() % (maxlen + 1), gap = rnd() % 8;
+		if (pos + gap + len > bufsize)
+			break;
+		iov[i].iov_base = buf + pos + gap;
+		iov[i].iov_len = len;
+		pos += gap + len;
+	}
+	return i;
+}
+
+/* Reference: the address of byte k of the list's concatenation. */
+static uint8_t *ref_byte(const struct iovec *iov, size_t count, size_t k)
+{
+	for (size_t i = 0; i < count; i++) {
+		if (k < iov[i].iov_len)
+			return (uint8_t *)iov[i].iov_base + k;
+		k -= iov[i].iov_len;
+	}
+	return NULL;
+}
+
+static void test_cursor(void)
+{
+	static uint8_t buf[1 << 16];
+	struct iovec iov[300], out[64];
+	for (int iter = 0; iter < 3000; iter++) {
+		size_t count = random_list(buf, sizeof(buf), iov, 300, 200);
+		size_t total = ddtx_iov_total(iov, count);
+		size_t start = total ? rnd() % (total + 1) : 0;
+		size_t max_bytes = 1 + rnd() % 1000, max_entries = 1 + rnd() % 64;
+		struct ddtx_iov_cursor c;
+		ddtx_iov_cursor_init(&c, iov, count);
+		ddtx_iov_cursor_seek(&c, start);
+		CHECK(c.pos == start, "seek pos %zu != %zu", c.pos, start);
+		size_t k = start;
+		for (;;) {
+			size_t expect_entries = ddtx_iov_cursor_entries(&c, max_bytes);
+			size_t n, got = ddtx_iov_cursor_take(&c, max_bytes, max_entries, out, &n);
+			if (!got) {
+				CHECK(k == total, "cursor stopped at %zu of %zu", k, total);
+				break;
+			}
+			CHECK(got <= max_bytes && n <= max_entries && n >= 1, "piece %zu/%zu", got, n);
+			CHECK(n <= expect_entries, "entries %zu > predicted %zu", n, expect_entries);
+			for (size_t p = 0; p < n; p++) {
+				CHECK(out[p].iov_len > 0, "empty piece");
+				for (size_t b = 0; b < out[p].iov_len; b++, k++)
+					if ((uint8_t *)out[p].iov_base + b != ref_byte(iov, count, k)) {
+						CHECK(0, "byte %zu misplaced", k);
+						return;
+					}
+			}
+		}
+		CHECK(ddtx_iov_cursor_done(&c) || total == 0 || k == total, "not done");
+	}
+}
+
+static void test_gather_scatter(void)
+{
+	static uint8_t buf[1 << 15], flat[1 << 15], canary[1 << 15];
+	struct iovec iov[100];
+	for (int iter = 0; iter < 2000; iter++) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = canary[i] = (uint8_t)rnd();
+		size_t count = random_list(buf, sizeof(buf), iov, 100, 300);
+		size_t total = ddtx_iov_total(iov, count);
+		size_t off = total ? rnd() % (total + 1) : 0, len = rnd() % (total - off + 50);
+		size_t got = ddtx_iov_gather(iov, count, off, flat, len);
+		CHECK(got == DDTX_MIN(len, total - off), "gather %zu", got);
+		for (size_t i = 0, k = off; i < got; i++, k++)
+			CHECK(flat[i] == *ref_byte(iov, count, k), "gathered byte %zu", i);
+		for (size_t i = 0; i < got; i++)
+			flat[i] = (uint8_t)~flat[i];
+		size_t put = ddtx_iov_scatter(iov, count, off, flat, got);
+		CHECK(put == got, "scatter %zu != %zu", put, got);
+		/* Exactly the bytes [off, off+got) of the list changed; gaps and the rest did not. */
+		static bool inside[1 << 15];
+		memset(inside, 0, sizeof(inside));
+		for (size_t k = off; k < off + got; k++)
+			inside[ref_byte(iov, count, k) - buf] = true;
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			CHECK(buf[i] == (uint8_t)(inside[i] ? ~canary[i] : canary[i]),
+			      "byte %zu of the buffer", i);
+			if (failures)
+				return;
+		}
+	}
+}
+
+static void test_layout_stats(void)
+{
+	struct iovec iov[4] = {{NULL, 100}, {NULL, 0}, {NULL, 40}, {NULL, 60}};
+	struct ddtx_layout_stats st;
+	ddtx_layout_stats(iov, 4, &st);
+	CHECK(st.total == 200 && st.nblocks == 3 && st.min_block == 40 && st.avg_block == 66,
+	      "stats %zu %zu %zu %zu", st.total, st.nblocks, st.min_block, st.avg_block);
+	ddtx_layout_stats(iov, 0, &st);
+	CHECK(st.total == 0 && st.nblocks == 0 && st.min_block == 0 && st.avg_block == 0, "empty");
+}
+
+static void test_scheme(void)
+{
+	struct ddtx_settings set = {.scheme = DDTX_SCHEME_SETTING_AUTO, .threshold = 2048};
+	struct ddtx_wire_caps caps = {.max_sge = 30, .max_mkey_entries = 32};
+	struct ddtx_layout_stats small = {.avg_block = 64, .min_block = 64};
+	struct ddtx_layout_stats big = {.avg_block = 4096, .min_block = 4096};
+	CHECK(ddtx_scheme_propose(&set, &caps, &small) == FI_DDTX_SCHEME_PACK, "small proposes pack");
+	CHECK(ddtx_scheme_propose(&set, &caps, &big) == FI_DDTX_SCHEME_SGL, "big proposes sgl");
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &big) == FI_DDTX_SCHEME_SGL,
+	      "both big: sgl");
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &small) ==
+		      FI_DDTX_SCHEME_PACK, "receiver small: pack");
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &big, &big) ==
+		      FI_DDTX_SCHEME_PACK, "sender proposes pack: pack");
+	set.scheme = DDTX_SCHEME_SETTING_UMR;
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &small, &small) ==
+		      FI_DDTX_SCHEME_UMR, "forced umr");
+	caps.max_mkey_entries = 0;
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &small, &small) ==
+		      FI_DDTX_SCHEME_SGL, "umr without mkeys falls back to sgl");
+	set.scheme = DDTX_SCHEME_SETTING_PACK;
+	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &big) ==
+		      FI_DDTX_SCHEME_PACK, "forced pack");
+	CHECK(ddtx_umr_chunk(32, 4096, 1024) == 32 * 1024, "chunk uses the smaller minimum");
+	CHECK(ddtx_umr_chunk(32, 0, 512) == 32 * 512, "chunk with one side unknown");
+	CHECK(strcmp(ddtx_scheme_name(FI_DDTX_SCHEME_SGL), "sgl") == 0, "name");
+}
+
+static void test_optable(void)
+{
+	struct ddtx_optable t;
+	int a, b;
+	ddtx_optable_init(&t);
+	uint32_t ida = ddtx_optable_add(&t, &a);
+	CHECK(ida && ddtx_optable_get(&t, ida) == &a, "add/get");
+	CHECK(!ddtx_optable_get(&t, 0) && !ddtx_optable_get(&t, 0xfffff), "invalid ids");
+	ddtx_optable_remove(&t, ida);
+	CHECK(!ddtx_optable_get(&t, ida), "removed id is dead");
+	uint32_t idb = ddtx_optable_add(&t, &b);
+	CHECK(idb != ida && ddtx_optable_get(&t, idb) == &b && !ddtx_optable_get(&t, ida),
+	      "a reused slot gets a new generation");
+	for (int i = 0; i < 5000; i++)
+		CHECK(ddtx_optable_add(&t, &a), "growth");
+	CHECK(ddtx_optable_get(&t, idb) == &b, "survives growth");
+	ddtx_optable_fini(&t);
+}
+
+int main(void)
+{
+	test_cursor();
+	test_gather_scatter();
+	test_layout_stats();
+	test_scheme();
+	test_optable();
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("engine unit tests passed\n");
+	return 0;
+}
