@@ -693,6 +693,118 @@ static int t_trunc(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- FI_MULTI_RECV with FI_SELECTIVE_COMPLETION (as MPICH binds it) ---------------------- */
+
+static int t_multi_recv_selective(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.caps = FI_MSG | FI_MULTI_RECV;
+	o.pre_enable = set_min_multi_recv;
+	o.rx_selective = true;
+	o.tx_selective = true;
+	mr_min = 1024;
+	fx_open(ctx, &o, &fx);
+	const size_t msglen = 2000;
+	if (ctx->rank == 0) {
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < 4; i++) {
+			uint8_t *buf = fx_alloc(msglen);
+			fx_fill(buf, msglen, 750 + i, 0);
+			struct iovec iov = {buf, msglen};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = fx.peers[1],
+					   .context = buf};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_COMPLETION));
+			fx_wait(&fx, 1, NULL, TMO);
+			free(buf);
+		}
+	} else {
+		struct rbuf mb;
+		rbuf_init(&mb, 8192);
+		struct iovec iov = {mb.buf, mb.len};
+		struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC,
+				   .context = &mb};
+		/* no FI_COMPLETION: per-message completions suppressed, but the release of the
+		 * buffer is always reported (fi_msg(3), FI_MULTI_RECV) */
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_MULTI_RECV));
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c;
+		bool released = false;
+		int n = 0;
+		while (!released) {
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.op_context == &mb, "context %p", c.op_context);
+			released = c.flags & FI_MULTI_RECV;
+			n++;
+			FT_CHECK(n <= 5, "more completions than messages");
+		}
+		printf("  %d completion(s) for 4 messages with selective completion, the last with "
+		       "FI_MULTI_RECV\n",
+		       n);
+		rbuf_free(&mb);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- FI_DELIVERY_COMPLETE sends: the data is in the receive buffer at the sender's completion */
+
+static int t_delivery(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &(struct fx_opts){.caps = FI_MSG | FI_TAGGED}, &fx);
+	static const size_t sizes[] = {1, 3000, 16384, 100000, 8u << 20};
+	static const uint64_t flags[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE,
+					 FI_INJECT_COMPLETE};
+	/* the receive buffer is memory shared by both ranks: the sender can look at it */
+	uint8_t *rbuf = fx_shmem + 4096;
+	int late = 0;
+	for (int f = 0; f < 3; f++) {
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t size = sizes[i];
+			uint64_t seed = 1200 + (uint64_t)f * 10 + i;
+			if (ctx->rank == 1) {
+				fx_fill(rbuf, size, 1, 0);
+				FX_OK(&fx, fi_trecv(fx.ep, rbuf, size, NULL, FI_ADDR_UNSPEC, seed, 0, rbuf));
+			}
+			fx_pbarrier(ctx, &fx);
+			if (ctx->rank == 0) {
+				uint8_t *b = fx_alloc(size);
+				fx_fill(b, size, seed, 0);
+				struct iovec iov = {b, size};
+				struct fi_msg_tagged m = {.msg_iov = &iov, .iov_count = 1,
+							  .addr = fx.peers[1], .tag = seed, .context = b};
+				FX_OK(&fx, fi_tsendmsg(fx.ep, &m, FI_COMPLETION | flags[f]));
+				fx_wait(&fx, 1, NULL, TMO);
+				if (flags[f] == FI_DELIVERY_COMPLETE) {
+					size_t bad = fx_find_bad(rbuf, size, seed, 0);
+					if (bad != (size_t)-1) {
+						fprintf(stderr,
+							"FAIL: FI_DELIVERY_COMPLETE send of %zu bytes "
+							"completed before byte %zu was in the receive "
+							"buffer\n",
+							size, bad);
+						late++;
+					}
+				}
+				free(b);
+			}
+			fx_pbarrier(ctx, &fx); /* the receiver progressed meanwhile */
+			if (ctx->rank == 1) {
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				FX_CHECK_PATTERN(rbuf, size, seed, 0, "received %zu bytes", size);
+			}
+			fx_pbarrier(ctx, &fx);
+		}
+	}
+	FT_CHECK(late == 0, "%d FI_DELIVERY_COMPLETE sends completed before delivery", late);
+	fx_close(&fx);
+	return 0;
+}
+
 static const struct big big_1m = {NULL, 1 << 20, 1, 1};
 static const struct big big_pack = {"pack", 256u << 20, 1, 1};
 static const struct big big_sgl = {"sgl", 256u << 20, 16, 1024};
@@ -716,6 +828,8 @@ static const struct fx_test tests[] = {
 	{"multi_recv_eager", 2, 30, t_multi_recv, (void *)&mr_eager},
 	{"multi_recv_rndv", 2, 30, t_multi_recv, (void *)&mr_rdv},
 	{"selective", 2, 30, t_selective, NULL},
+	{"multi_recv_selective", 2, 30, t_multi_recv_selective, NULL},
+	{"delivery_complete", 2, 60, t_delivery, NULL},
 	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
 	{"msg_256m_pack", 2, 120, t_big, (void *)&big_pack},
 	{"msg_256m_sgl", 2, 120, t_big, (void *)&big_sgl},
