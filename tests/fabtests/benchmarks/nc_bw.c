@@ -1269,5 +1269,7 @@ int main(int argc, char **argv)
 		write_json(json, rows, nrows);
 	if (bad_data)
 		fprintf(stderr, "nc_bw: %d case(s) delivered wrong data\n", bad_data);
+	free(rows);
+	munmap(sh, sizeof(*sh));
 	return bad_data ? 1 : 0;
 }

@@ -349,5 +349,11 @@ int main(int argc, char **argv)
 	printf("\nbytes moved: payload of both directions over all exchanges, as counted by ddtx's\n"
 	       "statistics (fi_ddtx(3)); \"ddtx used\" lists the schemes those bytes went by.\n");
 	printf(failures ? "\n%d run(s) FAILED\n" : "\nall data verified\n", failures);
+	for (int l = 0; l < 3; l++) {
+		free(los[l].soff);
+		free(los[l].roff);
+		free(los[l].len);
+	}
+	munmap(sh, sizeof(*sh));
 	return failures ? 1 : 0;
 }
