@@ -79,3 +79,12 @@ void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 		}
 	}
 }
+
+void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, int status)
+{
+	struct ddtx_hdr_ack h;
+	ddtx_hdr_init(&h.base, DDTX_MSG_ACK, 0);
+	h.tx_id = tx_id;
+	h.status = status;
+	ddtx_ctrl_send(pep, peer, &h, sizeof(h));
+}

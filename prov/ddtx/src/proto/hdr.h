@@ -21,6 +21,7 @@ enum ddtx_msg_type {
 	DDTX_MSG_DATA = 4,   /* PACK: one packed chunk of a rendezvous payload */
 	DDTX_MSG_DONE = 5,   /* SGL/UMR: the sender finished the writes of one CTS batch */
 	DDTX_MSG_RMA_DATA = 6, /* remote CQ data of an fi_writedata / FI_REMOTE_CQ_DATA write */
+	DDTX_MSG_ACK = 7,    /* FI_DELIVERY_COMPLETE: the message reached the receive buffer */
 	DDTX_MSG_TYPE_MAX,
 };
 
@@ -28,6 +29,7 @@ enum ddtx_msg_type {
 #define DDTX_HDR_TAGGED (1u << 0)   /* EAGER/RTS: tagged message (tag is valid) */
 #define DDTX_HDR_CQ_DATA (1u << 1)  /* EAGER/RTS: data is valid (FI_REMOTE_CQ_DATA) */
 #define DDTX_HDR_LAST (1u << 2)     /* CTS: this batch covers the last accepted byte */
+#define DDTX_HDR_ACK_REQ (1u << 3)  /* EAGER/RTS: answer with ACK once delivered */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -41,6 +43,8 @@ struct ddtx_hdr_eager {
 	uint64_t tag;
 	uint64_t data;
 	uint64_t len;        /* payload bytes following the header */
+	uint32_t tx_id;      /* with ACK_REQ: the sender's operation, echoed in ACK */
+	uint32_t reserved2;
 };
 
 struct ddtx_hdr_rts {
@@ -87,6 +91,12 @@ struct ddtx_hdr_done {
 	uint64_t offset;     /* the batch that is finished (its CTS offset) */
 };
 
+struct ddtx_hdr_ack {
+	struct ddtx_hdr_base base;
+	uint32_t tx_id;
+	int32_t status;      /* 0, or the negative FI_E* error the receive ended with */
+};
+
 struct ddtx_hdr_rma_data {
 	struct ddtx_hdr_base base;
 	uint64_t data;
@@ -102,6 +112,7 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_DATA: return sizeof(struct ddtx_hdr_data);
 	case DDTX_MSG_DONE: return sizeof(struct ddtx_hdr_done);
 	case DDTX_MSG_RMA_DATA: return sizeof(struct ddtx_hdr_rma_data);
+	case DDTX_MSG_ACK: return sizeof(struct ddtx_hdr_ack);
 	default: return 0;
 	}
 }

@@ -34,6 +34,9 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	case DDTX_MSG_RMA_DATA:
 		ddtx_rma_on_remote_data(pep, src, buf, len);
 		break;
+	case DDTX_MSG_ACK:
+		ddtx_send_on_ack(pep, src, buf, len);
+		break;
 	}
 }
 
@@ -73,11 +76,8 @@ int ddtx_proto_ep_open(struct ddtx_ep *ep)
 	ddtx_list_init(&pep->ctrl);
 	ddtx_optable_init(&pep->txs);
 	ddtx_optable_init(&pep->rxs);
-	pep->bounce = malloc(pep->caps->max_send_size);
-	int ret = pep->bounce ? ddtx_wire_ep_open(ep->domain->wire, &handlers, pep, &ep->wire)
-			      : -FI_ENOMEM;
+	int ret = ddtx_wire_ep_open(ep->domain->wire, &handlers, pep, &ep->wire);
 	if (ret) {
-		free(pep->bounce);
 		free(pep);
 		return ret;
 	}
@@ -117,7 +117,6 @@ void ddtx_proto_ep_close(struct ddtx_ep *ep)
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);
-	free(pep->bounce);
 	free(pep);
 	ep->proto = NULL;
 }

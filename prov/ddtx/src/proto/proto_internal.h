@@ -33,6 +33,7 @@ enum ddtx_tx_state {
 	DDTX_TX_WAIT_CTS,                /* RTS sent */
 	DDTX_TX_PACK,                    /* streaming DATA chunks */
 	DDTX_TX_ZCOPY,                   /* writing CTS batches */
+	DDTX_TX_WAIT_ACK,                /* FI_DELIVERY_COMPLETE: all sent, waiting for ACK */
 };
 
 /* A rendezvous send in flight. */
@@ -43,6 +44,7 @@ struct ddtx_tx {
 	void *context;
 	uint64_t cq_flags;               /* FI_SEND | FI_MSG or FI_TAGGED */
 	bool report;                     /* write a CQ entry on success */
+	bool want_ack;                   /* FI_DELIVERY_COMPLETE: complete on the receiver's ACK */
 	uint64_t tag;
 	struct iovec *iov;               /* private copy of the caller's list */
 	size_t count;
@@ -110,6 +112,7 @@ struct ddtx_unexp {
 	uint64_t tag, data;
 	size_t len;
 	void *claim_context;             /* set by FI_PEEK | FI_CLAIM */
+	uint32_t ack_tx_id;              /* EAGER with ACK_REQ */
 	struct ddtx_hdr_rts rts;
 	uint8_t payload[];               /* EAGER: len bytes */
 };
@@ -148,7 +151,6 @@ struct ddtx_proto_ep {
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
-	uint8_t *bounce;                           /* one message: header + chunk */
 	double next_peer_check;
 };
 
@@ -169,6 +171,8 @@ double ddtx_now(void);
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
 void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+/* Answer an ACK_REQ message: tell the sender its message was delivered (or failed). */
+void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, int status);
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
 
 /* send.c */
@@ -182,6 +186,7 @@ void ddtx_send_progress(struct ddtx_proto_ep *pep);
 void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int status);
 void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err);
 void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
+void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 
 /* recv.c */
 ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,

@@ -89,7 +89,8 @@ static void rx_report(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx, size_
 			ddtx_cntr_err_inc(ep->cntrs[DDTX_CNTR_RECV]);
 		return;
 	}
-	if (rx->report && ep->rx_cq)
+	/* The release of a multi-receive buffer is reported even under selective completion. */
+	if ((rx->report || (flags & FI_MULTI_RECV)) && ep->rx_cq)
 		ddtx_cq_write(ep->rx_cq, rx->context, flags, got, buf, data, tag, from);
 	if (ep->cntrs[DDTX_CNTR_RECV])
 		ddtx_cntr_inc(ep->cntrs[DDTX_CNTR_RECV]);
@@ -192,8 +193,10 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 	if (!rx) {
 		struct ddtx_unexp *u = unexp_new(pep, src, DDTX_MSG_EAGER, h->base.flags, h->tag,
 						 h->data, h->len, h->len);
-		if (u)
+		if (u) {
 			memcpy(u->payload, h + 1, h->len);
+			u->ack_tx_id = h->tx_id;
+		}
 		return;
 	}
 	bool multi = rx->flags & FI_MULTI_RECV;
@@ -202,6 +205,8 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 	deliver_eager(pep, rx, h + 1, h->len, h->tag, h->data, h->base.flags, from);
 	if (!multi)
 		ddtx_rx_free(pep, rx);
+	if (h->base.flags & DDTX_HDR_ACK_REQ)
+		ddtx_ctrl_ack(pep, src, h->tx_id, 0);
 }
 
 /* ---- rendezvous ---- */
@@ -311,6 +316,9 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		buf = rx->iov[0].iov_base;
 	}
 	ddtx_count_scheme(pep->ep, rx->scheme, rx->accepted);
+	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
+	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
+		ddtx_ctrl_ack(pep, rx->peer, rx->tx_id, 0);
 	ddtx_list_remove(&rx->entry);
 	rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data, rx->hdr_flags,
 		  rx->from, buf, mf);
@@ -471,6 +479,8 @@ static bool take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddt
 		if (!multi)
 			ddtx_rx_free(pep, rx);
 		gone = gone || freed;
+		if (u->hdr_flags & DDTX_HDR_ACK_REQ)
+			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
 	} else {
 		match_rts(pep, rx, u->peer, &u->rts);
 	}
@@ -570,6 +580,8 @@ ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t
 			struct ddtx_rx tmp = {.tx_id = u->rts.tx_id, .peer = u->peer,
 					      .scheme = FI_DDTX_SCHEME_PACK};
 			send_cts(pep, &tmp, 0, NULL, 0, DDTX_HDR_LAST);
+		} else if (u->hdr_flags & DDTX_HDR_ACK_REQ) {
+			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
 		}
 		if (ep->rx_cq)
 			ddtx_cq_write(ep->rx_cq, context, cflags, 0, NULL, u->data, u->tag, from);

@@ -61,6 +61,13 @@ static void rma_post(struct ddtx_proto_ep *pep, struct ddtx_rma *op, const struc
 	ddtx_iov_cursor_init(&cur, iov, count);
 	/* One extra reference while posting, so an early completion cannot finish the op. */
 	op->writes_pending = 1;
+	/* A bad segment fails the whole operation before any segment moves. */
+	for (size_t i = 0; i < rma_count && !op->status; i++) {
+		int ret = ddtx_wire_rma_check(pep->ep->wire, op->peer, DDTX_KEY_APP, rma_iov[i].key,
+					      rma_iov[i].addr, rma_iov[i].len, write);
+		if (ret)
+			op->status = -ret;
+	}
 	for (size_t i = 0; i < rma_count && !op->status; i++) {
 		uint64_t done = 0;
 		while (done < rma_iov[i].len) {

@@ -36,7 +36,8 @@ static int send_now(struct ddtx_ep *ep, ddtx_peer_t peer, const void *hdr, size_
 }
 
 static int send_eager(struct ddtx_ep *ep, ddtx_peer_t peer, const struct iovec *iov,
-		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags)
+		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
+		      uint32_t tx_id)
 {
 	struct ddtx_proto_ep *pep = proto_of(ep);
 	struct ddtx_hdr_eager h;
@@ -44,12 +45,23 @@ static int send_eager(struct ddtx_ep *ep, ddtx_peer_t peer, const struct iovec *
 	h.tag = tag;
 	h.data = data;
 	h.len = total;
+	h.tx_id = tx_id;
+	h.reserved2 = 0;
 	if (count <= pep->caps->max_sge)
 		return send_now(ep, peer, &h, sizeof(h), iov, count);
-	/* More entries than one work request gathers: pack them behind the header. */
-	memcpy(pep->bounce, &h, sizeof(h));
-	ddtx_iov_gather(iov, count, 0, pep->bounce + sizeof(h), total);
-	return send_now(ep, peer, pep->bounce, sizeof(h) + total, NULL, 0);
+	/* More entries than one work request gathers: pack them in place behind the header. */
+	struct ddtx_wire_send_buf buf;
+	int ret = ddtx_wire_send_claim(ep->wire, peer, sizeof(h) + total, &buf);
+	if (ret == -FI_EAGAIN) {
+		ddtx_proto_progress(ep);
+		ret = ddtx_wire_send_claim(ep->wire, peer, sizeof(h) + total, &buf);
+	}
+	if (ret)
+		return ret;
+	memcpy(buf.data, &h, sizeof(h));
+	ddtx_iov_gather(iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
+	ddtx_wire_send_commit(ep->wire, &buf, sizeof(h) + total);
+	return 0;
 }
 
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count)
@@ -87,6 +99,29 @@ static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	ddtx_complete_tx(ep, tx->context, tx->cq_flags, tx->report, tx->total, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
 	ddtx_tx_free(pep, tx);
+}
+
+/* Everything is sent: done, or wait for the receiver's ACK (FI_DELIVERY_COMPLETE). */
+static void tx_sent(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	if (tx->want_ack)
+		tx->state = DDTX_TX_WAIT_ACK;
+	else
+		tx_finish(pep, tx);
+}
+
+void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_ack *h = buf;
+	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, h->tx_id);
+	if (!tx || tx->peer != src || tx->state != DDTX_TX_WAIT_ACK) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale ACK from peer %u\n", src);
+		return;
+	}
+	if (h->status)
+		ddtx_tx_fail(pep, tx, h->status < 0 ? -h->status : FI_EIO);
+	else
+		tx_finish(pep, tx);
 }
 
 void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
@@ -129,8 +164,14 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 	if (count > st->iov_entries_max)
 		st->iov_entries_max = count;
 
-	if (total <= eager_limit(pep)) {
-		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags);
+	/* Delivery completion needs the receiver's word; an inject has no completion to delay. */
+	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & FI_INJECT);
+	if (want_ack)
+		hflags |= DDTX_HDR_ACK_REQ;
+	bool eager = total <= eager_limit(pep);
+
+	if (eager && !want_ack) {
+		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags, 0);
 		if (ret == -FI_EAGAIN)
 			goto out;
 		if (ret) {
@@ -143,7 +184,8 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 		goto out;
 	}
 
-	struct ddtx_tx *tx = tx_new(pep, iov, count);
+	/* An operation to track: a rendezvous, or an eager send waiting for its ACK. */
+	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count);
 	if (!tx) {
 		ret = -FI_ENOMEM;
 		goto out;
@@ -152,8 +194,23 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 	tx->context = context;
 	tx->cq_flags = cq_flags;
 	tx->report = report;
+	tx->want_ack = want_ack;
 	tx->tag = tag;
 	tx->total = total;
+	if (eager) {
+		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags, tx->id);
+		if (ret == -FI_EAGAIN) {
+			ddtx_tx_free(pep, tx);
+			goto out;
+		}
+		tx->state = DDTX_TX_WAIT_ACK;
+		ddtx_list_push_back(&pep->tx_active, &tx->entry);
+		if (ret) {
+			ddtx_tx_fail(pep, tx, -ret);
+			ret = 0;
+		}
+		goto out;
+	}
 	tx->state = DDTX_TX_WAIT_CTS;
 
 	struct ddtx_layout_stats ls;
@@ -245,7 +302,7 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 	}
 	tx->sent += bytes;
 	if (tx->sent >= tx->accepted && ddtx_list_empty(&tx->batches))
-		tx_finish(pep, tx);
+		tx_sent(pep, tx);
 }
 
 static bool cts_valid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len)
@@ -305,22 +362,25 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	batch_post(pep, b);
 }
 
-/* PACK: gather the next chunk straight behind a DATA header and send it. */
+/* PACK: gather the next chunk straight into the peer's queue, behind a DATA header. */
 static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
-	size_t room = pep->caps->max_send_size - sizeof(struct ddtx_hdr_data);
-	size_t len = DDTX_MIN(tx->accepted - tx->sent, room);
-	struct ddtx_hdr_data *h = (struct ddtx_hdr_data *)pep->bounce;
+	struct ddtx_wire_send_buf buf;
+	int ret = ddtx_wire_send_claim(pep->ep->wire, tx->peer, sizeof(struct ddtx_hdr_data) + 1,
+				       &buf);
+	if (ret)
+		return ret;
+	struct ddtx_hdr_data *h = buf.data;
+	size_t len = DDTX_MIN(tx->accepted - tx->sent, buf.cap - sizeof(*h));
 	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
 	h->rx_id = tx->rx_id;
 	h->reserved2 = 0;
 	h->offset = tx->sent;
 	h->len = len;
 	ddtx_iov_gather(tx->iov, tx->count, tx->sent, h + 1, len);
-	int ret = ddtx_wire_send(pep->ep->wire, tx->peer, h, sizeof(*h) + len, NULL, 0);
-	if (!ret)
-		tx->sent += len;
-	return ret;
+	ddtx_wire_send_commit(pep->ep->wire, &buf, sizeof(*h) + len);
+	tx->sent += len;
+	return 0;
 }
 
 void ddtx_send_progress(struct ddtx_proto_ep *pep)
@@ -340,6 +400,6 @@ void ddtx_send_progress(struct ddtx_proto_ep *pep)
 			ddtx_tx_fail(pep, tx, -ret);
 			continue;
 		}
-		tx_finish(pep, tx);
+		tx_sent(pep, tx);
 	}
 }

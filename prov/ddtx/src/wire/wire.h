@@ -130,6 +130,34 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
 		   const struct iovec *iov, size_t count);
 
 /*
+ * A send buffer built in place: claim one, write a whole message (header and payload) into
+ * data[0..cap), then post it with ddtx_wire_send_commit().  On the shm wire the buffer is the
+ * slot of the peer's receive queue, so a caller that packs straight into it makes the only copy
+ * on the sending side; on verbs it is a registered bounce buffer.  -FI_EAGAIN when none is free,
+ * -FI_EIO if the peer is gone, -FI_EMSGSIZE (nothing claimed) if the buffer would hold fewer
+ * than min_len bytes.  Commit promptly: the peer's queue waits behind a claimed buffer.
+ */
+struct ddtx_wire_send_buf {
+	void *data;
+	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer) */
+	void *wire_priv;
+	uint64_t wire_pos;
+};
+int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
+			 struct ddtx_wire_send_buf *buf);
+/* Post a claimed buffer holding len (<= cap) bytes. */
+void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
+
+/*
+ * Would a write (or read) of [raddr, raddr+len) with the peer's key (space, rkey) be accepted
+ * now?  0, or -FI_EACCES / -FI_EKEYREJECTED / -FI_EIO as the operation's completion would say.
+ * Lets an operation of several remote segments refuse as a whole before any segment moves.  A
+ * wire that cannot see its peers' keys before the transfer (verbs) answers 0.
+ */
+int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
+			uint64_t rkey, uint64_t raddr, size_t len, bool write);
+
+/*
  * RDMA write / read: local iov list (at most caps.max_sge entries) to/from the remote key
  * (space, rkey) at remote address raddr (as the key's iova names it), len bytes in all (the
  * local iov must hold exactly len bytes).  The remote side's key table is checked exactly as an

@@ -30,16 +30,15 @@ void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr,
 	ring->mask = nslots - 1;
 }
 
-int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
-		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
-		       size_t total)
+int ddtx_shm_ring_claim(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
+			struct ddtx_shm_slot_hdr **slotp, uint64_t *posp)
 {
 	uint64_t pos = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
 	struct ddtx_shm_slot_hdr *slot;
-	uint8_t *dst;
-	int spin;
 
-	for (spin = 0; spin < PUSH_SPIN_MAX; spin++) {
+	for (int spin = 0;; spin++) {
+		if (spin == PUSH_SPIN_MAX)
+			return -FI_EAGAIN;
 		slot = ddtx_shm_ring_slot(ring, pos);
 		uint64_t seq = atomic_load_explicit(&slot->seq, memory_order_acquire);
 		int64_t diff = (int64_t)(seq - pos);
@@ -55,13 +54,29 @@ int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *s
 			pos = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
 		}
 	}
-	if (spin == PUSH_SPIN_MAX)
-		return -FI_EAGAIN;
-
 	atomic_store_explicit(&slot->owner, src->pid, memory_order_relaxed);
-	slot->len = (uint32_t)total;
 	memcpy(&slot->src, src, sizeof(*src));
-	dst = (uint8_t *)slot + DDTX_SHM_SLOT_HDR;
+	*slotp = slot;
+	*posp = pos;
+	return 0;
+}
+
+void ddtx_shm_ring_publish(struct ddtx_shm_slot_hdr *slot, uint64_t pos, size_t len)
+{
+	slot->len = (uint32_t)len;
+	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+}
+
+int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
+		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
+		       size_t total)
+{
+	struct ddtx_shm_slot_hdr *slot;
+	uint64_t pos;
+	int ret = ddtx_shm_ring_claim(ring, src, &slot, &pos);
+	if (ret)
+		return ret;
+	uint8_t *dst = (uint8_t *)slot + DDTX_SHM_SLOT_HDR;
 	if (hdr_len) {
 		memcpy(dst, hdr, hdr_len);
 		dst += hdr_len;
@@ -72,7 +87,7 @@ int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *s
 		memcpy(dst, iov[i].iov_base, iov[i].iov_len);
 		dst += iov[i].iov_len;
 	}
-	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+	ddtx_shm_ring_publish(slot, pos, total);
 	return 0;
 }
 

@@ -233,6 +233,10 @@ static inline struct ddtx_shm_slot_hdr *ddtx_shm_ring_slot(const struct ddtx_shm
 int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
 		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
 		       size_t total);
+/* Claim the next free slot (stamped with src); fill its payload, then publish it. */
+int ddtx_shm_ring_claim(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
+			struct ddtx_shm_slot_hdr **slot, uint64_t *pos);
+void ddtx_shm_ring_publish(struct ddtx_shm_slot_hdr *slot, uint64_t pos, size_t len);
 
 /* Consumer state, private to the owner. */
 struct ddtx_shm_consumer {

@@ -451,6 +451,59 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
 	return ret;
 }
 
+int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
+			 struct ddtx_wire_send_buf *buf)
+{
+	struct ddtx_shm_peer *p;
+	struct ddtx_shm_slot_hdr *slot;
+	uint64_t pos;
+	int ret;
+
+	if (!ep || !buf || !(p = ddtx_shm_peers_get(&ep->peers, peer)))
+		return -FI_EINVAL;
+	ret = peer_ready(p);
+	if (ret)
+		return ret;
+	size_t cap = DDTX_MIN(ep->dom->caps.max_send_size, p->ring.slot_size - DDTX_SHM_SLOT_HDR);
+	if (min_len > cap)
+		return -FI_EMSGSIZE;
+	ret = ddtx_shm_ring_claim(&p->ring, &ep->addr, &slot, &pos);
+	if (ret == -FI_EAGAIN && !ddtx_shm_peer_check(p))
+		return -FI_EIO;
+	if (ret)
+		return ret;
+	buf->data = (uint8_t *)slot + DDTX_SHM_SLOT_HDR;
+	buf->cap = cap;
+	buf->wire_priv = slot;
+	buf->wire_pos = pos;
+	return 0;
+}
+
+void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len)
+{
+	(void)ep;
+	ddtx_shm_ring_publish(buf->wire_priv, buf->wire_pos, DDTX_MIN(len, buf->cap));
+}
+
+int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
+			uint64_t rkey, uint64_t raddr, size_t len, bool write)
+{
+	struct ddtx_shm_peer *p;
+	size_t rcount = 0;
+	int ret;
+
+	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)))
+		return -FI_EINVAL;
+	if (!len)
+		return 0;
+	ret = peer_ready(p);
+	if (ret)
+		return ret;
+	return ddtx_shm_remote_keytab_translate(&p->keys, (uint32_t)space, rkey, raddr, len,
+						write ? DDTX_ACC_REMOTE_WRITE : DDTX_ACC_REMOTE_READ,
+						&ep->riov, &ep->riov_cap, &rcount);
+}
+
 static int cq_reserve(struct ddtx_wire_ep *ep)
 {
 	struct ddtx_shm_compl *v;
