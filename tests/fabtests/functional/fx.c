@@ -23,11 +23,33 @@ long fx_env_long(const char *name, long def)
 
 /* ---- runner ---------------------------------------------------------------------------- */
 
+void fx_apply_env_args(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (eq && eq != argv[i]) {
+			char name[128];
+			size_t n = (size_t)(eq - argv[i]);
+			if (n >= sizeof(name))
+				continue;
+			memcpy(name, argv[i], n);
+			name[n] = 0;
+			setenv(name, eq + 1, 1);
+		}
+	}
+}
+
 static bool name_matches(const char *name, int argc, char **argv)
 {
-	if (argc <= 1)
+	int names = 0;
+	for (int i = 1; i < argc; i++)
+		if (!strchr(argv[i], '='))
+			names++;
+	if (!names)
 		return true;
 	for (int i = 1; i < argc; i++) {
+		if (strchr(argv[i], '='))
+			continue;
 		size_t n = strlen(argv[i]);
 		if (n && argv[i][n - 1] == '*') {
 			if (!strncmp(name, argv[i], n - 1))
@@ -47,6 +69,10 @@ int fx_main(int argc, char **argv, const struct fx_test *tests, size_t ntests)
 		return 0;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	fx_apply_env_args(argc, argv);
+	for (int i = 1; i < argc; i++)
+		if (strchr(argv[i], '='))
+			printf("setting %s\n", argv[i]);
 	fx_sh = mmap(NULL, sizeof(*fx_sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		     -1, 0);
 	FT_CHECK(fx_sh != MAP_FAILED, "mmap");

@@ -30,10 +30,14 @@ struct fx_test {
 };
 
 /*
- * Run the tests named on the command line (all when none; a trailing '*' matches a prefix).
+ * Run the tests named on the command line (all when none; a trailing '*' matches a prefix;
+ * NAME=VALUE arguments set environment variables, e.g. FI_DDTX_SHM_RING_SLOTS=4).
  * "--list" prints the names.  Returns 0 when all passed, 77 when all were skipped, 1 otherwise.
  */
 int fx_main(int argc, char **argv, const struct fx_test *tests, size_t ntests);
+/* Arguments of the form NAME=VALUE are put into the environment (before any rank forks) and
+ * are not test names; fx_main calls this itself. */
+void fx_apply_env_args(int argc, char **argv);
 
 /* Scratch area shared by all ranks of the running test (zeroed before each test). */
 struct fx_shared {

@@ -562,6 +562,7 @@ static const struct fx_test tests[] = {
 
 int main(int argc, char **argv)
 {
+	fx_apply_env_args(argc, argv);
 	const char *s = getenv("FT_PROP_SEED");
 	if (s && *s) {
 		run_seed = strtoull(s, NULL, 0);

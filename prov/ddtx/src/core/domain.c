@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/core_priv.h"
+#include "engine/scheme.h"
 #include "proto/proto.h"
 
 static struct fi_ops domain_fid_ops;
@@ -38,19 +39,6 @@ void ddtx_domain_progress(struct ddtx_domain *domain)
 
 /* ---- FI_DDTX_DOMAIN_OPS_1 ---- */
 
-static const char *scheme_name(enum fi_ddtx_scheme scheme)
-{
-	static const char *const names[FI_DDTX_SCHEME_COUNT] = {
-		[FI_DDTX_SCHEME_EAGER] = "eager", [FI_DDTX_SCHEME_PACK] = "pack",
-		[FI_DDTX_SCHEME_SGL] = "sgl",     [FI_DDTX_SCHEME_UMR] = "umr",
-		[FI_DDTX_SCHEME_RMA] = "rma",
-	};
-
-	if ((unsigned)scheme >= FI_DDTX_SCHEME_COUNT)
-		return "unknown";
-	return names[scheme];
-}
-
 static int domain_stats(struct fid_domain *fid, struct fi_ddtx_stats *stats)
 {
 	struct ddtx_domain *domain = ddtx_domain_of(fid);
@@ -66,7 +54,7 @@ static int domain_stats(struct fid_domain *fid, struct fi_ddtx_stats *stats)
 static struct fi_ddtx_ops ddtx_ext_ops = {
 	.size = sizeof(struct fi_ddtx_ops),
 	.stats = domain_stats,
-	.scheme_name = scheme_name,
+	.scheme_name = ddtx_scheme_name,
 };
 
 static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
@@ -92,10 +80,10 @@ static void print_stats(const struct ddtx_domain *domain)
 			"last_scheme %s\n",
 		(const void *)domain, (unsigned long long)s->tx_ops,
 		(unsigned long long)s->rx_ops, (unsigned long long)s->iov_entries_max,
-		scheme_name(s->last_scheme));
+		ddtx_scheme_name(s->last_scheme));
 	for (int i = 0; i < FI_DDTX_SCHEME_COUNT; i++)
 		fprintf(stderr, "ddtx stats:   %-5s ops %llu bytes %llu\n",
-			scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
+			ddtx_scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
 			(unsigned long long)s->bytes[i]);
 }
 
