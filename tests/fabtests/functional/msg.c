@@ -805,6 +805,46 @@ static int t_delivery(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- directed untagged receives (FI_DIRECTED_RECV) -------------------------------------- */
+
+static int t_directed(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.caps = FI_MSG | FI_DIRECTED_RECV;
+	fx_open(ctx, &o, &fx);
+	FT_CHECK(fx.info->caps & FI_DIRECTED_RECV, "FI_DIRECTED_RECV not granted");
+	const size_t size = 30000;
+	if (ctx->rank == 0) {
+		struct rbuf r[3];
+		/* posted in the order 2, 1; both senders send at once */
+		rbuf_init(&r[2], size);
+		rbuf_init(&r[1], size);
+		FX_OK(&fx, fi_recv(fx.ep, r[2].buf, size, NULL, fx.peers[2], &r[2]));
+		FX_OK(&fx, fi_recv(fx.ep, r[1].buf, size, NULL, fx.peers[1], &r[1]));
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c[2];
+		fx_wait(&fx, 2, c, TMO);
+		for (int i = 1; i <= 2; i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "untagged receive directed at rank %d", i);
+			rbuf_check(&r[i], 1300 + (uint64_t)i, size, what);
+			rbuf_free(&r[i]);
+		}
+	} else {
+		uint8_t *b = fx_alloc(size);
+		fx_fill(b, size, 1300 + (uint64_t)ctx->rank, 0);
+		fx_pbarrier(ctx, &fx);
+		FX_OK(&fx, fi_send(fx.ep, b, size, NULL, fx.peers[0], b));
+		fx_wait(&fx, 1, NULL, TMO);
+		free(b);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 static const struct big big_1m = {NULL, 1 << 20, 1, 1};
 static const struct big big_pack = {"pack", 256u << 20, 1, 1};
 static const struct big big_sgl = {"sgl", 256u << 20, 16, 1024};
@@ -823,6 +863,7 @@ static const struct fx_test tests[] = {
 	{"inject", 2, 30, t_inject, NULL},
 	{"senddata", 2, 30, t_senddata, NULL},
 	{"source", 3, 30, t_source, NULL},
+	{"directed", 3, 30, t_directed, NULL},
 	{"order", 2, 60, t_order, NULL},
 	{"trunc", 2, 30, t_trunc, NULL},
 	{"multi_recv_eager", 2, 30, t_multi_recv, (void *)&mr_eager},

@@ -742,6 +742,120 @@ static int t_thread_safe(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- FI_THREAD_SAFE: 4 threads writing and reading concurrently through one endpoint ------- */
+
+struct trma {
+	struct fx *fx;
+	int tid;
+	struct fx_rkey rk;
+	_Atomic int *done; /* per op */
+};
+#define RMA_OPS 200
+#define RMA_SLOT 8192
+static void reap_flag(struct fx *fx)
+{
+	struct fi_cq_tagged_entry e[8];
+	ssize_t n = fi_cq_read(fx->cq, e, 8);
+	if (n == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {0};
+		if (fi_cq_readerr(fx->cq, &err, 0) == 1)
+			FT_CHECK(0, "error completion: %d (%s)", err.err, fi_strerror(err.err));
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++)
+		atomic_store((_Atomic int *)e[i].op_context, 1);
+}
+static void *trma_thread(void *p)
+{
+	struct trma *t = p;
+	struct fx *fx = t->fx;
+	uint8_t *src = fx_alloc(RMA_SLOT), *dst = fx_alloc(RMA_SLOT * RMA_OPS);
+	for (int i = 0; i < RMA_OPS; i++) {
+		size_t len = 1 + (size_t)((i * 37 + t->tid * 11) % RMA_SLOT);
+		uint64_t off = ((uint64_t)t->tid * RMA_OPS + (uint64_t)i) * RMA_SLOT;
+		fx_fill(src, len, 0x7000 + off, 0);
+		ssize_t r;
+		atomic_store(&t->done[i], 0);
+		while ((r = fi_write(fx->ep, src, len, NULL, fx->peers[1], t->rk.base + off,
+				     t->rk.key, (void *)&t->done[i])) == -FI_EAGAIN)
+			reap_flag(fx);
+		FT_CHECK(r == 0, "thread %d write %d: %s", t->tid, i, fi_strerror((int)-r));
+		double t0 = ft_now();
+		while (!atomic_load(&t->done[i])) { /* the source is reused: wait */
+			reap_flag(fx);
+			FT_CHECK(ft_now() - t0 < 30, "thread %d write %d never completed", t->tid, i);
+		}
+		/* read it back into a private slot */
+		atomic_store(&t->done[i], 0);
+		while ((r = fi_read(fx->ep, dst + (size_t)i * RMA_SLOT, len, NULL, fx->peers[1],
+				    t->rk.base + off, t->rk.key, (void *)&t->done[i])) == -FI_EAGAIN)
+			reap_flag(fx);
+		FT_CHECK(r == 0, "thread %d read %d: %s", t->tid, i, fi_strerror((int)-r));
+	}
+	double t0 = ft_now();
+	for (int i = 0; i < RMA_OPS; i++) {
+		while (!atomic_load(&t->done[i])) {
+			reap_flag(fx);
+			FT_CHECK(ft_now() - t0 < 30, "thread %d read %d never completed", t->tid, i);
+		}
+		size_t len = 1 + (size_t)((i * 37 + t->tid * 11) % RMA_SLOT);
+		uint64_t off = ((uint64_t)t->tid * RMA_OPS + (uint64_t)i) * RMA_SLOT;
+		FX_CHECK_PATTERN(dst + (size_t)i * RMA_SLOT, len, 0x7000 + off, 0,
+				 "thread %d: read back %d", t->tid, i);
+	}
+	free(src);
+	free(dst);
+	return NULL;
+}
+
+static int t_thread_safe_rma(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
+				    FI_REMOTE_WRITE,
+			    .threading = FI_THREAD_SAFE,
+			    .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR};
+	fx_open(ctx, &o, &fx);
+	size_t rlen = (size_t)NTHREADS * RMA_OPS * RMA_SLOT;
+	uint8_t *region = NULL;
+	struct fid_mr *mr = NULL;
+	struct fx_rkey mine = {0}, all[2];
+	if (ctx->rank == 1) {
+		region = fx_alloc(rlen);
+		memset(region, 0, rlen);
+		mr = fx_mr_reg(&fx, region, rlen, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &mine);
+	}
+	ft_allgather(ctx, &mine, sizeof(mine), all);
+	if (ctx->rank == 0) {
+		struct trma t[NTHREADS];
+		pthread_t th[NTHREADS];
+		_Atomic int *done = calloc(NTHREADS * RMA_OPS, sizeof(*done));
+		for (int i = 0; i < NTHREADS; i++) {
+			t[i] = (struct trma){.fx = &fx, .tid = i, .rk = all[1], .done = done + i * RMA_OPS};
+			pthread_create(&th[i], NULL, trma_thread, &t[i]);
+		}
+		for (int i = 0; i < NTHREADS; i++)
+			pthread_join(th[i], NULL);
+		free(done);
+	}
+	fx_pbarrier(ctx, &fx);
+	if (ctx->rank == 1) {
+		for (int tid = 0; tid < NTHREADS; tid++)
+			for (int i = 0; i < RMA_OPS; i++) {
+				size_t len = 1 + (size_t)((i * 37 + tid * 11) % RMA_SLOT);
+				uint64_t off = ((uint64_t)tid * RMA_OPS + (uint64_t)i) * RMA_SLOT;
+				FX_CHECK_PATTERN(region + off, len, 0x7000 + off, 0,
+						 "target slot of thread %d write %d", tid, i);
+			}
+		fi_close(&mr->fid);
+		free(region);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 static int t_thread_domain(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
@@ -782,6 +896,7 @@ static const struct fx_test tests[] = {
 	{"close_order", 2, 30, t_close_order, NULL},
 	{"enable_unbound", 1, 30, t_enable_unbound, NULL},
 	{"thread_safe", 2, 120, t_thread_safe, NULL},
+	{"thread_safe_rma", 2, 120, t_thread_safe_rma, NULL},
 	{"thread_domain", 2, 30, t_thread_domain, NULL},
 };
 
