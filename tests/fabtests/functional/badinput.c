@@ -646,6 +646,101 @@ static int t_rma_bad(struct ft_ctx *ctx, void *arg)
 	return finish(ctx, &fx);
 }
 
+
+/* ---- RMA into registered pages the target made read-only / inaccessible --------------------- */
+
+static int t_rma_protected(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &(struct fx_opts){.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
+						FI_REMOTE_READ | FI_REMOTE_WRITE,
+				    .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR},
+		&fx);
+	long pg = sysconf(_SC_PAGESIZE);
+	struct fx_rkey mine = {0}, all[2];
+	uint8_t *t = NULL;
+	struct fid_mr *mr = NULL;
+	int refused = 0;
+	if (ctx->rank == 1) {
+		t = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		FT_CHECK(t != MAP_FAILED, "mmap");
+		fx_fill(t, (size_t)pg * 3, 6, 0);
+		mr = fx_mr_reg(&fx, t, (size_t)pg * 3, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &mine);
+		/* page 1 read-only, page 2 inaccessible, after registration */
+		FT_CHECK(mprotect(t + pg, (size_t)pg, PROT_READ) == 0, "mprotect");
+		FT_CHECK(mprotect(t + 2 * pg, (size_t)pg, PROT_NONE) == 0, "mprotect");
+	}
+	ft_allgather(ctx, &mine, sizeof(mine), all);
+	(void)refused;
+	if (ctx->rank == 0) {
+		uint8_t *b = fx_alloc((size_t)pg * 3);
+		fx_fill(b, (size_t)pg * 3, 7, 0);
+		expect_op_error(&fx, FX_POST(&fx, fi_write(fx.ep, b, (size_t)pg, NULL, fx.peers[1],
+							   all[1].base + (uint64_t)pg, all[1].key, b)),
+				b, "write into a registered page made read-only");
+		expect_op_error(&fx, FX_POST(&fx, fi_write(fx.ep, b, 100, NULL, fx.peers[1],
+							   all[1].base + 2 * (uint64_t)pg, all[1].key, b)),
+				b, "write into a registered page made PROT_NONE");
+		expect_op_error(&fx, FX_POST(&fx, fi_read(fx.ep, b, 100, NULL, fx.peers[1],
+							  all[1].base + 2 * (uint64_t)pg, all[1].key, b)),
+				b, "read from a registered page made PROT_NONE");
+		/* page 0 is still fine */
+		FX_OK(&fx, fi_write(fx.ep, b, 100, NULL, fx.peers[1], all[1].base, all[1].key, b));
+		fx_wait(&fx, 1, NULL, TMO);
+		free(b);
+	}
+	fx_pbarrier(ctx, &fx);
+	if (ctx->rank == 1) {
+		FX_CHECK_PATTERN(t, 100, 7, 0, "write to the writable page");
+		FX_CHECK_PATTERN(t + 100, (size_t)pg - 100, 6, 100, "rest of the writable page");
+		FX_CHECK_PATTERN(t + pg, (size_t)pg, 6, (size_t)pg, "read-only page");
+		fi_close(&mr->fid);
+		munmap(t, (size_t)pg * 3);
+	}
+	fx_pbarrier(ctx, &fx);
+	still_works(ctx, &fx, 100);
+	return finish(ctx, &fx);
+}
+
+
+/* ---- a zero-copy receive into memory the receiver cannot write (an application bug):
+ * both sides get an error completion, nobody hangs, the endpoints keep working -------------- */
+
+static int t_recv_readonly(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &(struct fx_opts){.caps = FI_MSG | FI_TAGGED, .scheme = arg}, &fx);
+	const size_t n = 1 << 20;
+	if (ctx->rank == 0) {
+		uint8_t *b = fx_alloc(n);
+		fx_fill(b, n, 8, 0);
+		fx_pbarrier(ctx, &fx);
+		FX_OK(&fx, fi_tsend(fx.ep, b, n, NULL, fx.peers[1], 3, b));
+		struct fx_comp c;
+		struct fi_cq_err_entry e;
+		int w = fx_wait_any(&fx, &c, &e, 15000);
+		soft(w != -FI_ETIMEDOUT, "sender: no completion within 15 s");
+		printf("  sender: %s\n", w == 1 ? "success" : w == -FI_EAVAIL ? fi_strerror(e.err) : "none");
+		free(b);
+	} else {
+		uint8_t *r = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		FT_CHECK(r != MAP_FAILED, "mmap");
+		FX_OK(&fx, fi_trecv(fx.ep, r, n, NULL, FI_ADDR_UNSPEC, 3, 0, r));
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c;
+		struct fi_cq_err_entry e;
+		int w = fx_wait_any(&fx, &c, &e, 15000);
+		soft(w == -FI_EAVAIL, "receive into read-only memory: %s",
+		     w == 1 ? "reported success" : "no completion within 15 s");
+		if (w == -FI_EAVAIL)
+			printf("  receiver: error completion %d (%s)\n", e.err, fi_strerror(e.err));
+		munmap(r, n);
+	}
+	fx_pbarrier(ctx, &fx);
+	still_works(ctx, &fx, 100000);
+	return finish(ctx, &fx);
+}
+
 /* ---- MR registration errors ----------------------------------------------------------------- */
 
 static int t_mr_bad(struct ft_ctx *ctx, void *arg)
@@ -1301,6 +1396,9 @@ static const struct fx_test tests[] = {
 	{"inject_size_and_bad_fi_addr", 2, 90, t_inject_and_addr, NULL},
 	{"rma_bad_caller_key", 2, 120, t_rma_bad, (void *)(uintptr_t)0},
 	{"rma_bad_prov_key", 2, 120, t_rma_bad, (void *)(uintptr_t)(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)},
+	{"rma_protected_pages", 2, 60, t_rma_protected, NULL},
+	{"recv_readonly_sgl", 2, 60, t_recv_readonly, "sgl"},
+	{"recv_readonly_umr", 2, 60, t_recv_readonly, "umr"},
 	{"mr_bad", 1, 30, t_mr_bad, NULL},
 	{"not_enabled", 1, 30, t_not_enabled, NULL},
 	{"close_pending", 2, 60, t_close_pending, NULL},

@@ -845,6 +845,54 @@ static int t_directed(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- messages and RMA to the endpoint's own address --------------------------------------- */
+
+static int t_self(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &(struct fx_opts){.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
+						FI_REMOTE_READ | FI_REMOTE_WRITE,
+				    .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR},
+		&fx);
+	fi_addr_t me = fx.peers[0];
+	static const size_t sizes[] = {0, 100, 16384, 16385, 1 << 20};
+	for (size_t i = 0; i < 5; i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "%zu-byte message to self", sizes[i]);
+		uint8_t *b = fx_alloc(sizes[i]);
+		fx_fill(b, sizes[i], 1400 + i, 0);
+		struct rbuf r;
+		rbuf_init(&r, sizes[i]);
+		if (i & 1) { /* unexpected first */
+			FX_OK(&fx, fi_tsend(fx.ep, b, sizes[i], NULL, me, i, b));
+			FX_OK(&fx, fi_trecv(fx.ep, r.buf, sizes[i], NULL, FI_ADDR_UNSPEC, i, 0, &r));
+		} else {
+			FX_OK(&fx, fi_trecv(fx.ep, r.buf, sizes[i], NULL, FI_ADDR_UNSPEC, i, 0, &r));
+			FX_OK(&fx, fi_tsend(fx.ep, b, sizes[i], NULL, me, i, b));
+		}
+		fx_wait(&fx, 2, NULL, TMO);
+		rbuf_check(&r, 1400 + i, sizes[i], what);
+		rbuf_free(&r);
+		free(b);
+	}
+	/* RMA into its own registered memory */
+	uint8_t *t = fx_alloc(1 << 20), *s = fx_alloc(1 << 20);
+	fx_fill(t, 1 << 20, 3, 0);
+	fx_fill(s, 1 << 20, 4, 0);
+	struct fx_rkey rk;
+	struct fid_mr *mr = fx_mr_reg(&fx, t, 1 << 20, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, &rk);
+	FX_OK(&fx, fi_write(fx.ep, s, 100000, NULL, me, rk.base + 500, rk.key, s));
+	fx_wait(&fx, 1, NULL, TMO);
+	FX_CHECK_PATTERN(t + 500, 100000, 4, 0, "write to self");
+	FX_CHECK_PATTERN(t, 500, 3, 0, "before the write to self");
+	fi_close(&mr->fid);
+	free(t);
+	free(s);
+	fx_close(&fx);
+	return 0;
+}
+
 static const struct big big_1m = {NULL, 1 << 20, 1, 1};
 static const struct big big_pack = {"pack", 256u << 20, 1, 1};
 static const struct big big_sgl = {"sgl", 256u << 20, 16, 1024};
@@ -864,6 +912,7 @@ static const struct fx_test tests[] = {
 	{"senddata", 2, 30, t_senddata, NULL},
 	{"source", 3, 30, t_source, NULL},
 	{"directed", 3, 30, t_directed, NULL},
+	{"self", 1, 30, t_self, NULL},
 	{"order", 2, 60, t_order, NULL},
 	{"trunc", 2, 30, t_trunc, NULL},
 	{"multi_recv_eager", 2, 30, t_multi_recv, (void *)&mr_eager},

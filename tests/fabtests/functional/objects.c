@@ -856,6 +856,64 @@ static int t_thread_safe_rma(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- two fabrics/domains in one process, talking to each other and across processes ------- */
+
+static int t_two_domains(struct ft_ctx *ctx, void *arg)
+{
+	struct fx a, b;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
+	fx_open(ctx, &o, &a);
+	fx_open(ctx, &o, &b);
+	int next = (ctx->rank + 1) % ctx->size, prev = (ctx->rank + ctx->size - 1) % ctx->size;
+	/* a's AV learns the b endpoints of this process and of the next one */
+	uint8_t blob[256];
+	size_t bl = sizeof(blob);
+	fi_addr_t own_b, next_b;
+	FT_CHECK(fi_getname(&b.ep->fid, blob, &bl) == 0, "getname");
+	FT_CHECK(fi_av_insert(a.av, blob, 1, &own_b, 0, NULL) == 1, "insert own b");
+	bl = sizeof(blob);
+	FT_CHECK(fi_av_lookup(b.av, b.peers[next], blob, &bl) == 0, "lookup");
+	FT_CHECK(fi_av_insert(a.av, blob, 1, &next_b, 0, NULL) == 1, "insert next b");
+	const size_t n[2] = {5000, 100000}; /* eager to own b, rendezvous to next b */
+	uint8_t *m1 = fx_alloc(n[0]), *m2 = fx_alloc(n[1]);
+	fx_fill(m1, n[0], 10 + (uint64_t)ctx->rank, 0);
+	fx_fill(m2, n[1], 20 + (uint64_t)ctx->rank, 0);
+	struct fx_rbuf r1, r2;
+	fx_rbuf_init(&r1, n[0]);
+	fx_rbuf_init(&r2, n[1]);
+	FX_OK(&b, fi_trecv(b.ep, r1.buf, n[0], NULL, FI_ADDR_UNSPEC, 1, 0, &r1));
+	FX_OK(&b, fi_trecv(b.ep, r2.buf, n[1], NULL, FI_ADDR_UNSPEC, 2, 0, &r2));
+	fx_pbarrier(ctx, &b);
+	FX_OK(&a, fi_tsend(a.ep, m1, n[0], NULL, own_b, 1, m1));
+	FX_OK(&a, fi_tsend(a.ep, m2, n[1], NULL, next_b, 2, m2));
+	/* each domain progresses only through its own CQ: poll both */
+	int ga = 0, gb = 0;
+	double t0 = ft_now();
+	while (ga < 2 || gb < 2) {
+		struct fx_comp c;
+		struct fi_cq_err_entry e;
+		int w = fx_wait_any(&a, &c, &e, 1);
+		FT_CHECK(w != -FI_EAVAIL, "domain a error %d", e.err);
+		ga += w == 1;
+		w = fx_wait_any(&b, &c, &e, 1);
+		FT_CHECK(w != -FI_EAVAIL, "domain b error %d", e.err);
+		gb += w == 1;
+		FT_CHECK(ft_now() - t0 < 20, "two domains: %d/2 sends, %d/2 receives after 20 s", ga,
+			 gb);
+	}
+	fx_rbuf_check(&r1, 10 + (uint64_t)ctx->rank, n[0], "from the other domain of this process");
+	fx_rbuf_check(&r2, 20 + (uint64_t)prev, n[1], "from the first domain of the previous rank");
+	fx_pbarrier(ctx, NULL);
+	fx_rbuf_free(&r1);
+	fx_rbuf_free(&r2);
+	free(m1);
+	free(m2);
+	fx_close(&b);
+	fx_close(&a);
+	return 0;
+}
+
 static int t_thread_domain(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
@@ -898,6 +956,7 @@ static const struct fx_test tests[] = {
 	{"thread_safe", 2, 120, t_thread_safe, NULL},
 	{"thread_safe_rma", 2, 120, t_thread_safe_rma, NULL},
 	{"thread_domain", 2, 30, t_thread_domain, NULL},
+	{"two_domains", 3, 30, t_two_domains, NULL},
 };
 
 int main(int argc, char **argv)

@@ -699,6 +699,80 @@ static int t_big(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- ordering the provider advertises: FI_ORDER_WAW, RAW, WAR, SAW ------------------------ */
+
+static int t_order(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = ropts(arg);
+	o.caps |= FI_TAGGED;
+	o.msg_order = FI_ORDER_RAW | FI_ORDER_WAW | FI_ORDER_WAR | FI_ORDER_SAW;
+	fx_open(ctx, &o, &fx);
+	uint64_t got = fx.info->tx_attr->msg_order;
+	FT_CHECK((got & o.msg_order) == o.msg_order, "msg_order 0x%llx lacks RAW|WAW|WAR|SAW",
+		 (unsigned long long)got);
+	static const size_t sizes[] = {100, 5000, 1 << 20, 6u << 20};
+	const size_t rlen = 8u << 20;
+	struct region reg;
+	region_open(ctx, &fx, &reg, rlen, NULL);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		uint64_t a = 90000 + 10 * i, b = a + 1, e = a + 2, f = a + 3, d = a + 4;
+		uint64_t addr = fx_raddr(&reg.rk, 4096);
+		char what[96];
+		if (ctx->rank == 0) {
+			uint8_t *A = fx_alloc(n), *B = fx_alloc(n), *R = fx_alloc(n), *F = fx_alloc(n),
+				*D = fx_alloc(n);
+			fx_fill(A, n, a, 0);
+			fx_fill(B, n, b, 0);
+			fx_fill(F, n, f, 0);
+			fx_fill(D, n, d, 0);
+			/* WAW then RAW: write A, write B, read back - all posted before any wait */
+			FX_OK(&fx, fi_write(fx.ep, A, n, NULL, fx.peers[1], addr, reg.rk.key, A));
+			FX_OK(&fx, fi_write(fx.ep, B, n, NULL, fx.peers[1], addr, reg.rk.key, B));
+			FX_OK(&fx, fi_read(fx.ep, R, n, NULL, fx.peers[1], addr, reg.rk.key, R));
+			fx_wait(&fx, 3, NULL, TMO);
+			snprintf(what, sizeof(what), "FI_ORDER_WAW+RAW, %zu bytes: read after two writes", n);
+			FX_CHECK_PATTERN(R, n, b, 0, "%s", what);
+			fx_pbarrier(ctx, &fx); /* target checks B, then fills E */
+			fx_pbarrier(ctx, &fx);
+			/* WAR: read (must see E) then write F, posted back to back */
+			FX_OK(&fx, fi_read(fx.ep, R, n, NULL, fx.peers[1], addr, reg.rk.key, R));
+			FX_OK(&fx, fi_write(fx.ep, F, n, NULL, fx.peers[1], addr, reg.rk.key, F));
+			fx_wait(&fx, 2, NULL, TMO);
+			snprintf(what, sizeof(what), "FI_ORDER_WAR, %zu bytes: read before a write", n);
+			FX_CHECK_PATTERN(R, n, e, 0, "%s", what);
+			/* SAW: write D then send; the target checks D when the message arrives */
+			FX_OK(&fx, fi_write(fx.ep, D, n, NULL, fx.peers[1], addr, reg.rk.key, D));
+			FX_OK(&fx, fi_tsend(fx.ep, &n, sizeof(n), NULL, fx.peers[1], 7, &n));
+			fx_wait(&fx, 2, NULL, TMO);
+			fx_pbarrier(ctx, &fx);
+			free(A);
+			free(B);
+			free(R);
+			free(F);
+			free(D);
+		} else {
+			fx_pbarrier(ctx, &fx);
+			FX_CHECK_PATTERN(reg.mem + 4096, n, b, 0, "FI_ORDER_WAW, %zu bytes: target", n);
+			fx_fill(reg.mem + 4096, n, e, 0);
+			size_t got_n = 0;
+			FX_OK(&fx, fi_trecv(fx.ep, &got_n, sizeof(got_n), NULL, FI_ADDR_UNSPEC, 7, 0, &got_n));
+			fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, NULL, TMO);
+			FX_CHECK_PATTERN(reg.mem + 4096, n, d, 0,
+					 "FI_ORDER_SAW, %zu bytes: target at the message's arrival", n);
+			fx_pbarrier(ctx, &fx);
+			fx_fill(reg.mem + 4096, n, TSEED, 4096);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	region_close(ctx, &reg, true);
+	fx_close(&fx);
+	return 0;
+}
+
 #define CALLER ((void *)(uintptr_t)0)
 #define PROV ((void *)(uintptr_t)(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR))
 #define PROV_OFF ((void *)(uintptr_t)(FI_MR_PROV_KEY))
@@ -721,6 +795,8 @@ static const struct fx_test tests[] = {
 	{"cntr_prov_key", 2, 30, t_cntr, PROV},
 	{"regv_caller_key", 2, 30, t_regv, CALLER},
 	{"regv_prov_key_offset", 2, 30, t_regv, PROV_OFF},
+	{"order_caller_key", 2, 60, t_order, CALLER},
+	{"order_prov_key", 2, 60, t_order, PROV},
 	{"rma_256m_caller_key", 2, 120, t_big, CALLER},
 	{"rma_256m_prov_key", 2, 120, t_big, PROV},
 };

@@ -704,6 +704,119 @@ static int t_trunc(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+
+/* ---- all 64 tag bits (mem_tag_format), ignore masks on high bits ------------------------- */
+
+static int t_tag_bits(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &topts, &fx);
+	static const uint64_t tags[] = {0, 1, 0xFFFFFFFFFFFFFFFFull, 0x8000000000000000ull,
+					0x7FFFFFFFFFFFFFFFull, 0xFFFFFFFF00000000ull,
+					0x00000000FFFFFFFFull, 0xAAAAAAAAAAAAAAAAull};
+	const int n = sizeof(tags) / sizeof(tags[0]);
+	if (ctx->rank == 0) {
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < n; i++) {
+			uint8_t b[32];
+			fx_fill(b, 32, 1500 + (uint64_t)i, 0);
+			FX_OK(&fx, fi_tsend(fx.ep, b, 32, NULL, fx.peers[1], tags[i], b));
+			fx_wait(&fx, 1, NULL, TMO);
+		}
+	} else {
+		struct fx_rbuf r[8];
+		/* posted in reverse, exact tags; one more with ignore on the top half posted first
+		 * must not steal any (its tag 0x1234... matches none in the low half) */
+		struct fx_rbuf w;
+		fx_rbuf_init(&w, 32);
+		FX_OK(&fx, fi_trecv(fx.ep, w.buf, 32, NULL, FI_ADDR_UNSPEC, 0x0000000012345678ull,
+				    0xFFFFFFFF00000000ull, &w));
+		for (int i = n - 1; i >= 0; i--) {
+			fx_rbuf_init(&r[i], 32);
+			FX_OK(&fx, fi_trecv(fx.ep, r[i].buf, 32, NULL, FI_ADDR_UNSPEC, tags[i], 0, &r[i]));
+		}
+		fx_pbarrier(ctx, &fx);
+		for (int k = 0; k < n; k++) {
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			int i = (int)((struct fx_rbuf *)c.op_context - r);
+			FT_CHECK(i >= 0 && i < n, "a message with tag 0x%llx matched the wrong receive",
+				 (unsigned long long)c.tag);
+			FT_CHECK(c.tag == tags[i], "tag 0x%llx want 0x%llx", (unsigned long long)c.tag,
+				 (unsigned long long)tags[i]);
+			char what[64];
+			snprintf(what, sizeof(what), "tag 0x%llx", (unsigned long long)tags[i]);
+			fx_rbuf_check(&r[i], 1500 + (uint64_t)i, 32, what);
+			fx_rbuf_free(&r[i]);
+		}
+		FT_CHECK(fi_cancel(&fx.ep->fid, &w) == 0, "cancel");
+		struct fi_cq_err_entry e;
+		fx_wait_err(&fx, &e, TMO);
+		fx_rbuf_free(&w);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/* ---- floods: many unexpected eager messages, many outstanding rendezvous sends ----------- */
+
+static int t_flood(struct ft_ctx *ctx, void *arg)
+{
+	bool rndv = arg != NULL;
+	struct fx fx;
+	fx_open(ctx, &topts, &fx);
+	const int n = rndv ? 400 : 20000;
+	const size_t maxsz = rndv ? 60000 : 2000;
+	size_t *sz = malloc((size_t)n * sizeof(size_t));
+	uint64_t rng = 31337 + rndv;
+	for (int i = 0; i < n; i++)
+		sz[i] = rndv ? fx_rand_size(&rng, 16385, maxsz) : fx_rand_size(&rng, 0, maxsz);
+	if (ctx->rank == 0) {
+		uint8_t **b = malloc((size_t)n * sizeof(*b));
+		for (int i = 0; i < n; i++) {
+			b[i] = fx_alloc(sz[i]);
+			fx_fill(b[i], sz[i], (uint64_t)i, 0);
+			/* the ring fills up: FX_POST progresses while -FI_EAGAIN; the receiver keeps
+			 * progressing in its barrier, moving messages to its unexpected queue */
+			FX_OK(&fx, fi_tsend(fx.ep, b[i], sz[i], NULL, fx.peers[1], (uint64_t)i, b[i]));
+		}
+		fx_pbarrier(ctx, &fx); /* everything posted; nothing received yet */
+		fx_wait(&fx, (size_t)n, NULL, 120000);
+		for (int i = 0; i < n; i++)
+			free(b[i]);
+		free(b);
+	} else {
+		fx_pbarrier(ctx, &fx);
+		uint8_t *r = fx_alloc(maxsz * 64);
+		/* receive in reverse order, 64 at a time */
+		for (int base = n - 1; base >= 0; base -= 64) {
+			int cnt = base + 1 < 64 ? base + 1 : 64;
+			for (int k = 0; k < cnt; k++) {
+				int i = base - k;
+				FX_OK(&fx, fi_trecv(fx.ep, r + (size_t)k * maxsz, maxsz, NULL, FI_ADDR_UNSPEC,
+						    (uint64_t)i, 0, r + (size_t)k * maxsz));
+			}
+			struct fx_comp c[64];
+			fx_wait(&fx, (size_t)cnt, c, 120000);
+			for (int k = 0; k < cnt; k++) {
+				int slot = (int)(((uint8_t *)c[k].op_context - r) / (ptrdiff_t)maxsz);
+				int i = base - slot;
+				FT_CHECK(c[k].tag == (uint64_t)i && c[k].len == sz[i],
+					 "flood: receive for %d got tag %llu len %zu", i,
+					 (unsigned long long)c[k].tag, c[k].len);
+				FX_CHECK_PATTERN(r + (size_t)slot * maxsz, sz[i], (uint64_t)i, 0,
+						 "flood message %d", i);
+			}
+		}
+		free(r);
+	}
+	free(sz);
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 #define SZ(x) ((void *)(intptr_t)(x))
 static const struct fx_test tests[] = {
 	{"family", 2, 60, t_family, NULL},
@@ -711,6 +824,9 @@ static const struct fx_test tests[] = {
 	{"queues_unexpected", 2, 60, t_queues, SZ(1)},
 	{"queues_mixed", 2, 60, t_queues, SZ(2)},
 	{"ignore", 2, 30, t_ignore, NULL},
+	{"tag_bits", 2, 30, t_tag_bits, NULL},
+	{"flood_unexpected_eager", 2, 120, t_flood, NULL},
+	{"flood_rndv_sends", 2, 120, t_flood, SZ(1)},
 	{"directed_eager", 4, 30, t_directed, SZ(1000)},
 	{"directed_rndv", 4, 30, t_directed, SZ(100000)},
 	{"peek_eager", 2, 30, t_peek, SZ(1000)},
