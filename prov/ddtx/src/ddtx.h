@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include <rdma/providers/fi_log.h>
@@ -49,6 +50,17 @@ extern struct ddtx_settings ddtx_settings;
 
 #define DDTX_IOV_LIMIT 1024
 #define DDTX_MR_IOV_LIMIT 1024
+
+/* Monotonic time.  The coarse clock (a few ms resolution) costs a fraction of the precise one
+ * and is what periodic checks on the progress path use. */
+static inline uint64_t ddtx_clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#define ddtx_time_ns() ddtx_clock_ns(CLOCK_MONOTONIC)
+#define ddtx_coarse_time_ns() ddtx_clock_ns(CLOCK_MONOTONIC_COARSE)
 
 #define DDTX_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DDTX_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -25,14 +25,6 @@ int ddtx_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void 
 	return -FI_ENOSYS;
 }
 
-uint64_t ddtx_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Yield for the first few rounds (cheap when a peer is about to answer), then nap 50 us. */
 void ddtx_wait_pause(unsigned int *spins)
 {

@@ -1,14 +1,5 @@
 /* Completions, counters and statistics of the data path. */
-#include <time.h>
-
 #include "proto/proto_internal.h"
-
-double ddtx_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void ddtx_complete_tx(struct ddtx_ep *ep, void *context, uint64_t flags, bool report,
 		      size_t len, enum ddtx_ep_cntr cntr)

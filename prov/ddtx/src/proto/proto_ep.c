@@ -124,10 +124,12 @@ void ddtx_proto_ep_close(struct ddtx_ep *ep)
 /* Fail every operation that waits on a peer whose process is gone. */
 static void check_peers(struct ddtx_proto_ep *pep)
 {
-	double now = ddtx_now();
-	if (now < pep->next_peer_check)
+	if (ddtx_list_empty(&pep->tx_active) && ddtx_list_empty(&pep->rx_active))
 		return;
-	pep->next_peer_check = now + ddtx_settings.peer_timeout_ms / 1000.0;
+	uint64_t now = ddtx_coarse_time_ns();
+	if (now < pep->next_peer_check_ns)
+		return;
+	pep->next_peer_check_ns = now + (uint64_t)ddtx_settings.peer_timeout_ms * 1000000;
 	struct ddtx_list_entry *it, *tmp;
 	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
 	{

@@ -151,7 +151,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
-	double next_peer_check;
+	uint64_t next_peer_check_ns;         /* coarse clock */
 };
 
 static inline struct ddtx_proto_ep *proto_of(struct ddtx_ep *ep)
@@ -165,7 +165,6 @@ void ddtx_complete_tx(struct ddtx_ep *ep, void *context, uint64_t flags, bool re
 void ddtx_complete_tx_err(struct ddtx_ep *ep, void *context, uint64_t flags, size_t len, int err,
 			  enum ddtx_ep_cntr cntr);
 void ddtx_count_scheme(struct ddtx_ep *ep, enum fi_ddtx_scheme scheme, size_t bytes);
-double ddtx_now(void);
 
 /* ctrl.c: send a control message now or queue it (never fails for a live peer). */
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);

@@ -263,14 +263,6 @@ bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time)
 	return !start_time || st == start_time;
 }
 
-uint64_t ddtx_shm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Is the file at dirfd/name a region of a process that is gone? */
 static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 {

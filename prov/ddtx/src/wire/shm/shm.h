@@ -161,7 +161,8 @@ int ddtx_shm_proc_identity(uint32_t pid, uint64_t *start_time, bool *zombie);
 uint64_t ddtx_shm_self_start_time(void);
 /* Is the process (pid, start_time) still running?  start_time 0 = do not check reuse. */
 bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time);
-uint64_t ddtx_shm_now_ns(void);
+/* Periodic liveness and stall checks need only the coarse clock. */
+#define ddtx_shm_now_ns() ddtx_coarse_time_ns()
 
 /* ---- keytable.c: the memory translation table ---- */
 struct ddtx_shm_segpool;                 /* private allocator of the segment pool */
