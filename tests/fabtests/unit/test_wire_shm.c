@@ -311,8 +311,8 @@ static void test_basic(void)
 	CHECK(caps->addr_len == DDTX_SHM_ADDR_LEN && caps->addr_len <= 64, "addr_len %zu",
 	      caps->addr_len);
 	CHECK(!caps->strided_mkeys && !caps->recv_scatter, "flags");
-	region_mode_check(dom->map.name);
-	snprintf(dom_name, sizeof(dom_name), "%s", dom->map.name);
+	region_mode_check(ddtx_shm_domain_of(dom)->map.name);
+	snprintf(dom_name, sizeof(dom_name), "%s", ddtx_shm_domain_of(dom)->map.name);
 	ddtx_wire_domain_close(dom);
 	CHECK(!region_exists(dom_name), "domain region not unlinked at close");
 
@@ -388,7 +388,7 @@ static void test_basic(void)
 	/* endpoints in one process: addressing, self send, loopback RMA */
 	CHECK_RET(ddtx_wire_ep_open(dom, &handlers, &rx1, &ep1), 0);
 	CHECK_RET(ddtx_wire_ep_open(dom, &handlers, &rx2, &ep2), 0);
-	region_mode_check(ep1->map.name);
+	region_mode_check(ddtx_shm_ep_of(ep1)->map.name);
 	len = sizeof(small);
 	CHECK_RET(ddtx_wire_ep_getname(ep1, small, &len), -FI_ETOOSMALL);
 	CHECK(len == DDTX_SHM_ADDR_LEN, "len %zu", len);
@@ -464,7 +464,7 @@ static void test_basic(void)
 	CHECK(ddtx_wire_ep_progress(ep1) == 0, "completions for refused posts");
 
 	/* malformed key table: a huge segment count must not be followed */
-	struct ddtx_shm_key_slot *ks = &dom->keys.slots[((struct ddtx_shm_mr *)mr->wire_priv)->slot];
+	struct ddtx_shm_key_slot *ks = &ddtx_shm_domain_of(dom)->keys.slots[((struct ddtx_shm_mr *)mr->wire_priv)->slot];
 	uint32_t saved = ks->nseg;
 	ks->nseg = 0x7fffffff;
 	CHECK_RET(rma_sync(ep1, &rx1, true, p2, sv, 3, DDTX_KEY_INTERNAL, mr->key, 1010, 180),
@@ -481,19 +481,19 @@ static void test_basic(void)
 	/* malformed ring slot: an oversized length is dropped, the next message passes */
 	CHECK_RET(ddtx_wire_send(ep1, p2, "A", 1, NULL, 0), 0);
 	CHECK_RET(ddtx_wire_send(ep1, p2, "B", 1, NULL, 0), 0);
-	ddtx_shm_ring_slot(&ep2->ring, ep2->cons.head)->len = 1u << 30;
+	ddtx_shm_ring_slot(&ddtx_shm_ep_of(ep2)->ring, ddtx_shm_ep_of(ep2)->cons.head)->len = 1u << 30;
 	int before = rx2.nrecv;
 	ddtx_wire_ep_progress(ep2);
 	CHECK(rx2.nrecv == before + 1 && rx2.buf[before % MAX_MSGS][0] == 'B', "bad slot not "
 	      "dropped");
 	/* a malformed source address is dropped too */
 	CHECK_RET(ddtx_wire_send(ep1, p2, "C", 1, NULL, 0), 0);
-	ddtx_shm_ring_slot(&ep2->ring, ep2->cons.head)->src.magic = 0;
+	ddtx_shm_ring_slot(&ddtx_shm_ep_of(ep2)->ring, ddtx_shm_ep_of(ep2)->cons.head)->src.magic = 0;
 	ddtx_wire_ep_progress(ep2);
 	CHECK(rx2.nrecv == before + 1, "message with a bad source delivered");
 
 	/* a closed endpoint is dead for its peers */
-	snprintf(ep_name, sizeof(ep_name), "%s", ep2->map.name);
+	snprintf(ep_name, sizeof(ep_name), "%s", ddtx_shm_ep_of(ep2)->map.name);
 	ddtx_wire_ep_close(ep2);
 	CHECK(!region_exists(ep_name), "endpoint region not unlinked at close");
 	CHECK(!ddtx_wire_peer_alive(ep1, p2), "closed endpoint reported alive");
@@ -925,8 +925,8 @@ static void test_stale(void)
 
 	if (pid == 0) {
 		open_wire(NULL, &rx, &dom, &ep);
-		snprintf(names[0], sizeof(names[0]), "%s", dom->map.name);
-		snprintf(names[1], sizeof(names[1]), "%s", ep->map.name);
+		snprintf(names[0], sizeof(names[0]), "%s", ddtx_shm_domain_of(dom)->map.name);
+		snprintf(names[1], sizeof(names[1]), "%s", ddtx_shm_ep_of(ep)->map.name);
 		write_all(ch.wr, names, sizeof(names));
 		for (;;)
 			pause();
@@ -960,7 +960,7 @@ static void test_stale(void)
 	ddtx_wire_cleanup_stale();
 	for (int i = 0; i < 2; i++)
 		CHECK(!region_exists(names[i]), "stale %s not removed", names[i]);
-	CHECK(region_exists(dom->map.name) && region_exists(ep->map.name), "live regions removed");
+	CHECK(region_exists(ddtx_shm_domain_of(dom)->map.name) && region_exists(ddtx_shm_ep_of(ep)->map.name), "live regions removed");
 	CHECK(region_exists(live_creating), "region being created removed");
 	if (init_visible) {
 		CHECK(!region_exists(live_reused), "region of a reused pid not removed");

@@ -7,8 +7,9 @@
  * tags, libfabric objects or schemes.  Completions and incoming messages are reported through
  * callbacks invoked only from ddtx_wire_ep_progress(), never from inside a post call.
  *
- * Two implementations: "shm" (a software HCA on one host, see wire/shm/) and, later, "verbs".
- * All functions return 0 or a negative FI_E* code.
+ * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core) fill the
+ * table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
+ * (params.wire).  All functions return 0 or a negative FI_E* code.
  */
 #ifndef DDTX_WIRE_H
 #define DDTX_WIRE_H
@@ -33,6 +34,7 @@ struct ddtx_wire_caps {
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
 struct ddtx_wire_params {
+	const char *wire;         /* implementation: "shm", "verbs"; NULL or "auto" = default */
 	size_t max_sge;           /* 0 = wire default */
 	size_t max_mkey_entries;  /* 0 = wire default */
 	size_t ring_slots;        /* shm: receive ring slots per endpoint (power of two) */

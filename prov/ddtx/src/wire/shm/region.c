@@ -289,7 +289,7 @@ static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 	return !ddtx_shm_proc_alive(pid, hdr.start_time);
 }
 
-void ddtx_wire_cleanup_stale(void)
+void ddtx_shm_cleanup_stale(void)
 {
 	char path[NAME_MAX + 2];
 	struct dirent *de;

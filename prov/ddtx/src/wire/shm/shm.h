@@ -27,7 +27,7 @@
 #include <sys/types.h>
 
 #include "ddtx.h"
-#include "wire/wire.h"
+#include "wire/wire_impl.h"
 
 #define DDTX_SHM_VERSION 1
 #define DDTX_SHM_DOM_MAGIC 0x444d4f44584444ull  /* "DDXDOMD" */
@@ -298,7 +298,8 @@ struct ddtx_shm_compl {
 	int status;
 };
 
-struct ddtx_wire_domain {
+struct ddtx_shm_domain {
+	struct ddtx_wire_domain base;            /* first: the generic handle */
 	pthread_mutex_t lock;                    /* key table writer */
 	struct ddtx_wire_caps caps;
 	struct ddtx_wire_params params;          /* with defaults applied */
@@ -312,8 +313,9 @@ struct ddtx_shm_mr {
 	uint32_t slot;
 };
 
-struct ddtx_wire_ep {
-	struct ddtx_wire_domain *dom;
+struct ddtx_shm_ep {
+	struct ddtx_wire_ep base;                /* first: the generic handle */
+	struct ddtx_shm_domain *dom;
 	struct ddtx_wire_handlers handlers;
 	void *handler_arg;
 	struct ddtx_shm_map map;
@@ -328,5 +330,20 @@ struct ddtx_wire_ep {
 	size_t riov_cap;
 	bool in_progress;
 };
+
+
+/* The shm objects behind generic wire handles (NULL stays NULL: the base is the first member). */
+static inline struct ddtx_shm_domain *ddtx_shm_domain_of(struct ddtx_wire_domain *d)
+{
+	return (struct ddtx_shm_domain *)d;
+}
+
+static inline struct ddtx_shm_ep *ddtx_shm_ep_of(struct ddtx_wire_ep *e)
+{
+	return (struct ddtx_shm_ep *)e;
+}
+
+extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+void ddtx_shm_cleanup_stale(void);
 
 #endif /* DDTX_WIRE_SHM_H */

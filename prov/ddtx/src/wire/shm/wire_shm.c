@@ -89,9 +89,9 @@ static void region_hdr_init(struct ddtx_shm_region_hdr *r, uint64_t magic, size_
 
 /* ---- domain ---- */
 
-int ddtx_wire_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)
+static int shm_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)
 {
-	struct ddtx_wire_domain *dom;
+	struct ddtx_shm_domain *dom;
 	uint8_t rand[DDTX_SHM_RAND_BYTES];
 	uint64_t nslots, uid;
 	size_t size;
@@ -99,7 +99,7 @@ int ddtx_wire_domain_open(const struct ddtx_wire_params *params, struct ddtx_wir
 
 	if (!out)
 		return -FI_EINVAL;
-	ddtx_wire_cleanup_stale();
+	ddtx_shm_cleanup_stale();
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)
 		return -FI_ENOMEM;
@@ -140,7 +140,8 @@ int ddtx_wire_domain_open(const struct ddtx_wire_params *params, struct ddtx_wir
 	DDTX_INFO(FI_LOG_CORE, "shm: domain region %s: %zu keys, %zu segments, max_sge %zu, "
 		  "max_mkey_entries %zu\n", dom->map.name, dom->params.key_slots,
 		  dom->params.key_segments, dom->caps.max_sge, dom->caps.max_mkey_entries);
-	*out = dom;
+	dom->base.impl = &ddtx_shm_wire_impl;
+	*out = &dom->base;
 	return 0;
 err_keys:
 	ddtx_shm_keytab_fini(&dom->keys);
@@ -151,8 +152,9 @@ err_free:
 	return ret;
 }
 
-void ddtx_wire_domain_close(struct ddtx_wire_domain *dom)
+static void shm_domain_close(struct ddtx_wire_domain *wdom)
 {
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
 	if (!dom)
 		return;
 	if (dom->keys.live)
@@ -164,15 +166,17 @@ void ddtx_wire_domain_close(struct ddtx_wire_domain *dom)
 	free(dom);
 }
 
-const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom)
+static const struct ddtx_wire_caps *shm_domain_caps(struct ddtx_wire_domain *wdom)
 {
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
 	return dom ? &dom->caps : NULL;
 }
 
-int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+static int shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out)
 {
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
 	const uint32_t all = DDTX_ACC_LOCAL_READ | DDTX_ACC_LOCAL_WRITE | DDTX_ACC_REMOTE_READ |
 			     DDTX_ACC_REMOTE_WRITE;
 	struct ddtx_shm_mr *mr;
@@ -232,8 +236,9 @@ int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size
 	return 0;
 }
 
-int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *pub)
+static int shm_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *pub)
 {
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
 	struct ddtx_shm_mr *mr;
 	int ret;
 
@@ -256,10 +261,11 @@ int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *pub)
 
 /* ---- endpoint ---- */
 
-int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
+static int shm_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handlers *handlers,
 		      void *handler_arg, struct ddtx_wire_ep **out)
 {
-	struct ddtx_wire_ep *ep;
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
+	struct ddtx_shm_ep *ep;
 	struct ddtx_shm_ep_hdr *hdr;
 	size_t ring_off = (sizeof(struct ddtx_shm_ep_hdr) + 63) & ~(size_t)63;
 	size_t size;
@@ -307,7 +313,8 @@ int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handl
 			ep->addr.uid);
 	DDTX_INFO(FI_LOG_CORE, "shm: endpoint region %s: ring %zu x %zu bytes\n", ep->map.name,
 		  dom->params.ring_slots, dom->params.slot_size);
-	*out = ep;
+	ep->base.impl = &ddtx_shm_wire_impl;
+	*out = &ep->base;
 	return 0;
 err_region:
 	ddtx_shm_region_destroy(&ep->map);
@@ -316,8 +323,9 @@ err_free:
 	return ret;
 }
 
-void ddtx_wire_ep_close(struct ddtx_wire_ep *ep)
+static void shm_ep_close(struct ddtx_wire_ep *wep)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	if (!ep)
 		return;
 	if (ep->hdr)
@@ -332,8 +340,9 @@ void ddtx_wire_ep_close(struct ddtx_wire_ep *ep)
 	free(ep);
 }
 
-int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len)
+static int shm_ep_getname(struct ddtx_wire_ep *wep, void *addr, size_t *len)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	if (!ep || !len)
 		return -FI_EINVAL;
 	if (*len < DDTX_SHM_ADDR_LEN || !addr) {
@@ -345,9 +354,10 @@ int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len)
 	return 0;
 }
 
-int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
+static int shm_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t len,
 			  ddtx_peer_t *peer)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_addr a;
 	int ret;
 
@@ -360,8 +370,9 @@ int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
 	return ddtx_shm_peers_insert(&ep->peers, &a, peer);
 }
 
-int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len)
+static int shm_peer_addr(struct ddtx_wire_ep *wep, ddtx_peer_t peer, void *addr, size_t *len)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_peer *p;
 
 	if (!ep || !len)
@@ -378,8 +389,9 @@ int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, s
 	return 0;
 }
 
-bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+static bool shm_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_peer *p = ep ? ddtx_shm_peers_get(&ep->peers, peer) : NULL;
 
 	return p && ddtx_shm_peer_check(p);
@@ -419,9 +431,10 @@ static int iov_total(const struct iovec *iov, size_t count, size_t *total)
 	return 0;
 }
 
-int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		   const struct iovec *iov, size_t count)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_peer *p;
 	size_t total = hdr_len;
 	int ret;
@@ -451,9 +464,10 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
 	return ret;
 }
 
-int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
+static int shm_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_len,
 			 struct ddtx_wire_send_buf *buf)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_peer *p;
 	struct ddtx_shm_slot_hdr *slot;
 	uint64_t pos;
@@ -479,15 +493,17 @@ int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_l
 	return 0;
 }
 
-void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len)
+static void shm_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *buf, size_t len)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	(void)ep;
 	ddtx_shm_ring_publish(buf->wire_priv, buf->wire_pos, DDTX_MIN(len, buf->cap));
 }
 
-int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
+static int shm_rma_check(struct ddtx_wire_ep *wep, ddtx_peer_t peer, enum ddtx_key_space space,
 			uint64_t rkey, uint64_t raddr, size_t len, bool write)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_peer *p;
 	size_t rcount = 0;
 	int ret;
@@ -504,7 +520,7 @@ int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key
 						&ep->riov, &ep->riov_cap, &rcount);
 }
 
-static int cq_reserve(struct ddtx_wire_ep *ep)
+static int cq_reserve(struct ddtx_shm_ep *ep)
 {
 	struct ddtx_shm_compl *v;
 	size_t ncap;
@@ -524,13 +540,13 @@ static int cq_reserve(struct ddtx_wire_ep *ep)
 	return 0;
 }
 
-static void cq_push(struct ddtx_wire_ep *ep, void *ctx, int status)
+static void cq_push(struct ddtx_shm_ep *ep, void *ctx, int status)
 {
 	ep->cq[(ep->cq_head + ep->cq_count) % ep->cq_cap] = (struct ddtx_shm_compl){ ctx, status };
 	ep->cq_count++;
 }
 
-static int rma(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *local,
 	       size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
 	       void *wr_context, bool write)
 {
@@ -587,22 +603,25 @@ done:
 	return 0;
 }
 
-int ddtx_wire_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+static int shm_write(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *local,
 		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
 		    size_t len, void *wr_context)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, true);
 }
 
-int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+static int shm_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *local,
 		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
 		   size_t len, void *wr_context)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, false);
 }
 
-int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
+static int shm_ep_progress(struct ddtx_wire_ep *wep)
 {
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	struct ddtx_shm_slot_hdr *slot;
 	struct ddtx_shm_addr src;
 	ddtx_peer_t handle;
@@ -645,3 +664,27 @@ int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
 	ep->in_progress = false;
 	return n;
 }
+
+const struct ddtx_wire_impl ddtx_shm_wire_impl = {
+	.name = "shm",
+	.available = NULL,               /* any Linux host */
+	.cleanup_stale = ddtx_shm_cleanup_stale,
+	.domain_open = shm_domain_open,
+	.domain_close = shm_domain_close,
+	.domain_caps = shm_domain_caps,
+	.mr_reg = shm_mr_reg,
+	.mr_dereg = shm_mr_dereg,
+	.ep_open = shm_ep_open,
+	.ep_close = shm_ep_close,
+	.ep_getname = shm_ep_getname,
+	.peer_insert = shm_peer_insert,
+	.peer_addr = shm_peer_addr,
+	.peer_alive = shm_peer_alive,
+	.send = shm_send,
+	.send_claim = shm_send_claim,
+	.send_commit = shm_send_commit,
+	.rma_check = shm_rma_check,
+	.write = shm_write,
+	.read = shm_read,
+	.ep_progress = shm_ep_progress,
+};

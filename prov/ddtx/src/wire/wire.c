@@ -1,0 +1,153 @@
+/*
+ * The public wire calls, dispatched to the implementation that opened the domain.  Argument
+ * checks that every implementation would repeat (NULL handles) are made once here.
+ */
+#include <string.h>
+
+#include "ddtx.h"
+#include "wire/wire_impl.h"
+
+extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+
+/* In order of preference for "auto". */
+static const struct ddtx_wire_impl *const impls[] = {
+	&ddtx_shm_wire_impl,
+};
+
+#define NIMPLS (sizeof(impls) / sizeof(impls[0]))
+
+static const struct ddtx_wire_impl *impl_by_name(const char *name)
+{
+	for (size_t i = 0; i < NIMPLS; i++) {
+		bool avail = !impls[i]->available || impls[i]->available();
+		if ((!name || !strcmp(name, "auto")) && avail)
+			return impls[i];
+		if (name && !strcmp(name, impls[i]->name))
+			return avail ? impls[i] : NULL;
+	}
+	return NULL;
+}
+
+void ddtx_wire_cleanup_stale(void)
+{
+	for (size_t i = 0; i < NIMPLS; i++)
+		if (impls[i]->cleanup_stale)
+			impls[i]->cleanup_stale();
+}
+
+int ddtx_wire_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)
+{
+	const char *name = params ? params->wire : NULL;
+	const struct ddtx_wire_impl *impl = impl_by_name(name);
+	if (!out)
+		return -FI_EINVAL;
+	if (!impl) {
+		DDTX_WARN(FI_LOG_CORE, "wire \"%s\" is unknown or has no device here\n", name);
+		return -FI_ENODEV;
+	}
+	return impl->domain_open(params, out);
+}
+
+void ddtx_wire_domain_close(struct ddtx_wire_domain *dom)
+{
+	if (dom)
+		dom->impl->domain_close(dom);
+}
+
+const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom)
+{
+	return dom ? dom->impl->domain_caps(dom) : NULL;
+}
+
+int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+		     uint32_t access, struct ddtx_wire_mr **out)
+{
+	if (!dom)
+		return -FI_EINVAL;
+	return dom->impl->mr_reg(dom, iov, count, space, requested_key, iova, access, out);
+}
+
+int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr)
+{
+	return dom ? dom->impl->mr_dereg(dom, mr) : -FI_EINVAL;
+}
+
+int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
+		      void *handler_arg, struct ddtx_wire_ep **out)
+{
+	return dom ? dom->impl->ep_open(dom, handlers, handler_arg, out) : -FI_EINVAL;
+}
+
+void ddtx_wire_ep_close(struct ddtx_wire_ep *ep)
+{
+	if (ep)
+		ep->impl->ep_close(ep);
+}
+
+int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len)
+{
+	return ep ? ep->impl->ep_getname(ep, addr, len) : -FI_EINVAL;
+}
+
+int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
+			  ddtx_peer_t *peer)
+{
+	return ep ? ep->impl->peer_insert(ep, addr, len, peer) : -FI_EINVAL;
+}
+
+int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len)
+{
+	return ep ? ep->impl->peer_addr(ep, peer, addr, len) : -FI_EINVAL;
+}
+
+bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+{
+	return ep && ep->impl->peer_alive(ep, peer);
+}
+
+int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		   const struct iovec *iov, size_t count)
+{
+	return ep ? ep->impl->send(ep, peer, hdr, hdr_len, iov, count) : -FI_EINVAL;
+}
+
+int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
+			 struct ddtx_wire_send_buf *buf)
+{
+	return ep ? ep->impl->send_claim(ep, peer, min_len, buf) : -FI_EINVAL;
+}
+
+void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len)
+{
+	ep->impl->send_commit(ep, buf, len);
+}
+
+int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
+			uint64_t rkey, uint64_t raddr, size_t len, bool write)
+{
+	return ep ? ep->impl->rma_check(ep, peer, space, rkey, raddr, len, write) : -FI_EINVAL;
+}
+
+int ddtx_wire_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		    size_t len, void *wr_context)
+{
+	if (!ep)
+		return -FI_EINVAL;
+	return ep->impl->write(ep, peer, local, lcount, space, rkey, raddr, len, wr_context);
+}
+
+int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		   size_t len, void *wr_context)
+{
+	if (!ep)
+		return -FI_EINVAL;
+	return ep->impl->read(ep, peer, local, lcount, space, rkey, raddr, len, wr_context);
+}
+
+int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
+{
+	return ep ? ep->impl->ep_progress(ep) : 0;
+}
