@@ -151,3 +151,43 @@ int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
 {
 	return ep ? ep->impl->ep_progress(ep) : 0;
 }
+
+int ddtx_wire_mkey_create(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out)
+{
+	if (!dom || !out)
+		return -FI_EINVAL;
+	return dom->impl->mkey_create ? dom->impl->mkey_create(dom, out) : -FI_ENOSYS;
+}
+
+void ddtx_wire_mkey_destroy(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey)
+{
+	if (dom && mkey && dom->impl->mkey_destroy)
+		dom->impl->mkey_destroy(dom, mkey);
+}
+
+int ddtx_wire_mkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
+		       const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access)
+{
+	if (!dom || !mkey || (n && !entries) || n > mkey->max_entries)
+		return -FI_EINVAL;
+	return dom->impl->mkey_map ? dom->impl->mkey_map(dom, mkey, entries, n, access)
+				   : -FI_ENOSYS;
+}
+
+void ddtx_wire_mkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey)
+{
+	if (dom && mkey && dom->impl->mkey_invalidate)
+		dom->impl->mkey_invalidate(dom, mkey);
+}
+
+int ddtx_wire_write_mkey(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
+			 const struct ddtx_wire_mkey *local, uint64_t loff,
+			 enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			 void *wr_context)
+{
+	if (!ep || !local)
+		return -FI_EINVAL;
+	if (!ep->impl->write_mkey)
+		return -FI_ENOSYS;
+	return ep->impl->write_mkey(ep, peer, local, loff, space, rkey, raddr, len, wr_context);
+}

@@ -106,6 +106,39 @@ int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size
 		     uint32_t access, struct ddtx_wire_mr **out);
 int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
 
+/*
+ * ---- multi-entry keys (UMR mkeys) ----
+ *
+ * An mkey maps up to caps.max_mkey_entries pieces of registered memory into one key: addresses
+ * through it are offsets 0..len into the concatenation of its entries.  Creating one is slow on
+ * hardware (about 200 us), so the engine keeps a pool; mapping (a UMR work request) is fast.
+ * Every map gives the mkey a new key value (tag rotation), so a peer's cached key of an earlier
+ * mapping is refused (-FI_EKEYREJECTED) instead of reaching the new memory.
+ */
+struct ddtx_wire_mkey {
+	uint64_t key;                   /* current key; valid while mapped */
+	size_t max_entries;
+	size_t nentries;                /* mapped entries, 0 when not mapped */
+	size_t len;                     /* bytes mapped */
+	void *wire_priv;
+};
+
+struct ddtx_wire_mkey_entry {
+	const struct ddtx_wire_mr *mr;  /* registration holding the piece (NULL: host memory the
+					 * wire can reach without one, as on shm) */
+	uint64_t addr;
+	uint64_t len;
+};
+
+/* -FI_ENOSYS when the wire has no multi-entry keys (caps.max_mkey_entries == 0). */
+int ddtx_wire_mkey_create(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out);
+void ddtx_wire_mkey_destroy(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+/* Map n (<= max_entries) entries with remote access rights `access` (DDTX_ACC_*). */
+int ddtx_wire_mkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
+		       const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
+/* Unmap: the key is refused from now on. */
+void ddtx_wire_mkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+
 /* ---- endpoint: addressing, messages, RMA ---- */
 
 int ddtx_wire_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
@@ -175,6 +208,16 @@ int ddtx_wire_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iove
 int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
 		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
 		   size_t len, void *wr_context);
+
+/*
+ * RDMA write whose local side is the mapped mkey `local` at offset loff (one work request however
+ * many pieces the mkey gathers): the UMR scheme's write of one window pair.  Remote side and
+ * completion as for ddtx_wire_write.
+ */
+int ddtx_wire_write_mkey(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
+			 const struct ddtx_wire_mkey *local, uint64_t loff,
+			 enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			 void *wr_context);
 
 /* Deliver incoming messages and completions through the handlers; returns how many. */
 int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep);

@@ -43,6 +43,16 @@ struct ddtx_wire_impl {
 		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
 		    size_t len, void *wr_context);
 	int (*ep_progress)(struct ddtx_wire_ep *ep);
+	/* Multi-entry keys; NULL when the wire has none. */
+	int (*mkey_create)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out);
+	void (*mkey_destroy)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+	int (*mkey_map)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
+			const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
+	void (*mkey_invalidate)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+	int (*write_mkey)(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
+			  const struct ddtx_wire_mkey *local, uint64_t loff,
+			  enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			  void *wr_context);
 };
 
 /* The generic handles every implementation's objects begin with. */

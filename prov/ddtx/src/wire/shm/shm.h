@@ -344,6 +344,24 @@ static inline struct ddtx_shm_ep *ddtx_shm_ep_of(struct ddtx_wire_ep *e)
 }
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+
+int ddtx_shm_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+		    enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+		    uint32_t access, struct ddtx_wire_mr **out);
+int ddtx_shm_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
+
+/* ---- mkey.c: multi-entry keys as key-table entries (UMR of the software HCA) ---- */
+struct ddtx_shm_mkey {
+	struct ddtx_wire_mkey pub;
+	struct ddtx_wire_mr *mr;                 /* the key-table entry of the current mapping */
+	struct ddtx_wire_mkey_entry *entries;    /* max_entries, the current mapping */
+};
+
+int ddtx_shm_mkey_create(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out);
+void ddtx_shm_mkey_destroy(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+int ddtx_shm_mkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
+		      const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
+void ddtx_shm_mkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
 void ddtx_shm_cleanup_stale(void);
 
 #endif /* DDTX_WIRE_SHM_H */

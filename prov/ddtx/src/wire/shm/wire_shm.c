@@ -172,7 +172,7 @@ static const struct ddtx_wire_caps *shm_domain_caps(struct ddtx_wire_domain *wdo
 	return dom ? &dom->caps : NULL;
 }
 
-static int shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
+int ddtx_shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out)
 {
@@ -236,7 +236,7 @@ static int shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, si
 	return 0;
 }
 
-static int shm_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *pub)
+int ddtx_shm_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *pub)
 {
 	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
 	struct ddtx_shm_mr *mr;
@@ -548,15 +548,17 @@ static void cq_push(struct ddtx_shm_ep *ep, void *ctx, int status)
 
 static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *local,
 	       size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
-	       void *wr_context, bool write)
+	       void *wr_context, bool write, bool from_mkey)
 {
 	const char *op = write ? "write" : "read";
+	/* One work request gathers max_sge SGEs, or the entries of one mkey. */
+	size_t max_local = from_mkey ? ep->dom->caps.max_mkey_entries : ep->dom->caps.max_sge;
 	struct ddtx_shm_peer *p;
 	size_t total = 0, rcount = 0;
 	int ret, status;
 
 	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) ||
-	    lcount > ep->dom->caps.max_sge || iov_total(local, lcount, &total) ||
+	    lcount > max_local || iov_total(local, lcount, &total) ||
 	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: %s: bad argument (peer %u, %zu local entries, "
 			  "max_sge %zu)\n", op, peer, lcount, ep ? ep->dom->caps.max_sge : 0);
@@ -608,7 +610,7 @@ static int shm_write(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct io
 		    size_t len, void *wr_context)
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
-	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, true);
+	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, true, false);
 }
 
 static int shm_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *local,
@@ -616,7 +618,34 @@ static int shm_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iov
 		   size_t len, void *wr_context)
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
-	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, false);
+	return rma(ep, peer, local, lcount, space, rkey, raddr, len, wr_context, false, false);
+}
+
+/* The local side of a UMR write: the mkey's entries from loff, as an iov list for CMA. */
+static int shm_write_mkey(struct ddtx_wire_ep *wep, ddtx_peer_t peer,
+			  const struct ddtx_wire_mkey *local, uint64_t loff,
+			  enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			  void *wr_context)
+{
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
+	const struct ddtx_shm_mkey *mk = local->wire_priv;
+	if (!mk || !local->nentries || loff > local->len || len > local->len - loff)
+		return -FI_EINVAL;
+	struct iovec liov[local->nentries];
+	size_t n = 0;
+	uint64_t pos = 0;
+	for (size_t i = 0; i < local->nentries && pos < loff + len; i++) {
+		uint64_t elen = mk->entries[i].len;
+		if (pos + elen > loff) {
+			uint64_t skip = loff > pos ? loff - pos : 0;
+			uint64_t take = DDTX_MIN(elen - skip, loff + len - (pos + skip));
+			liov[n].iov_base = (void *)(uintptr_t)(mk->entries[i].addr + skip);
+			liov[n].iov_len = take;
+			n++;
+		}
+		pos += elen;
+	}
+	return rma(ep, peer, liov, n, space, rkey, raddr, len, wr_context, true, true);
 }
 
 static int shm_ep_progress(struct ddtx_wire_ep *wep)
@@ -672,8 +701,8 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.domain_open = shm_domain_open,
 	.domain_close = shm_domain_close,
 	.domain_caps = shm_domain_caps,
-	.mr_reg = shm_mr_reg,
-	.mr_dereg = shm_mr_dereg,
+	.mr_reg = ddtx_shm_mr_reg,
+	.mr_dereg = ddtx_shm_mr_dereg,
 	.ep_open = shm_ep_open,
 	.ep_close = shm_ep_close,
 	.ep_getname = shm_ep_getname,
@@ -687,4 +716,9 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.write = shm_write,
 	.read = shm_read,
 	.ep_progress = shm_ep_progress,
+	.mkey_create = ddtx_shm_mkey_create,
+	.mkey_destroy = ddtx_shm_mkey_destroy,
+	.mkey_map = ddtx_shm_mkey_map,
+	.mkey_invalidate = ddtx_shm_mkey_invalidate,
+	.write_mkey = shm_write_mkey,
 };
