@@ -11,7 +11,9 @@
 #ifndef FI_DDTX_H
 #define FI_DDTX_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
@@ -40,7 +42,34 @@ struct fi_ddtx_stats {
 	uint64_t rx_ops;           /* messages received */
 	uint64_t iov_entries_max;  /* largest iov count seen on a send or receive */
 	enum fi_ddtx_scheme last_scheme; /* scheme of the most recently completed message */
+
+	/* DDT engine: caches.  A layout is an iov list shape at a base address. */
+	uint64_t layout_hits, layout_misses, layout_evictions, layout_invalidations;
+	uint64_t reg_hits, reg_misses, reg_evictions, reg_invalidations; /* registration cache */
+	uint64_t mkey_hits, mkey_misses, mkey_evictions;   /* local mkey cache (window sets) */
+	uint64_t rmkey_hits, rmkey_misses;                 /* remote mkey cache (CTS lists) */
+	/* mkey pool */
+	uint64_t pool_level, pool_capacity, pool_created, pool_refills, pool_empty;
+	/* registration thread */
+	uint64_t regthread_layouts;    /* layouts it made ready */
+	uint64_t regthread_ns;         /* time it spent registering */
+	uint64_t regthread_failures;
+	/* scheme choice */
+	uint64_t zcopy_not_ready;      /* zero copy preferred, layout not registered yet: PACK */
+	uint64_t umr_fallbacks;        /* UMR decided but not possible (keys short): SGL */
+	uint64_t explorations;         /* choices made to measure a scheme's cost */
+	uint64_t learned_threshold;    /* block length where zero copy starts to win, bytes */
 };
+
+/*
+ * Layout handles: a runtime describes a layout once and passes the handle with each
+ * operation, so ddtx skips hashing and flattening.  Use: iov_count 1, msg_iov[0] = {base,
+ * total bytes of the layout}, desc[0] = (void *)handle, in fi_sendmsg / fi_tsendmsg /
+ * fi_recvmsg / fi_trecvmsg.  The layout's offsets are relative to base.
+ */
+struct fi_ddtx_layout;
+
+#define FI_DDTX_CLASS_LAYOUT (FI_PROV_SPECIFIC | 0x1d7)
 
 struct fi_ddtx_ops {
 	size_t size;               /* sizeof(struct fi_ddtx_ops) of the provider */
@@ -48,6 +77,15 @@ struct fi_ddtx_ops {
 	int (*stats)(struct fid_domain *domain, struct fi_ddtx_stats *stats);
 	/* Name of a scheme ("eager", "pack", "sgl", "umr", "rma"). */
 	const char *(*scheme_name)(enum fi_ddtx_scheme scheme);
+	/* A layout from count blocks {offset from base in iov_base, length in iov_len}. */
+	int (*layout_create)(struct fid_domain *domain, const struct iovec *blocks, size_t count,
+			     struct fi_ddtx_layout **layout);
+	/* The compact strided form: count blocks of block_len bytes, stride bytes apart. */
+	int (*layout_create_strided)(struct fid_domain *domain, size_t block_len, size_t stride,
+				     size_t count, struct fi_ddtx_layout **layout);
+	int (*layout_free)(struct fi_ddtx_layout *layout);
+	/* Bytes a layout covers (what msg_iov[0].iov_len must be). */
+	size_t (*layout_size)(const struct fi_ddtx_layout *layout);
 };
 
 #ifdef __cplusplus
