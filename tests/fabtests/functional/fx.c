@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 struct fx_shared *fx_sh;
@@ -61,6 +63,16 @@ static bool name_matches(const char *name, int argc, char **argv)
 	return false;
 }
 
+/* Ranks die with the runner (a runner killed or gone would otherwise leave them blocked). */
+static const struct fx_test *cur_test;
+static int trampoline(struct ft_ctx *ctx, void *arg)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() == 1)
+		_exit(1);
+	return cur_test->fn(ctx, cur_test->arg);
+}
+
 int fx_main(int argc, char **argv, const struct fx_test *tests, size_t ntests)
 {
 	if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -88,7 +100,8 @@ int fx_main(int argc, char **argv, const struct fx_test *tests, size_t ntests)
 		fx_test_name = t->name;
 		printf("RUN  %s (%d ranks)\n", t->name, t->nranks);
 		double t0 = ft_now();
-		int rc = ft_spawn(t->nranks, t->timeout_s, t->fn, t->arg);
+		cur_test = t;
+		int rc = ft_spawn(t->nranks, t->timeout_s, trampoline, NULL);
 		double dt = ft_now() - t0;
 		const char *res = rc == 0 ? "PASS" : rc == FT_SKIP ? "SKIP" : "FAIL";
 		printf("%s %s (%.2f s)\n", res, t->name, dt);
