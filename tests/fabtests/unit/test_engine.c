@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ddtx.h"
+#include "engine/cost.h"
 #include "engine/iov.h"
 #include "engine/scheme.h"
 #include "proto/optable.h"
@@ -187,8 +188,50 @@ static void test_optable(void)
 	ddtx_optable_fini(&t);
 }
 
+/* The cost model recovers a wire's true costs from noisy timings and picks the cheaper scheme. */
+static void test_cost(void)
+{
+	struct ddtx_cost_line prior[FI_DDTX_SCHEME_COUNT] = {
+		[FI_DDTX_SCHEME_PACK] = {2000, 500, 10}, [FI_DDTX_SCHEME_SGL] = {4000, 500, 10},
+		[FI_DDTX_SCHEME_UMR] = {4000, 500, 10},
+	};
+	/* The truth: packing costs 1200 ns per 4 KiB and 5 ns per block; zero copy 400 and 60. */
+	const struct ddtx_cost_line truth_p = {3000, 1200, 5}, truth_s = {6000, 400, 60};
+	struct ddtx_cost_model m;
+	ddtx_cost_init(&m, prior, 0);
+	for (int i = 0; i < 400; i++) {
+		size_t blocks = 1 + rnd() % 2048, block = 64u << (rnd() % 8);
+		size_t bytes = blocks * block;
+		double noise = 0.9 + (double)(rnd() % 200) / 1000.0;
+		const struct ddtx_cost_line *t = (i & 1) ? &truth_s : &truth_p;
+		double ns = (t->a + t->b * bytes / 4096.0 + t->c * blocks) * noise;
+		ddtx_cost_observe(&m, (i & 1) ? FI_DDTX_SCHEME_SGL : FI_DDTX_SCHEME_PACK, bytes,
+				  blocks, (uint64_t)ns);
+	}
+	/* Crossover per block: 5 + 1200 L/4096 = 60 + 400 L/4096  ->  L = 281.6 bytes. */
+	size_t th = ddtx_cost_threshold(&m);
+	CHECK(th > 200 && th < 400, "learned threshold %zu (truth 282)", th);
+	unsigned both = (1u << FI_DDTX_SCHEME_PACK) | (1u << FI_DDTX_SCHEME_SGL);
+	bool ex;
+	CHECK(ddtx_cost_choose(&m, both, 1024 * 64, 1024, &ex) == FI_DDTX_SCHEME_PACK && !ex,
+	      "64 B blocks: pack");
+	CHECK(ddtx_cost_choose(&m, both, 256 * 4096, 256, &ex) == FI_DDTX_SCHEME_SGL,
+	      "4 KiB blocks: sgl");
+	CHECK(ddtx_cost_choose(&m, 1u << FI_DDTX_SCHEME_PACK, 256 * 4096, 256, &ex) ==
+		      FI_DDTX_SCHEME_PACK, "only pack possible");
+	/* Exploration: every 8th choice tries a runner-up predicted within 50%. */
+	ddtx_cost_init(&m, prior, 8);
+	int explored = 0;
+	for (int i = 0; i < 64; i++) {
+		ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex);
+		explored += ex;
+	}
+	CHECK(explored == 8, "explored %d of 64 (expected 8)", explored);
+}
+
 int main(void)
 {
+	test_cost();
 	test_cursor();
 	test_gather_scatter();
 	test_layout_stats();

@@ -1,0 +1,49 @@
+/*
+ * The cost model behind "auto": for each scheme, the time of a transfer is modelled as
+ *     t = a + b * (bytes / 4 KiB) + c * blocks        (nanoseconds)
+ * and (a, b, c) are fitted online, by ridge regression towards a prior with exponential
+ * exponential forgetting, from the transfers the receiver times on the running wire.  The choice is the
+ * scheme of least predicted time among those possible; now and then a close runner-up is tried
+ * so that its estimate stays current (exploration).  Pure logic: no I/O, no locks.
+ */
+#ifndef DDTX_COST_H
+#define DDTX_COST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fi_ddtx.h>
+
+struct ddtx_cost_line {
+	double a, b, c;                  /* ns, ns per 4 KiB, ns per block */
+};
+
+struct ddtx_cost_fit {
+	double ata[3][3], atb[3];        /* forgetting sums of x x^T and x y */
+	struct ddtx_cost_line prior;
+	struct ddtx_cost_line est;
+	uint64_t samples;
+};
+
+struct ddtx_cost_model {
+	struct ddtx_cost_fit fit[FI_DDTX_SCHEME_COUNT];
+	uint64_t decisions;
+	unsigned explore_every;          /* 0: never explore */
+	uint64_t explorations;
+};
+
+/* Priors for a wire: per-byte and per-block costs of packing and of one-copy zero copy. */
+void ddtx_cost_init(struct ddtx_cost_model *m, const struct ddtx_cost_line prior[FI_DDTX_SCHEME_COUNT],
+		    unsigned explore_every);
+void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+		       size_t blocks, uint64_t ns);
+double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+			 size_t blocks);
+/* Least predicted time among the schemes whose bit (1 << scheme) is in `possible`. */
+enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
+				     size_t blocks, bool *explored);
+/* Block length (bytes) from which SGL beats PACK per block, 0 if it never does. */
+size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
+
+#endif /* DDTX_COST_H */
