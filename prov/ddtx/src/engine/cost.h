@@ -1,8 +1,8 @@
 /*
  * The cost model behind "auto": for each scheme, the time of a transfer is modelled as
  *     t = a + b * (bytes / 4 KiB) + c * blocks        (nanoseconds)
- * and (a, b, c) are fitted online, by ridge regression towards a prior with exponential
- * exponential forgetting, from the transfers the receiver times on the running wire.  The choice is the
+ * and (a, b, c) are fitted online from the transfers the receiver times on the running wire,
+ * by ridge regression on relative errors towards a prior, with exponential forgetting.  The choice is the
  * scheme of least predicted time among those possible; now and then a close runner-up is tried
  * so that its estimate stays current (exploration).  Pure logic: no I/O, no locks.
  */
