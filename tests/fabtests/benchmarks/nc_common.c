@@ -227,9 +227,44 @@ void nc_layout_fill(const struct nc_layout *l, uint64_t seed)
 	}
 }
 
+/* Gap bytes next to a block that are cleared and checked (all of them when the span is small):
+ * an overrun or a misplaced block lands there, and huge sparse spans (NAS_MG faces) stay
+ * untouched. */
+#define NC_GUARD 256
+#define NC_FULL_SPAN ((size_t)16 << 20)
+
+static bool sorted(const struct nc_layout *l)
+{
+	for (size_t i = 1; i < l->n; i++)
+		if (l->off[i] < l->off[i - 1] + l->len[i - 1])
+			return false;
+	return true;
+}
+
 void nc_layout_clear(const struct nc_layout *l)
 {
-	memset(l->base, NC_GAP, l->span);
+	if (l->span <= NC_FULL_SPAN || !sorted(l)) {
+		memset(l->base, NC_GAP, l->span);
+		return;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		size_t lo = l->off[i] > NC_GUARD ? l->off[i] - NC_GUARD : 0;
+		size_t hi = l->off[i] + l->len[i] + NC_GUARD;
+		if (hi > l->span)
+			hi = l->span;
+		memset(l->base + lo, NC_GAP, hi - lo);
+	}
+}
+
+static bool check_range(const struct nc_layout *l, size_t lo, size_t hi, char *err, size_t errlen)
+{
+	for (size_t o = lo; o < hi; o++)
+		if (l->base[o] != NC_GAP) {
+			snprintf(err, errlen, "gap byte at offset %zu was overwritten (0x%02x)", o,
+				 l->base[o]);
+			return false;
+		}
+	return true;
 }
 
 bool nc_layout_check(const struct nc_layout *l, uint64_t seed, char *err, size_t errlen)
@@ -247,6 +282,19 @@ bool nc_layout_check(const struct nc_layout *l, uint64_t seed, char *err, size_t
 				return false;
 			}
 		}
+	}
+	if (l->span > NC_FULL_SPAN && sorted(l)) {
+		for (size_t i = 0; i < l->n; i++) {
+			size_t prev = i ? l->off[i - 1] + l->len[i - 1] : 0;
+			size_t next = i + 1 < l->n ? l->off[i + 1] : l->span;
+			size_t end = l->off[i] + l->len[i];
+			size_t lo = l->off[i] > NC_GUARD ? l->off[i] - NC_GUARD : 0;
+			size_t hi = end + NC_GUARD < next ? end + NC_GUARD : next;
+			if (!check_range(l, lo > prev ? lo : prev, l->off[i], err, errlen) ||
+			    !check_range(l, end, hi, err, errlen))
+				return false;
+		}
+		return true;
 	}
 	uint8_t *mark = calloc(l->span ? l->span : 1, 1);
 	FT_CHECK(mark, "out of memory");
