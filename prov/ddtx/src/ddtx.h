@@ -44,6 +44,8 @@ struct ddtx_settings {
 	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
 	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
+	char *wire;                        /* FI_DDTX_WIRE: auto, shm or verbs (NULL = auto) */
+	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */
 };
 
 extern struct ddtx_settings ddtx_settings;

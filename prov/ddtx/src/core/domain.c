@@ -219,6 +219,8 @@ static int domain_open_wire(struct ddtx_domain *domain)
 		.slot_size = ddtx_settings.slot_size,
 		.key_slots = ddtx_settings.key_slots,
 		.key_segments = 0, /* wire default */
+		.wire = ddtx_settings.wire,
+		.iface = ddtx_settings.iface,
 	};
 
 	return ddtx_wire_domain_open(&params, &domain->wire);

@@ -62,6 +62,12 @@ static void define_params(void)
 	fi_param_define(&ddtx_prov, "stats", FI_PARAM_BOOL,
 			"Print the domain's transfer statistics to stderr when it is closed "
 			"(default: no)");
+	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
+			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
+			"shm or verbs (default: auto)");
+	fi_param_define(&ddtx_prov, "iface", FI_PARAM_STRING,
+			"verbs wire: RDMA device, optionally with a port, e.g. mlx5_0 or mlx5_0:1 "
+			"(default: the first device with an active port)");
 }
 
 static void load_scheme(void)
@@ -123,4 +129,6 @@ void ddtx_settings_load(void)
 	}
 	if (fi_param_get_bool(&ddtx_prov, "stats", &v) == 0)
 		ddtx_settings.print_stats = v != 0;
+	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
+	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
 }

@@ -8,9 +8,19 @@
 #include "wire/wire_impl.h"
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+#ifdef DDTX_HAVE_VERBS
+extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
+#endif
 
-/* In order of preference for "auto". */
+/*
+ * In order of preference for "auto": verbs when an RDMA device is present (its available()
+ * lists the devices), shm otherwise, so a host without a device behaves as if verbs did not
+ * exist.
+ */
 static const struct ddtx_wire_impl *const impls[] = {
+#ifdef DDTX_HAVE_VERBS
+	&ddtx_verbs_wire_impl,
+#endif
 	&ddtx_shm_wire_impl,
 };
 

@@ -41,6 +41,7 @@ struct ddtx_wire_params {
 	size_t slot_size;         /* shm: bytes per ring slot, header included */
 	size_t key_slots;         /* shm: capacity of the key table (power of two) */
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
+	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */

@@ -1,0 +1,42 @@
+/*
+ * hmem: which memory an address belongs to (host or a CUDA device), and what a wire needs to
+ * register device memory (a dma-buf file descriptor).  CUDA is reached through dlopen of
+ * libcuda.so.1 only: no build or run dependency; without it every address is host memory.
+ */
+#ifndef DDTX_HMEM_H
+#define DDTX_HMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ddtx_hmem_iface {
+	DDTX_HMEM_SYSTEM = 0,
+	DDTX_HMEM_CUDA = 1,
+};
+
+struct ddtx_hmem_attr {
+	enum ddtx_hmem_iface iface;
+	int device;                     /* CUDA device ordinal (-1 for host memory) */
+	bool managed;                   /* CUDA managed memory (registered as host memory) */
+	uint64_t buffer_id;             /* CUDA buffer id: changes when the range is reallocated */
+};
+
+/* Is the CUDA driver loaded and initialised?  (The first call tries dlopen + cuInit.) */
+bool ddtx_hmem_cuda_available(void);
+
+/* Classify addr.  Always succeeds: anything CUDA does not claim is host memory. */
+void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr);
+
+/*
+ * A dma-buf file descriptor for the device range holding [addr, addr + len): the range is
+ * widened to whole pages; *offset is addr's offset in it.  The caller closes *fd.
+ * -FI_ENOSYS without CUDA (or a driver without cuMemGetHandleForAddressRange), -FI_EINVAL if
+ * the range is not device memory, -FI_EIO if the driver refuses.
+ */
+int ddtx_hmem_dmabuf_fd(const void *addr, size_t len, int *fd, uint64_t *offset);
+
+/* Make device memory synchronous for RDMA (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS); 0 or -FI_E*. */
+int ddtx_hmem_sync_memops(const void *addr);
+
+#endif /* DDTX_HMEM_H */
