@@ -13,7 +13,9 @@
 #     --quick    a smaller map (64,1K,16K,64K x 1,100) and shorter runs, for a first look
 #     --build    build directory (default build), configured and built if needed
 #     --out      where the JSON and PNG go (default BUILD/bench-engine)
-#     --repeat   runs per crossover cell, the median is reported (default 1; mixes use 3)
+#     --repeat   runs per crossover cell and per mix case (default 3)
+#     --stat     min (default) or median over the runs: the minimum is the figure least
+#                disturbed by whatever else runs on the machine
 #     --only     run one part: a (= crossover, which also gives b's per-cell figures), b (mixes),
 #                c (layout cost)
 # Benchmarks, not tests: nothing here fails on a timing, only on a build error or wrong data.
@@ -21,7 +23,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
 
-plot=0 quick=0 build=build out="" repeat=1 only=""
+plot=0 quick=0 build=build out="" repeat=3 stat=min only=""
 while [ $# -gt 0 ]; do
   case $1 in
     --plot) plot=1 ;;
@@ -29,8 +31,9 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift ;;
     --out) out=$2; shift ;;
     --repeat) repeat=$2; shift ;;
+    --stat) stat=$2; shift ;;
     --only) only=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench-engine.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -58,27 +61,27 @@ run() {
 status=0
 if [ -z "$only" ] || [ "$only" = a ]; then
   if [ $quick = 1 ]; then
-    run "$bin/nc_crossover" -b 64,1K,16K,64K -r 1,100 -s 1M -t 0.2 --repeat "$repeat" \
+    run "$bin/nc_crossover" -b 64,1K,16K,64K -r 1,100 -s 1M -t 0.2 --repeat 1 \
       --json "$out/crossover.json" || status=1
   else
-    run "$bin/nc_crossover" -b 64,256,1K,4K,16K,64K -r 1,10,100,1000 -s 1M -t 0.3 \
-      --repeat "$repeat" --json "$out/crossover.json" || status=1
+    run "$bin/nc_crossover" -b 64,256,1K,4K,16K,64K -r 1,10,100,1000 -s 1M -t 0.2 \
+      --repeat "$repeat" --stat "$stat" --json "$out/crossover.json" || status=1
   fi
 fi
 if [ -z "$only" ] || [ "$only" = b ]; then
   if [ $quick = 1 ]; then
     run "$bin/nc_mix" --repeat 1 -t 0.3 --json "$out/mix.json" || status=1
   else
-    run "$bin/nc_mix" --repeat 3 -t 0.5 --json "$out/mix.json" || status=1
+    run "$bin/nc_mix" --repeat "$repeat" --stat "$stat" -t 0.4 --json "$out/mix.json" || status=1
     # The same mixes described once through layout handles (one message per layout, MG's x
     # face included); nc_mix falls back to iov lists where the provider has no handles.
-    run "$bin/nc_mix" --repeat 3 -t 0.5 --handles --no-parts --json "$out/mix_handles.json" \
-      || status=1
+    run "$bin/nc_mix" --repeat "$repeat" --stat "$stat" -t 0.4 --handles --no-parts \
+      --json "$out/mix_handles.json" || status=1
   fi
 fi
 if [ -z "$only" ] || [ "$only" = c ]; then
-  run "$bin/nc_layout_cost" -n 16,64,256,1024,4096 --repeat 3 --json "$out/layout_cost.json" \
-    || status=1
+  run "$bin/nc_layout_cost" -n 16,64,256,1024,4096 --repeat "$repeat" \
+    --json "$out/layout_cost.json" || status=1
 fi
 
 if [ $plot = 1 ] && [ -f "$out/crossover.json" ]; then

@@ -720,13 +720,18 @@ int nc_loop(struct ft_ctx *ctx, struct nc_fab *f, struct nc_layout *comps, int k
 				rest += times[t];
 			nrest += done - 1;
 			if (done < cfg->reuse) {
-				/* Extrapolated: the last `sample` transfers stand for the missing ones. */
-				double smp = 0;
+				/* Extrapolated: the median of the last `sample` transfers stands for
+				 * each missing one (a median, so that one stall of the machine is not
+				 * multiplied by the hundreds of transfers left out). */
 				int ns = cfg->sample < done ? cfg->sample : done;
-				for (int t = done - ns; t < done; t++)
-					smp += times[t];
-				gt += (cfg->reuse - done) * (smp / ns);
-				rest += (cfg->reuse - done) * (smp / ns);
+				double smp[256];
+				if (ns > 256)
+					ns = 256;
+				for (int t = 0; t < ns; t++)
+					smp[t] = times[done - ns + t];
+				double per = nc_median(smp, ns);
+				gt += (cfg->reuse - done) * per;
+				rest += (cfg->reuse - done) * per;
 				nrest += cfg->reuse - done;
 				extrap = true;
 			}

@@ -36,7 +36,10 @@ struct cell_cfg {
 struct cell_res {
 	int status;
 	char err[256];
-	double t;                  /* seconds per transfer (median over repeats) */
+	double t;                  /* seconds per transfer (median or min over repeats, --stat) */
+	double t_med, t_min;
+	double runs[100];
+	int nruns;
 	double t_first, t_rest;
 	long groups, transfers;
 	bool extrapolated;
@@ -81,7 +84,9 @@ static void usage(const char *prog)
 	       "                        transfers and extrapolated from the last 20 (default 1.5;\n"
 	       "                        0: never)\n"
 	       "      --stride-factor F stride = F x block (default 2)\n"
-	       "      --repeat N        run every cell N times, report the median (default 1)\n"
+	       "      --repeat N        run every cell N times (default 1)\n"
+	       "      --stat median|min statistic over the repeats (default median; min is the\n"
+	       "                        figure least disturbed by other work on the machine)\n"
 	       "      --json FILE       write every figure as JSON\n"
 	       "      --no-pin          do not pin the two processes to different CPUs\n"
 	       "  -h, --help\n",
@@ -120,13 +125,15 @@ int main(int argc, char **argv)
 	char blocks_s[256] = "64,256,1K,4K,16K,64K", reuse_s[256] = "1,10,100,1000",
 	     schemes_s[256] = "pack,sgl,umr,auto";
 
-	enum { O_JSON = 256, O_NOPIN, O_MAXG, O_SF, O_REP };
+	enum { O_JSON = 256, O_NOPIN, O_MAXG, O_SF, O_REP, O_STAT };
+	bool use_min = false;
 	static const struct option lopts[] = {
 		{"blocks", required_argument, NULL, 'b'}, {"reuse", required_argument, NULL, 'r'},
 		{"size", required_argument, NULL, 's'},   {"schemes", required_argument, NULL, 'c'},
 		{"time", required_argument, NULL, 't'},   {"max-group", required_argument, NULL, O_MAXG},
 		{"stride-factor", required_argument, NULL, O_SF},
 		{"repeat", required_argument, NULL, O_REP}, {"json", required_argument, NULL, O_JSON},
+		{"stat", required_argument, NULL, O_STAT},
 		{"no-pin", no_argument, NULL, O_NOPIN},   {"help", no_argument, NULL, 'h'},
 		{0}};
 	int opt;
@@ -142,6 +149,10 @@ int main(int argc, char **argv)
 		case O_REP: repeat = atoi(optarg); ok &= repeat > 0 && repeat < 100; break;
 		case O_JSON: json = optarg; break;
 		case O_NOPIN: pin = false; break;
+		case O_STAT:
+			use_min = !strcmp(optarg, "min");
+			ok &= use_min || !strcmp(optarg, "median");
+			break;
 		case 'h': usage(argv[0]); return 0;
 		default: ok = false;
 		}
@@ -182,8 +193,8 @@ int main(int argc, char **argv)
 	       sz, stride_factor, sysconf(_SC_NPROCESSORS_ONLN),
 	       getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "(unset)");
 	printf("time = microseconds per transfer (post -> receiver's acknowledgement), mean over "
-	       "groups of `reuse` transfers, fresh buffers per group%s\n",
-	       repeat > 1 ? ", median of repeats" : "");
+	       "groups of `reuse` transfers, fresh buffers per group%s%d run(s) per cell\n",
+	       repeat > 1 ? (use_min ? ", minimum of " : ", median of ") : ", ", repeat);
 	int bad_data = 0, errors = 0;
 	double t_start = ft_now();
 	for (int b = 0; b < nb; b++) {
@@ -234,8 +245,13 @@ int main(int argc, char **argv)
 					cr->tx = sh->delta[0];
 					cr->rx = sh->delta[1];
 				}
-				if (!cr->status)
-					cr->t = nc_median(ts, nts);
+				if (!cr->status) {
+					memcpy(cr->runs, ts, sizeof(double) * (size_t)nts);
+					cr->nruns = nts;
+					cr->t_med = nc_median(ts, nts); /* sorts ts */
+					cr->t_min = ts[0];
+					cr->t = use_min ? cr->t_min : cr->t_med;
+				}
 				if (cr->status == 2)
 					bad_data++;
 				else if (cr->status)
@@ -355,8 +371,9 @@ int main(int argc, char **argv)
 		}
 		fprintf(f, "{\n  \"benchmark\": \"nc_crossover\",\n  \"size\": %zu,\n"
 			   "  \"stride_factor\": %g,\n  \"cpus\": %ld,\n  \"repeat\": %d,\n"
-			   "  \"seconds\": %.1f,\n  \"blocks\": [",
-			size, stride_factor, sysconf(_SC_NPROCESSORS_ONLN), repeat, elapsed);
+			   "  \"stat\": \"%s\",\n  \"seconds\": %.1f,\n  \"blocks\": [",
+			size, stride_factor, sysconf(_SC_NPROCESSORS_ONLN), repeat,
+			use_min ? "min" : "median", elapsed);
 		for (int b = 0; b < nb; b++)
 			fprintf(f, "%s%zu", b ? ", " : "", blocks[b]);
 		fprintf(f, "],\n  \"reuse\": [");
@@ -384,6 +401,12 @@ int main(int argc, char **argv)
 						fprintf(f, "}");
 						continue;
 					}
+					fprintf(f, ", \"time_us_median\": %.3f, \"time_us_min\": %.3f, "
+						   "\"runs_us\": [",
+						cr->t_med * 1e6, cr->t_min * 1e6);
+					for (int x = 0; x < cr->nruns; x++)
+						fprintf(f, "%s%.3f", x ? ", " : "", cr->runs[x] * 1e6);
+					fprintf(f, "]");
 					fprintf(f, ", \"time_us\": %.3f, \"first_us\": %.3f, "
 						   "\"rest_us\": %.3f, \"gbps\": %.4f, \"groups\": %ld, "
 						   "\"transfers\": %ld, \"extrapolated\": %s, \"moved_by\": ",
