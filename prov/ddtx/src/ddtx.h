@@ -35,7 +35,8 @@ enum ddtx_scheme_setting {
 /* Values of the FI_DDTX_* variables, read once in fi_prov_ini(). */
 struct ddtx_settings {
 	enum ddtx_scheme_setting scheme;   /* FI_DDTX_SCHEME */
-	size_t threshold;                  /* FI_DDTX_THRESHOLD: auto picks zero copy at avg block >= */
+	size_t threshold;                  /* FI_DDTX_THRESHOLD: 0 = learned; else auto picks zero
+					    * copy when the average block is at least this */
 	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
 	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */
 	size_t max_mkey_entries;           /* FI_DDTX_MAX_MKEY_ENTRIES (shm wire) */
@@ -44,6 +45,13 @@ struct ddtx_settings {
 	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
 	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
+	/* DDT engine */
+	size_t mr_cache_max_size;          /* FI_DDTX_MR_CACHE_MAX_SIZE: registered bytes kept */
+	size_t mr_cache_max_count;         /* FI_DDTX_MR_CACHE_MAX_COUNT: registrations kept */
+	bool mr_monitor;                   /* FI_DDTX_MR_MONITOR: watch for unmapped memory */
+	size_t mkey_pool;                  /* FI_DDTX_MKEY_POOL: mkeys made at domain open */
+	size_t layout_cache_size;          /* FI_DDTX_LAYOUT_CACHE_SIZE: layouts kept */
+	bool reg_thread;                   /* FI_DDTX_REG_THREAD: register in the background */
 	char *wire;                        /* FI_DDTX_WIRE: auto, shm or verbs (NULL = auto) */
 	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */
 };

@@ -10,6 +10,7 @@
 #include "ddtx.h"
 #include "engine/cost.h"
 #include "engine/iov.h"
+#include "engine/layout.h"
 #include "engine/scheme.h"
 #include "proto/optable.h"
 
@@ -143,29 +144,20 @@ static void test_layout_stats(void)
 
 static void test_scheme(void)
 {
-	struct ddtx_settings set = {.scheme = DDTX_SCHEME_SETTING_AUTO, .threshold = 2048};
+	struct ddtx_settings set = {.scheme = DDTX_SCHEME_SETTING_AUTO};
 	struct ddtx_wire_caps caps = {.max_sge = 30, .max_mkey_entries = 32};
-	struct ddtx_layout_stats small = {.avg_block = 64, .min_block = 64};
-	struct ddtx_layout_stats big = {.avg_block = 4096, .min_block = 4096};
-	CHECK(ddtx_scheme_propose(&set, &caps, &small) == FI_DDTX_SCHEME_PACK, "small proposes pack");
-	CHECK(ddtx_scheme_propose(&set, &caps, &big) == FI_DDTX_SCHEME_SGL, "big proposes sgl");
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &big) == FI_DDTX_SCHEME_SGL,
-	      "both big: sgl");
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &small) ==
-		      FI_DDTX_SCHEME_PACK, "receiver small: pack");
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &big, &big) ==
-		      FI_DDTX_SCHEME_PACK, "sender proposes pack: pack");
+	CHECK(ddtx_scheme_forced(&set, &caps) == FI_DDTX_SCHEME_COUNT, "auto forces nothing");
 	set.scheme = DDTX_SCHEME_SETTING_UMR;
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &small, &small) ==
-		      FI_DDTX_SCHEME_UMR, "forced umr");
+	CHECK(ddtx_scheme_forced(&set, &caps) == FI_DDTX_SCHEME_UMR, "forced umr");
 	caps.max_mkey_entries = 0;
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_PACK, &small, &small) ==
-		      FI_DDTX_SCHEME_SGL, "umr without mkeys falls back to sgl");
+	CHECK(ddtx_scheme_forced(&set, &caps) == FI_DDTX_SCHEME_SGL,
+	      "umr without mkeys falls back to sgl");
 	set.scheme = DDTX_SCHEME_SETTING_PACK;
-	CHECK(ddtx_scheme_decide(&set, &caps, FI_DDTX_SCHEME_SGL, &big, &big) ==
-		      FI_DDTX_SCHEME_PACK, "forced pack");
-	CHECK(ddtx_umr_chunk(32, 4096, 1024) == 32 * 1024, "chunk uses the smaller minimum");
-	CHECK(ddtx_umr_chunk(32, 0, 512) == 32 * 512, "chunk with one side unknown");
+	CHECK(ddtx_scheme_forced(&set, &caps) == FI_DDTX_SCHEME_PACK, "forced pack");
+	set.scheme = DDTX_SCHEME_SETTING_SGL;
+	CHECK(ddtx_scheme_forced(&set, &caps) == FI_DDTX_SCHEME_SGL, "forced sgl");
+	CHECK(ddtx_umr_chunk(32, 4096, 1024) == 31 * 1024, "chunk uses the smaller minimum");
+	CHECK(ddtx_umr_chunk(32, 0, 512) == 31 * 512, "chunk with one side unknown");
 	CHECK(strcmp(ddtx_scheme_name(FI_DDTX_SCHEME_SGL), "sgl") == 0, "name");
 }
 
@@ -229,8 +221,60 @@ static void test_cost(void)
 	CHECK(explored == 8, "explored %d of 64 (expected 8)", explored);
 }
 
+/*
+ * UMR windows: for thousands of random layout pairs cutting the same byte stream, both sides
+ * get the same number of windows, window w has the same length on both sides, and no window
+ * needs more entries than one mkey holds.
+ */
+static void test_windows(void)
+{
+	static uint8_t sbuf[1 << 16], rbuf[1 << 16];
+	struct iovec siov[400], riov[400], ps[40], pr[40];
+	for (int iter = 0; iter < 3000; iter++) {
+		size_t sc = random_list(sbuf, sizeof(sbuf), siov, 400, 150);
+		size_t rc = random_list(rbuf, sizeof(rbuf), riov, 400, 150);
+		size_t st = ddtx_iov_total(siov, sc), rt = ddtx_iov_total(riov, rc);
+		/* Trim the longer list so both cut the same number of bytes. */
+		while (st != rt) {
+			struct iovec *v = st > rt ? siov : riov;
+			size_t *c = st > rt ? &sc : &rc, *t = st > rt ? &st : &rt;
+			size_t over = *t - (st > rt ? rt : st);
+			size_t cut = DDTX_MIN(over, v[*c - 1].iov_len);
+			v[*c - 1].iov_len -= cut;
+			*t -= cut;
+			if (!v[*c - 1].iov_len)
+				(*c)--;
+		}
+		if (!st)
+			continue;
+		struct ddtx_layout_stats ls, lr;
+		ddtx_layout_stats(siov, sc, &ls);
+		ddtx_layout_stats(riov, rc, &lr);
+		size_t m = 2 + rnd() % 31;
+		size_t chunk = ddtx_umr_chunk(m, ls.min_block, lr.min_block);
+		size_t nwin = (st + chunk - 1) / chunk;
+		for (size_t w = 0; w <= nwin; w++) {
+			size_t ns = ddtx_window_pieces(siov, sc, chunk, w, ps, m);
+			size_t nr = ddtx_window_pieces(riov, rc, chunk, w, pr, m);
+			if (w == nwin) {
+				CHECK(ns == 0 && nr == 0, "window past the end");
+				break;
+			}
+			CHECK(ns >= 1 && ns <= m && nr >= 1 && nr <= m,
+			      "window %zu needs %zu / %zu entries (m %zu)", w, ns, nr, m);
+			if (failures)
+				return;
+			size_t bs = ddtx_iov_total(ps, ns), br = ddtx_iov_total(pr, nr);
+			size_t want = DDTX_MIN(chunk, st - w * chunk);
+			CHECK(bs == want && br == want, "window %zu: %zu / %zu bytes, want %zu", w, bs,
+			      br, want);
+		}
+	}
+}
+
 int main(void)
 {
+	test_windows();
 	test_cost();
 	test_cursor();
 	test_gather_scatter();

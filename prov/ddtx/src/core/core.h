@@ -24,6 +24,7 @@
 #include "wire/wire.h"
 
 struct ddtx_proto_ep;   /* proto/proto.h */
+struct ddtx_proto_domain;
 
 /* The capabilities ddtx offers (fi_getinfo answers a subset of these). */
 #define DDTX_CAPS                                                                                \
@@ -61,6 +62,7 @@ struct ddtx_domain {
 	struct ddtx_wire_domain *wire;
 	struct ddtx_list eps;            /* struct ddtx_ep.domain_entry: progressed by CQ reads */
 	struct fi_ddtx_stats stats;      /* updated by proto under the lock; fi_ddtx.h */
+	struct ddtx_proto_domain *proto; /* the DDT engine's domain state (proto/pdomain.h) */
 };
 
 /* Address vector: blobs of peer wire addresses, indexed by fi_addr_t for both AV types. */

@@ -47,6 +47,7 @@ static int domain_stats(struct fid_domain *fid, struct fi_ddtx_stats *stats)
 		return -FI_EINVAL;
 	ddtx_domain_lock(domain);
 	*stats = domain->stats;
+	ddtx_proto_domain_stats(domain, stats);
 	ddtx_domain_unlock(domain);
 	return 0;
 }
@@ -55,6 +56,10 @@ static struct fi_ddtx_ops ddtx_ext_ops = {
 	.size = sizeof(struct fi_ddtx_ops),
 	.stats = domain_stats,
 	.scheme_name = ddtx_scheme_name,
+	.layout_create = ddtx_proto_layout_create,
+	.layout_create_strided = ddtx_proto_layout_create_strided,
+	.layout_free = ddtx_proto_layout_free,
+	.layout_size = ddtx_proto_layout_size,
 };
 
 static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
@@ -72,9 +77,10 @@ static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, vo
 
 /* ---- life cycle ---- */
 
-static void print_stats(const struct ddtx_domain *domain)
+static void print_stats(struct ddtx_domain *domain)
 {
-	const struct fi_ddtx_stats *s = &domain->stats;
+	struct fi_ddtx_stats st = domain->stats, *s = &st;
+	ddtx_proto_domain_stats(domain, s);
 
 	fprintf(stderr, "ddtx stats (domain %p): tx_ops %llu rx_ops %llu iov_entries_max %llu "
 			"last_scheme %s\n",
@@ -85,6 +91,26 @@ static void print_stats(const struct ddtx_domain *domain)
 		fprintf(stderr, "ddtx stats:   %-5s ops %llu bytes %llu\n",
 			ddtx_scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
 			(unsigned long long)s->bytes[i]);
+#define U(x) (unsigned long long)(x)
+	fprintf(stderr, "ddtx stats:   layout cache hits %llu misses %llu evictions %llu "
+			"invalidations %llu\n", U(s->layout_hits), U(s->layout_misses),
+		U(s->layout_evictions), U(s->layout_invalidations));
+	fprintf(stderr, "ddtx stats:   registration cache hits %llu misses %llu evictions %llu "
+			"invalidations %llu\n", U(s->reg_hits), U(s->reg_misses),
+		U(s->reg_evictions), U(s->reg_invalidations));
+	fprintf(stderr, "ddtx stats:   mkey cache hits %llu misses %llu evictions %llu; remote "
+			"hits %llu misses %llu\n", U(s->mkey_hits), U(s->mkey_misses),
+		U(s->mkey_evictions), U(s->rmkey_hits), U(s->rmkey_misses));
+	fprintf(stderr, "ddtx stats:   mkey pool level %llu/%llu created %llu refills %llu "
+			"empty %llu\n", U(s->pool_level), U(s->pool_capacity), U(s->pool_created),
+		U(s->pool_refills), U(s->pool_empty));
+	fprintf(stderr, "ddtx stats:   registration thread layouts %llu time %llu ns failures "
+			"%llu\n", U(s->regthread_layouts), U(s->regthread_ns),
+		U(s->regthread_failures));
+	fprintf(stderr, "ddtx stats:   zero copy not ready %llu umr fallbacks %llu explorations "
+			"%llu learned threshold %llu B\n", U(s->zcopy_not_ready),
+		U(s->umr_fallbacks), U(s->explorations), U(s->learned_threshold));
+#undef U
 }
 
 static int domain_close(struct fid *fid)
@@ -98,6 +124,7 @@ static int domain_close(struct fid *fid)
 	}
 	if (ddtx_settings.print_stats)
 		print_stats(domain);
+	ddtx_proto_domain_close(domain);
 	ddtx_wire_domain_close(domain->wire);
 	pthread_mutex_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
@@ -255,6 +282,12 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	if (ret) {
 		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: wire domain open failed: %s\n",
 			  fi_strerror(-ret));
+		goto err_lock;
+	}
+	ret = ddtx_proto_domain_open(domain);
+	if (ret) {
+		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: engine start failed: %s\n", fi_strerror(-ret));
+		ddtx_wire_domain_close(domain->wire);
 		goto err_lock;
 	}
 	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);

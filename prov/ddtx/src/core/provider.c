@@ -10,7 +10,7 @@
 
 struct ddtx_settings ddtx_settings = {
 	.scheme = DDTX_SCHEME_SETTING_AUTO,
-	.threshold = 2048,
+	.threshold = 0,
 	.eager_size = 16384,
 	.max_sge = 0,
 	.max_mkey_entries = 0,
@@ -19,6 +19,12 @@ struct ddtx_settings ddtx_settings = {
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
 	.print_stats = false,
+	.mr_cache_max_size = (size_t)1 << 30,
+	.mr_cache_max_count = 4096,
+	.mr_monitor = true,
+	.mkey_pool = 512,
+	.layout_cache_size = 1024,
+	.reg_thread = true,
 };
 
 static void ddtx_cleanup(void)
@@ -42,7 +48,8 @@ static void define_params(void)
 			"(default: auto)");
 	fi_param_define(&ddtx_prov, "threshold", FI_PARAM_SIZE_T,
 			"auto scheme: use zero copy when the average block length is at least "
-			"this many bytes (default: 2048)");
+			"this many bytes, overriding the threshold learned from measured costs "
+			"(default: 0, learned)");
 	fi_param_define(&ddtx_prov, "eager_size", FI_PARAM_SIZE_T,
 			"Largest message sent eagerly through the peer's ring (default: 16384)");
 	fi_param_define(&ddtx_prov, "max_sge", FI_PARAM_SIZE_T,
@@ -62,6 +69,24 @@ static void define_params(void)
 	fi_param_define(&ddtx_prov, "stats", FI_PARAM_BOOL,
 			"Print the domain's transfer statistics to stderr when it is closed "
 			"(default: no)");
+	fi_param_define(&ddtx_prov, "mr_cache_max_size", FI_PARAM_SIZE_T,
+			"Registration cache: bytes kept registered beyond those in use "
+			"(default: 1073741824)");
+	fi_param_define(&ddtx_prov, "mr_cache_max_count", FI_PARAM_SIZE_T,
+			"Registration cache: registrations kept beyond those in use "
+			"(default: 4096)");
+	fi_param_define(&ddtx_prov, "mr_monitor", FI_PARAM_BOOL,
+			"Watch for unmapped or freed memory so that registrations of it are "
+			"invalidated (default: yes)");
+	fi_param_define(&ddtx_prov, "mkey_pool", FI_PARAM_SIZE_T,
+			"Multi-entry memory keys created when a domain opens and kept in stock "
+			"by a refill thread (default: 512)");
+	fi_param_define(&ddtx_prov, "layout_cache_size", FI_PARAM_SIZE_T,
+			"Layouts (iov list shapes at an address) kept in the layout cache "
+			"(default: 1024)");
+	fi_param_define(&ddtx_prov, "reg_thread", FI_PARAM_BOOL,
+			"Register layouts worth zero copy in a background thread; off: register "
+			"on first use (default: yes)");
 	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
 			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
 			"shm or verbs (default: auto)");
@@ -129,6 +154,14 @@ void ddtx_settings_load(void)
 	}
 	if (fi_param_get_bool(&ddtx_prov, "stats", &v) == 0)
 		ddtx_settings.print_stats = v != 0;
+	load_size("mr_cache_max_size", &ddtx_settings.mr_cache_max_size);
+	load_size("mr_cache_max_count", &ddtx_settings.mr_cache_max_count);
+	load_size("mkey_pool", &ddtx_settings.mkey_pool);
+	load_size("layout_cache_size", &ddtx_settings.layout_cache_size);
+	if (fi_param_get_bool(&ddtx_prov, "mr_monitor", &v) == 0)
+		ddtx_settings.mr_monitor = v != 0;
+	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)
+		ddtx_settings.reg_thread = v != 0;
 	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
 }

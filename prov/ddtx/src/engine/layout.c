@@ -391,6 +391,21 @@ struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct i
 	return l;
 }
 
+bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
+{
+	pthread_mutex_lock(&lc->lock);
+	bool live = !l->dead;
+	if (live) {
+		l->refs++;
+		l->uses++;
+		lc->st.hits++;
+		ddtx_list_remove(&l->lru);
+		ddtx_list_push_front(&lc->lru, &l->lru);
+	}
+	pthread_mutex_unlock(&lc->lock);
+	return live;
+}
+
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
 	pthread_mutex_lock(&lc->lock);

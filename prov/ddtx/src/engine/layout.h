@@ -97,6 +97,9 @@ uint64_t ddtx_layout_hash(const struct iovec *iov, size_t count, uintptr_t *base
 struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct iovec *iov,
 				    size_t count, bool *hit);
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
+/* Another reference to a layout known to the caller (a handle's), counted as a hit; false
+ * (no reference taken) once it has been evicted or invalidated. */
+bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
 
 /* Is the layout registered?  (acquire: its regs are visible once this says yes) */
 static inline bool ddtx_layout_ready(const struct ddtx_layout *l)

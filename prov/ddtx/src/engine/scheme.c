@@ -1,6 +1,7 @@
 #include "engine/scheme.h"
 
-static enum fi_ddtx_scheme forced(const struct ddtx_settings *set, const struct ddtx_wire_caps *caps)
+enum fi_ddtx_scheme ddtx_scheme_forced(const struct ddtx_settings *set,
+				       const struct ddtx_wire_caps *caps)
 {
 	switch (set->scheme) {
 	case DDTX_SCHEME_SETTING_PACK:
@@ -15,34 +16,6 @@ static enum fi_ddtx_scheme forced(const struct ddtx_settings *set, const struct 
 	}
 }
 
-enum fi_ddtx_scheme ddtx_scheme_propose(const struct ddtx_settings *set,
-					const struct ddtx_wire_caps *caps,
-					const struct ddtx_layout_stats *local)
-{
-	enum fi_ddtx_scheme s = forced(set, caps);
-	if (s != FI_DDTX_SCHEME_COUNT)
-		return s;
-	return local->avg_block >= set->threshold ? FI_DDTX_SCHEME_SGL : FI_DDTX_SCHEME_PACK;
-}
-
-enum fi_ddtx_scheme ddtx_scheme_decide(const struct ddtx_settings *set,
-				       const struct ddtx_wire_caps *caps,
-				       enum fi_ddtx_scheme proposed,
-				       const struct ddtx_layout_stats *sender,
-				       const struct ddtx_layout_stats *receiver)
-{
-	enum fi_ddtx_scheme s = forced(set, caps);
-	if (s != FI_DDTX_SCHEME_COUNT)
-		return s;
-	/* The sender's proposal counts only if it asks for a scheme this wire can run. */
-	if (proposed == FI_DDTX_SCHEME_UMR && !caps->max_mkey_entries)
-		proposed = FI_DDTX_SCHEME_SGL;
-	if (proposed == FI_DDTX_SCHEME_PACK)
-		return FI_DDTX_SCHEME_PACK;
-	size_t avg = DDTX_MIN(sender->avg_block, receiver->avg_block);
-	return avg >= set->threshold ? proposed : FI_DDTX_SCHEME_PACK;
-}
-
 size_t ddtx_umr_chunk(size_t max_mkey_entries, size_t sender_min_block, size_t receiver_min_block)
 {
 	size_t min_block = DDTX_MIN(sender_min_block, receiver_min_block);
@@ -50,7 +23,9 @@ size_t ddtx_umr_chunk(size_t max_mkey_entries, size_t sender_min_block, size_t r
 		min_block = DDTX_MAX(sender_min_block, receiver_min_block);
 	if (!min_block)
 		min_block = 1;
-	return DDTX_MAX(max_mkey_entries, (size_t)1) * min_block;
+	/* A window of (m - 1) x min bytes touches at most m blocks even when it starts inside one,
+	 * so it always fits one mkey; m x min could need m + 1 entries. */
+	return (DDTX_MAX(max_mkey_entries, (size_t)2) - 1) * min_block;
 }
 
 const char *ddtx_scheme_name(enum fi_ddtx_scheme scheme)

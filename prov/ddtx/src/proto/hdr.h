@@ -22,6 +22,7 @@ enum ddtx_msg_type {
 	DDTX_MSG_DONE = 5,   /* SGL/UMR: the sender finished the writes of one CTS batch */
 	DDTX_MSG_RMA_DATA = 6, /* remote CQ data of an fi_writedata / FI_REMOTE_CQ_DATA write */
 	DDTX_MSG_ACK = 7,    /* FI_DELIVERY_COMPLETE: the message reached the receive buffer */
+	DDTX_MSG_LIST_REQ = 8, /* UMR: the sender lacks a cached key list; CTS again with it */
 	DDTX_MSG_TYPE_MAX,
 };
 
@@ -30,6 +31,7 @@ enum ddtx_msg_type {
 #define DDTX_HDR_CQ_DATA (1u << 1)  /* EAGER/RTS: data is valid (FI_REMOTE_CQ_DATA) */
 #define DDTX_HDR_LAST (1u << 2)     /* CTS: this batch covers the last accepted byte */
 #define DDTX_HDR_ACK_REQ (1u << 3)  /* EAGER/RTS: answer with ACK once delivered */
+#define DDTX_HDR_CACHED (1u << 4)   /* CTS (UMR): the key list is the one sent before */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -72,8 +74,16 @@ struct ddtx_hdr_cts {
 	uint64_t accepted;   /* bytes the receiver takes (less than offered: truncation) */
 	uint64_t offset;     /* byte offset of this batch's first descriptor */
 	uint32_t scheme;     /* enum fi_ddtx_scheme decided by the receiver */
-	uint32_t ndesc;      /* descriptors following (0 for PACK) */
-	/* struct ddtx_desc desc[ndesc]; */
+	uint32_t ndesc;      /* descriptors following (0 for PACK, and for UMR with CACHED) */
+	uint64_t chunk;      /* UMR: window length agreed for both sides */
+	uint64_t wset_id;    /* UMR: the receiver's window set (names the cached key list) */
+	/* struct ddtx_desc desc[ndesc]; UMR: one per window, in window order */
+};
+
+struct ddtx_hdr_list_req {
+	struct ddtx_hdr_base base;
+	uint32_t rx_id;
+	uint32_t reserved2;
 };
 
 struct ddtx_hdr_data {
@@ -113,6 +123,7 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_DONE: return sizeof(struct ddtx_hdr_done);
 	case DDTX_MSG_RMA_DATA: return sizeof(struct ddtx_hdr_rma_data);
 	case DDTX_MSG_ACK: return sizeof(struct ddtx_hdr_ack);
+	case DDTX_MSG_LIST_REQ: return sizeof(struct ddtx_hdr_list_req);
 	default: return 0;
 	}
 }

@@ -37,6 +37,9 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	case DDTX_MSG_ACK:
 		ddtx_send_on_ack(pep, src, buf, len);
 		break;
+	case DDTX_MSG_LIST_REQ:
+		ddtx_recv_on_list_req(pep, src, buf, len);
+		break;
 	}
 }
 
@@ -76,6 +79,7 @@ int ddtx_proto_ep_open(struct ddtx_ep *ep)
 	ddtx_list_init(&pep->ctrl);
 	ddtx_optable_init(&pep->txs);
 	ddtx_optable_init(&pep->rxs);
+	ddtx_rmkey_init(&pep->rmkeys, 256);
 	int ret = ddtx_wire_ep_open(ep->domain->wire, &handlers, pep, &ep->wire);
 	if (ret) {
 		free(pep);
@@ -117,6 +121,10 @@ void ddtx_proto_ep_close(struct ddtx_ep *ep)
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);
+	/* Keep the domain's remote-cache counts when the endpoint goes. */
+	ep->domain->proto->rmkey_hits += pep->rmkeys.hits;
+	ep->domain->proto->rmkey_misses += pep->rmkeys.misses;
+	ddtx_rmkey_fini(&pep->rmkeys);
 	free(pep);
 	ep->proto = NULL;
 }
@@ -166,4 +174,11 @@ ssize_t ddtx_proto_cancel(struct ddtx_ep *ep, void *context)
 	bool found = ep->proto && ddtx_recv_cancel(ep->proto, context);
 	DDTX_EP_UNLOCK(ep);
 	return found ? 0 : -FI_ENOENT;
+}
+
+void ddtx_proto_ep_rmkey_stats(struct ddtx_ep *ep, uint64_t *hits, uint64_t *misses)
+{
+	struct ddtx_proto_ep *pep = ep->proto;
+	*hits = pep ? pep->rmkeys.hits : 0;
+	*misses = pep ? pep->rmkeys.misses : 0;
 }

@@ -10,6 +10,24 @@
 #include "proto/hdr.h"
 #include "proto/proto.h"
 #include "proto/optable.h"
+#include "proto/rmkey.h"
+
+struct ddtx_layout;
+struct ddtx_window_set;
+
+/* A layout handle of fi_ddtx.h. */
+struct fi_ddtx_layout {
+	struct fid fid;                  /* fclass FI_DDTX_CLASS_LAYOUT */
+	struct ddtx_domain *domain;
+	size_t count;
+	struct iovec *rel;               /* blocks: offsets from base in iov_base */
+	size_t total;                    /* bytes in the blocks */
+	size_t size;                     /* extent from base: what msg_iov[0].iov_len must be */
+	uintptr_t base;                  /* base of abs[] */
+	bool have_abs;
+	struct iovec *abs;
+	struct ddtx_layout *cached;      /* the cached layout at base (one reference held) */
+};
 
 /* What a wire work-request context points at: the first member tells which. */
 enum ddtx_wr_kind { DDTX_WR_BATCH = 1, DDTX_WR_RMA = 2 };
@@ -25,6 +43,8 @@ struct ddtx_batch {
 	size_t writes_pending;
 	int status;
 	bool posted;                     /* all writes posted */
+	struct ddtx_window_set *local_ws; /* UMR: write window first_window + i from its mkey */
+	size_t first_window;
 	uint32_t ndesc;
 	struct ddtx_desc desc[];
 };
@@ -54,7 +74,10 @@ struct ddtx_tx {
 	size_t accepted;                 /* bytes the receiver takes */
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
 	uint32_t rx_id;
+	bool umr_started;                /* UMR: the window writes are posted */
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
+	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
+	struct ddtx_window_set *ws;      /* UMR: local windows */
 };
 
 /* Receiver keys of one CTS batch (SGL/UMR), released when its DONE arrives. */
@@ -101,6 +124,11 @@ struct ddtx_rx {
 	struct ddtx_iov_cursor cur;      /* next byte to describe in a CTS batch */
 	struct ddtx_list rbatches;       /* struct ddtx_rbatch in flight */
 	struct ddtx_layout_stats layout;
+	struct ddtx_layout *cached;      /* cached layout of iov (rendezvous) */
+	struct ddtx_window_set *ws;      /* UMR: the window set described in the CTS */
+	uint64_t t_start;                /* when the rendezvous started (cost model) */
+	size_t sender_blocks;
+	bool explored;
 };
 
 /* A message that arrived before its receive was posted. */
@@ -152,6 +180,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
+	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 };
 
 static inline struct ddtx_proto_ep *proto_of(struct ddtx_ep *ep)
@@ -177,7 +206,7 @@ void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t fl
 /* send.c */
 /* -FI_EINVAL unless iov holds count (<= limit) valid entries. */
 int ddtx_check_iov(const struct iovec *iov, size_t count, size_t limit);
-ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			 uint64_t flags, bool tagged);
 void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
@@ -188,7 +217,7 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 
 /* recv.c */
-ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			 uint64_t flags, bool tagged);
 void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
@@ -207,6 +236,22 @@ bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_
 struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_addr_t src,
 				   uint64_t tag, uint64_t ignore, void *claim_context);
 fi_addr_t ddtx_from_addr(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+
+/* choose.c: the scheme of a rendezvous */
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *l);
+enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme proposed,
+				       const struct ddtx_layout_stats *sender,
+				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
+void ddtx_choose_observe(struct ddtx_ep *ep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
+			 uint64_t ns);
+void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			   size_t len);
+
+/* handle.c: fi_ddtx.h layout handles passed as desc[0] */
+struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size_t count);
+int ddtx_handle_expand(struct fi_ddtx_layout *h, const struct iovec *iov,
+		       const struct iovec **out, size_t *count);
+struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h);
 
 /* rma.c */
 void ddtx_rma_on_complete(struct ddtx_proto_ep *pep, struct ddtx_rma *op, int status);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/layout.h"
 #include "proto/proto_internal.h"
 
 /* CTS batches kept in flight per receive, and descriptors per batch. */
@@ -41,9 +42,14 @@ static void rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb)
 
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
+	struct ddtx_layout_cache *lc = pep->ep->domain->proto->layouts;
 	struct ddtx_list_entry *it;
 	while ((it = ddtx_list_pop_front(&rx->rbatches)))
 		rbatch_release(pep, ddtx_container_of(it, struct ddtx_rbatch, entry));
+	if (rx->ws)
+		ddtx_window_set_put(lc, rx->ws);
+	if (rx->cached)
+		ddtx_layout_put(lc, rx->cached);
 	ddtx_optable_remove(&pep->rxs, rx->id);
 	if (rx->iov != rx->iov_inline)
 		free(rx->iov);
@@ -211,11 +217,18 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 
 /* ---- rendezvous ---- */
 
-static void send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
-		     const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags)
+/* A CTS for rx: a batch of ndesc descriptors from offset (UMR: the window list, or none). */
+static void send_cts_full(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
+			  const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags,
+			  uint64_t chunk, uint64_t wset_id)
 {
 	size_t len = sizeof(struct ddtx_hdr_cts) + ndesc * sizeof(*desc);
-	uint8_t msg[sizeof(struct ddtx_hdr_cts) + RX_DESC_PER_BATCH * sizeof(struct ddtx_desc)];
+	uint8_t small[sizeof(struct ddtx_hdr_cts) + RX_DESC_PER_BATCH * sizeof(struct ddtx_desc)];
+	uint8_t *msg = len <= sizeof(small) ? small : malloc(len);
+	if (!msg) {
+		DDTX_WARN(FI_LOG_EP_DATA, "out of memory for a CTS\n");
+		return;
+	}
 	struct ddtx_hdr_cts *cts = (struct ddtx_hdr_cts *)msg;
 	ddtx_hdr_init(&cts->base, DDTX_MSG_CTS, flags);
 	cts->tx_id = rx->tx_id;
@@ -224,8 +237,19 @@ static void send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t off
 	cts->offset = offset;
 	cts->scheme = rx->scheme;
 	cts->ndesc = ndesc;
-	memcpy(cts + 1, desc, ndesc * sizeof(*desc));
+	cts->chunk = chunk;
+	cts->wset_id = wset_id;
+	if (ndesc)
+		memcpy(cts + 1, desc, ndesc * sizeof(*desc));
 	ddtx_ctrl_send(pep, rx->peer, msg, len);
+	if (msg != small)
+		free(msg);
+}
+
+static void send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
+		     const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags)
+{
+	send_cts_full(pep, rx, offset, desc, ndesc, flags, rx->chunk, 0);
 }
 
 /* Entries one receiver key may hold: a posted SGL (SGL) or an mkey window (UMR). */
@@ -310,6 +334,11 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
 	void *buf = NULL;
 	uint64_t mf = 0;
+	/* Every timed rendezvous teaches the cost model what its scheme costs on this wire. */
+	if (rx->t_start && rx->accepted)
+		ddtx_choose_observe(pep->ep, rx->scheme, rx->accepted,
+				    rx->sender_blocks + rx->layout.nblocks,
+				    ddtx_time_ns() - rx->t_start);
 	if (rx->parent) {
 		rx->parent->multi_children--;
 		mf = multi_flags(pep, rx->parent);
@@ -342,6 +371,72 @@ static struct ddtx_rx *multi_slice(struct ddtx_proto_ep *pep, struct ddtx_rx *pa
 	return rx;
 }
 
+/* The CTS of a UMR transfer: the window keys, or only the set's id if the peer has them. */
+static void send_umr_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, bool with_list)
+{
+	struct ddtx_window_set *ws = rx->ws;
+	uint16_t flags = DDTX_HDR_LAST | (with_list ? 0 : DDTX_HDR_CACHED);
+	struct ddtx_desc *desc = NULL;
+	if (with_list) {
+		desc = malloc(ws->n * sizeof(*desc));
+		if (!desc) {
+			ddtx_rx_fail(pep, rx, FI_ENOMEM);
+			return;
+		}
+		for (size_t w = 0; w < ws->n; w++) {
+			desc[w].key = ws->mkeys[w]->key;
+			desc[w].len = ws->mkeys[w]->len;
+		}
+	}
+	send_cts_full(pep, rx, 0, desc, with_list ? (uint32_t)ws->n : 0, flags, ws->chunk, ws->id);
+	free(desc);
+	if (with_list)
+		ddtx_window_set_mark_sent(ws, rx->peer);
+}
+
+/*
+ * UMR (UMR paper): both sides cut the payload into windows of chunk bytes; the receiver's
+ * windows come from its local mkey cache (mapped now on a miss), and the CTS carries their
+ * keys only if this peer has not had them yet.  false: UMR is not possible here.
+ */
+static bool start_umr(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
+		      const struct ddtx_hdr_rts *rts)
+{
+	size_t m = pep->caps->max_mkey_entries;
+	if (!rx->cached || !m)
+		return false;
+	size_t chunk = ddtx_umr_chunk(m, rts->min_block, rx->cached->st.min_block);
+	size_t n = (rx->cached->st.total + chunk - 1) / chunk;
+	/* The whole key list must fit one CTS, so a later CTS can name it by id alone. */
+	if (sizeof(struct ddtx_hdr_cts) + n * sizeof(struct ddtx_desc) > pep->caps->max_send_size)
+		return false;
+	rx->ws = ddtx_layout_windows(pep->ep->domain->proto->layouts, rx->cached, chunk);
+	if (!rx->ws)
+		return false;
+	/* One "batch" for the whole payload: the sender's DONE at offset 0 ends it. */
+	struct ddtx_rbatch *rb = calloc(1, sizeof(*rb));
+	if (!rb) {
+		ddtx_rx_fail(pep, rx, FI_ENOMEM);
+		return true;
+	}
+	rb->len = rx->accepted;
+	ddtx_list_push_back(&rx->rbatches, &rb->entry);
+	send_umr_cts(pep, rx, !ddtx_window_set_sent(rx->ws, rx->peer));
+	return true;
+}
+
+void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			   size_t len)
+{
+	const struct ddtx_hdr_list_req *h = buf;
+	struct ddtx_rx *rx = ddtx_optable_get(&pep->rxs, h->rx_id);
+	if (!rx || rx->state != DDTX_RX_RNDV || rx->peer != src || !rx->ws) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale LIST_REQ from peer %u\n", src);
+		return;
+	}
+	send_umr_cts(pep, rx, true);
+}
+
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
 		       const struct ddtx_hdr_rts *rts)
@@ -359,9 +454,21 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 
 	struct ddtx_layout_stats sender = {.total = rts->total_len, .nblocks = rts->nblocks,
 					   .min_block = rts->min_block, .avg_block = rts->avg_block};
-	ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
-	rx->scheme = ddtx_scheme_decide(&ddtx_settings, pep->caps,
-					(enum fi_ddtx_scheme)rts->scheme, &sender, &rx->layout);
+	rx->sender_blocks = rts->nblocks;
+	rx->t_start = ddtx_time_ns();
+	if (!rx->cached && rx->accepted) {
+		bool hit;
+		rx->cached = ddtx_layout_get(pep->ep->domain->proto->layouts, rx->iov, rx->count,
+					     &hit);
+	}
+	if (rx->cached)
+		rx->layout = rx->cached->st;
+	else
+		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
+	rx->scheme = ddtx_choose_decide(pep->ep, (enum fi_ddtx_scheme)rts->scheme, &sender,
+					rx->cached, rx->accepted, &rx->explored);
+	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
+		return;
 	if (!rx->accepted) {
 		rx->scheme = FI_DDTX_SCHEME_PACK;
 		send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
@@ -372,9 +479,17 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
 		return;
 	}
-	if (rx->scheme == FI_DDTX_SCHEME_UMR)
-		rx->chunk = ddtx_umr_chunk(pep->caps->max_mkey_entries, rts->min_block,
-					   rx->layout.min_block);
+	if (rx->scheme == FI_DDTX_SCHEME_UMR) {
+		/* No cached window set: when UMR is forced, map windows batch by batch (keys
+		 * released at each DONE); otherwise descriptor lists do as well. */
+		if (ddtx_scheme_forced(&ddtx_settings, pep->caps) == FI_DDTX_SCHEME_UMR) {
+			rx->chunk = ddtx_umr_chunk(pep->caps->max_mkey_entries, rts->min_block,
+						   rx->layout.min_block);
+		} else {
+			pep->ep->domain->proto->umr_fallbacks++;
+			rx->scheme = FI_DDTX_SCHEME_SGL;
+		}
+	}
 	ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 	rx_fill_batches(pep, rx);
 }
@@ -488,7 +603,7 @@ static bool take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddt
 	return gone;
 }
 
-ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			 uint64_t flags, bool tagged)
 {
@@ -499,6 +614,10 @@ ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 	}
 	DDTX_EP_LOCK(ep);
 	struct ddtx_proto_ep *pep = proto_of(ep);
+	struct fi_ddtx_layout *handle = NULL;
+	if (!(flags & FI_MULTI_RECV) && (handle = ddtx_handle_of(desc, iov, count)) &&
+	    (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+		goto out;
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
@@ -508,6 +627,8 @@ ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 		ret = -FI_ENOMEM;
 		goto out;
 	}
+	if (handle)
+		rx->cached = ddtx_handle_layout(handle);
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (flags & FI_MULTI_RECV);
 	rx->report = !ep->rx_selective || (flags & FI_COMPLETION);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/layout.h"
 #include "proto/proto_internal.h"
 
 static size_t eager_limit(const struct ddtx_proto_ep *pep)
@@ -84,9 +85,14 @@ static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 
 void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
+	struct ddtx_layout_cache *lc = pep->ep->domain->proto->layouts;
 	struct ddtx_list_entry *it;
 	while ((it = ddtx_list_pop_front(&tx->batches)))
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
+	if (tx->ws)
+		ddtx_window_set_put(lc, tx->ws);
+	if (tx->layout)
+		ddtx_layout_put(lc, tx->layout);
 	ddtx_optable_remove(&pep->txs, tx->id);
 	free(tx->iov);
 	free(tx);
@@ -133,7 +139,7 @@ void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
 	ddtx_tx_free(pep, tx);
 }
 
-ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t count,
+ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			 uint64_t flags, bool tagged)
 {
@@ -142,13 +148,17 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 		DDTX_WARN(FI_LOG_EP_DATA, "send: invalid iov list (count %zu)\n", count);
 		return ret;
 	}
-	size_t total = ddtx_iov_total(iov, count);
-	if ((flags & FI_INJECT) && total > ep->info->tx_attr->inject_size)
-		return -FI_EINVAL;
-
 	DDTX_EP_LOCK(ep);
 	struct ddtx_proto_ep *pep = proto_of(ep);
+	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
+	if (handle && (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+		goto out;
+	size_t total = ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
+	if ((flags & FI_INJECT) && total > ep->info->tx_attr->inject_size) {
+		ret = -FI_EINVAL;
+		goto out;
+	}
 	if (!ep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
@@ -213,15 +223,22 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, size_t cou
 	}
 	tx->state = DDTX_TX_WAIT_CTS;
 
+	/* The layout cache knows this shape (or learns it): its summary and readiness. */
+	struct ddtx_layout_cache *lc = ep->domain->proto->layouts;
+	bool hit;
+	tx->layout = handle ? ddtx_handle_layout(handle) : ddtx_layout_get(lc, iov, count, &hit);
 	struct ddtx_layout_stats ls;
-	ddtx_layout_stats(iov, count, &ls);
+	if (tx->layout)
+		ls = tx->layout->st;
+	else
+		ddtx_layout_stats(iov, count, &ls);
 	struct ddtx_hdr_rts rts;
 	ddtx_hdr_init(&rts.base, DDTX_MSG_RTS, hflags);
 	rts.tag = tag;
 	rts.data = data;
 	rts.total_len = total;
 	rts.tx_id = tx->id;
-	rts.scheme = ddtx_scheme_propose(&ddtx_settings, pep->caps, &ls);
+	rts.scheme = ddtx_choose_propose(ep, tx->layout);
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
@@ -250,7 +267,17 @@ static void batch_post(struct ddtx_proto_ep *pep, struct ddtx_batch *b)
 
 	ddtx_iov_cursor_init(&cur, tx->iov, tx->count);
 	ddtx_iov_cursor_seek(&cur, b->offset);
-	for (uint32_t i = 0; i < b->ndesc && !b->status; i++) {
+	/* UMR with local windows: one write per window pair, gathered by the local mkey. */
+	for (uint32_t i = 0; b->local_ws && i < b->ndesc && !b->status; i++) {
+		int ret = ddtx_wire_write_mkey(pep->ep->wire, tx->peer,
+					       b->local_ws->mkeys[b->first_window + i], 0,
+					       DDTX_KEY_INTERNAL, b->desc[i].key, 0, b->desc[i].len, b);
+		if (ret)
+			b->status = -ret;
+		else
+			b->writes_pending++;
+	}
+	for (uint32_t i = 0; !b->local_ws && i < b->ndesc && !b->status; i++) {
 		uint64_t roff = 0;
 		while (roff < b->desc[i].len) {
 			size_t want = DDTX_MIN(b->desc[i].len - roff, caps->max_rma_size);
@@ -311,8 +338,72 @@ static bool cts_valid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, 
 		return false;
 	if (tx->state == DDTX_TX_WAIT_CTS)
 		return cts->accepted <= tx->total && cts->scheme > FI_DDTX_SCHEME_EAGER &&
-		       cts->scheme < FI_DDTX_SCHEME_RMA;
-	return tx->state == DDTX_TX_ZCOPY && cts->ndesc;
+		       cts->scheme < FI_DDTX_SCHEME_RMA &&
+		       (cts->scheme != FI_DDTX_SCHEME_UMR || cts->chunk || !cts->accepted);
+	/* Later CTS: a batch, the UMR list asked for, or the receiver giving up (empty, LAST). */
+	return tx->state == DDTX_TX_ZCOPY &&
+	       (cts->ndesc || cts->wset_id || (cts->base.flags & DDTX_HDR_LAST));
+}
+
+/*
+ * UMR: the receiver's window keys arrive in the CTS, or are the list this endpoint cached from
+ * an earlier CTS of the same window set (remote mkey cache).  One batch writes every window.
+ */
+static void umr_start(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts)
+{
+	const struct ddtx_desc *desc = (const void *)(cts + 1);
+	size_t chunk = cts->chunk, nwin = (tx->accepted + chunk - 1) / chunk;
+	const uint64_t *keys;
+	uint64_t *list = NULL;
+	if (cts->base.flags & DDTX_HDR_CACHED) {
+		const struct ddtx_rmkey_entry *e = ddtx_rmkey_find(&pep->rmkeys, tx->peer,
+								   cts->wset_id);
+		if (!e || e->chunk != chunk || e->n < nwin) {
+			/* Not (or no longer) cached here: ask for the list. */
+			struct ddtx_hdr_list_req req;
+			ddtx_hdr_init(&req.base, DDTX_MSG_LIST_REQ, 0);
+			req.rx_id = tx->rx_id;
+			req.reserved2 = 0;
+			ddtx_ctrl_send(pep, tx->peer, &req, sizeof(req));
+			return;
+		}
+		keys = e->keys;
+	} else {
+		if (cts->ndesc < nwin) {
+			ddtx_tx_fail(pep, tx, FI_EIO);
+			return;
+		}
+		list = malloc(cts->ndesc * sizeof(*list));
+		if (!list) {
+			ddtx_tx_fail(pep, tx, FI_ENOMEM);
+			return;
+		}
+		for (uint32_t i = 0; i < cts->ndesc; i++)
+			list[i] = desc[i].key;
+		ddtx_rmkey_insert(&pep->rmkeys, tx->peer, cts->wset_id, chunk, list, cts->ndesc);
+		keys = list;
+	}
+	struct ddtx_batch *b = calloc(1, sizeof(*b) + nwin * sizeof(b->desc[0]));
+	if (!b) {
+		free(list);
+		ddtx_tx_fail(pep, tx, FI_ENOMEM);
+		return;
+	}
+	b->kind = DDTX_WR_BATCH;
+	b->tx = tx;
+	b->ndesc = (uint32_t)nwin;
+	for (size_t w = 0; w < nwin; w++) {
+		b->desc[w].key = keys[w];
+		b->desc[w].len = DDTX_MIN(chunk, tx->accepted - w * chunk);
+	}
+	free(list);
+	/* Our own windows of the same chunk, if our layout is registered and keys are at hand. */
+	if (tx->layout && ddtx_layout_ready(tx->layout))
+		tx->ws = ddtx_layout_windows(pep->ep->domain->proto->layouts, tx->layout, chunk);
+	b->local_ws = tx->ws;
+	tx->umr_started = true;
+	ddtx_list_push_back(&tx->batches, &b->entry);
+	batch_post(pep, b);
 }
 
 void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
@@ -337,8 +428,18 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			return;
 		}
 	}
-	if (!cts->ndesc)
+	/* UMR with a cached window set: one CTS names it; otherwise batches as for SGL. */
+	if (tx->scheme == FI_DDTX_SCHEME_UMR && cts->wset_id) {
+		if (!tx->umr_started)
+			umr_start(pep, tx, cts);
 		return;
+	}
+	if (!cts->ndesc) {
+		DDTX_INFO(FI_LOG_EP_DATA, "receiver of send %u gave up\n", tx->id);
+		if (ddtx_list_empty(&tx->batches))
+			ddtx_tx_fail(pep, tx, FI_EIO);
+		return;
+	}
 	uint64_t bytes = 0;
 	const struct ddtx_desc *desc = (const void *)(cts + 1);
 	for (uint32_t i = 0; i < cts->ndesc; i++)

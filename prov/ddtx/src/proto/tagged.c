@@ -8,7 +8,7 @@ static ssize_t ddtx_trecv(struct fid_ep *fid, void *buf, size_t len, void *desc,
 {
 	struct ddtx_ep *ep = EP_OF(fid);
 	struct iovec iov = {buf, len};
-	return ddtx_recv_common(ep, &iov, 1, src, tag, ignore, context, ep->rx_op_flags, true);
+	return ddtx_recv_common(ep, &iov, NULL, 1, src, tag, ignore, context, ep->rx_op_flags, true);
 }
 
 static ssize_t ddtx_trecvv(struct fid_ep *fid, const struct iovec *iov, void **desc,
@@ -16,7 +16,7 @@ static ssize_t ddtx_trecvv(struct fid_ep *fid, const struct iovec *iov, void **d
 			   void *context)
 {
 	struct ddtx_ep *ep = EP_OF(fid);
-	return ddtx_recv_common(ep, iov, count, src, tag, ignore, context, ep->rx_op_flags, true);
+	return ddtx_recv_common(ep, iov, desc, count, src, tag, ignore, context, ep->rx_op_flags, true);
 }
 
 static ssize_t ddtx_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
@@ -27,7 +27,7 @@ static ssize_t ddtx_trecvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg
 	if (flags & (FI_PEEK | FI_CLAIM))
 		return ddtx_recv_peek(ep, msg->addr, msg->tag, msg->ignore, msg->context, flags,
 				      msg->msg_iov, msg->iov_count);
-	return ddtx_recv_common(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+	return ddtx_recv_common(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
 				msg->ignore, msg->context, flags, true);
 }
 
@@ -36,21 +36,21 @@ static ssize_t ddtx_tsend(struct fid_ep *fid, const void *buf, size_t len, void 
 {
 	struct ddtx_ep *ep = EP_OF(fid);
 	struct iovec iov = {(void *)buf, len};
-	return ddtx_send_common(ep, &iov, 1, dest, tag, 0, context, ep->tx_op_flags, true);
+	return ddtx_send_common(ep, &iov, NULL, 1, dest, tag, 0, context, ep->tx_op_flags, true);
 }
 
 static ssize_t ddtx_tsendv(struct fid_ep *fid, const struct iovec *iov, void **desc,
 			   size_t count, fi_addr_t dest, uint64_t tag, void *context)
 {
 	struct ddtx_ep *ep = EP_OF(fid);
-	return ddtx_send_common(ep, iov, count, dest, tag, 0, context, ep->tx_op_flags, true);
+	return ddtx_send_common(ep, iov, desc, count, dest, tag, 0, context, ep->tx_op_flags, true);
 }
 
 static ssize_t ddtx_tsendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, uint64_t flags)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	return ddtx_send_common(EP_OF(fid), msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+	return ddtx_send_common(EP_OF(fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
 				msg->data, msg->context, flags, true);
 }
 
@@ -58,7 +58,7 @@ static ssize_t ddtx_tinject(struct fid_ep *fid, const void *buf, size_t len, fi_
 			    uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return ddtx_send_common(EP_OF(fid), &iov, 1, dest, tag, 0, NULL, FI_INJECT, true);
+	return ddtx_send_common(EP_OF(fid), &iov, NULL, 1, dest, tag, 0, NULL, FI_INJECT, true);
 }
 
 static ssize_t ddtx_tsenddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -66,7 +66,7 @@ static ssize_t ddtx_tsenddata(struct fid_ep *fid, const void *buf, size_t len, v
 {
 	struct ddtx_ep *ep = EP_OF(fid);
 	struct iovec iov = {(void *)buf, len};
-	return ddtx_send_common(ep, &iov, 1, dest, tag, data, context,
+	return ddtx_send_common(ep, &iov, NULL, 1, dest, tag, data, context,
 				ep->tx_op_flags | FI_REMOTE_CQ_DATA, true);
 }
 
@@ -74,7 +74,7 @@ static ssize_t ddtx_tinjectdata(struct fid_ep *fid, const void *buf, size_t len,
 				fi_addr_t dest, uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return ddtx_send_common(EP_OF(fid), &iov, 1, dest, tag, data, NULL,
+	return ddtx_send_common(EP_OF(fid), &iov, NULL, 1, dest, tag, data, NULL,
 				FI_INJECT | FI_REMOTE_CQ_DATA, true);
 }
 

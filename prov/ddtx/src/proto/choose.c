@@ -1,0 +1,105 @@
+/*
+ * Which scheme moves a rendezvous (LAH paper, with measured costs instead of a fixed
+ * threshold).  The sender proposes in the RTS: zero copy only when its layout is registered.
+ * The receiver decides in the CTS: zero copy only when both sides are ready, and among the
+ * possible schemes the one the cost model predicts fastest for these bytes and blocks.
+ * FI_DDTX_SCHEME forces a scheme (registering on the spot if needed); FI_DDTX_THRESHOLD
+ * replaces the learned crossover by a fixed block length.
+ */
+#include "engine/layout.h"
+#include "proto/proto_internal.h"
+
+static struct ddtx_proto_domain *pd_of(struct ddtx_ep *ep)
+{
+	return ep->domain->proto;
+}
+
+static enum fi_ddtx_scheme forced_scheme(const struct ddtx_wire_caps *caps)
+{
+	return ddtx_scheme_forced(&ddtx_settings, caps);
+}
+
+static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
+{
+	return (1u << FI_DDTX_SCHEME_SGL) | (caps->max_mkey_entries ? 1u << FI_DDTX_SCHEME_UMR : 0);
+}
+
+/* Is zero copy worth registering this layout for?  (The registration thread does the work.) */
+static bool worth_zcopy(struct ddtx_ep *ep, const struct ddtx_layout_stats *st)
+{
+	if (ddtx_settings.threshold)
+		return st->avg_block >= ddtx_settings.threshold;
+	struct ddtx_cost_model *m = &pd_of(ep)->cost;
+	return ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, st->total, st->nblocks) <
+	       ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, st->total, st->nblocks);
+}
+
+/* Registered, or registered now when a zero-copy scheme is forced. */
+static bool ready_for(struct ddtx_ep *ep, struct ddtx_layout *l, bool forced)
+{
+	if (!l)
+		return false;
+	if (ddtx_layout_ready(l))
+		return true;
+	if (forced)
+		return ddtx_layout_register_now(pd_of(ep)->layouts, l) == 0;
+	return false;
+}
+
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *l)
+{
+	const struct ddtx_wire_caps *caps = proto_of(ep)->caps;
+	enum fi_ddtx_scheme f = forced_scheme(caps);
+	if (f != FI_DDTX_SCHEME_COUNT) {
+		if (f != FI_DDTX_SCHEME_PACK)
+			ready_for(ep, l, true);
+		return f;
+	}
+	if (!l || !worth_zcopy(ep, &l->st))
+		return FI_DDTX_SCHEME_PACK;
+	if (!ddtx_layout_ready(l)) {
+		ddtx_layout_request(pd_of(ep)->layouts, l);
+		return FI_DDTX_SCHEME_PACK;
+	}
+	bool explored;
+	struct ddtx_cost_model m = pd_of(ep)->cost; /* a copy: proposing must not count */
+	return ddtx_cost_choose(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, &explored);
+}
+
+enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme proposed,
+				       const struct ddtx_layout_stats *sender,
+				       struct ddtx_layout *receiver, size_t bytes, bool *explored)
+{
+	struct ddtx_proto_domain *pd = pd_of(ep);
+	const struct ddtx_wire_caps *caps = proto_of(ep)->caps;
+	*explored = false;
+	enum fi_ddtx_scheme f = forced_scheme(caps);
+	if (f != FI_DDTX_SCHEME_COUNT) {
+		if (f != FI_DDTX_SCHEME_PACK && !ready_for(ep, receiver, true))
+			return FI_DDTX_SCHEME_PACK; /* could not register at all */
+		return f;
+	}
+	/* Blocks on both sides cost: the gather and the scatter. */
+	size_t blocks = sender->nblocks + (receiver ? receiver->st.nblocks : sender->nblocks);
+	bool want = receiver && worth_zcopy(ep, &receiver->st);
+	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
+	if (want && !ddtx_layout_ready(receiver))
+		ddtx_layout_request(pd->layouts, receiver);
+	if (!sender_ready || !ready_for(ep, receiver, false)) {
+		if (want)
+			pd->zcopy_not_ready++;
+		return FI_DDTX_SCHEME_PACK;
+	}
+	if (ddtx_settings.threshold) {
+		size_t avg = DDTX_MIN(sender->avg_block, receiver->st.avg_block);
+		return avg >= ddtx_settings.threshold ? proposed : FI_DDTX_SCHEME_PACK;
+	}
+	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
+	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
+}
+
+void ddtx_choose_observe(struct ddtx_ep *ep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
+			 uint64_t ns)
+{
+	ddtx_cost_observe(&pd_of(ep)->cost, s, bytes, blocks, ns);
+}
