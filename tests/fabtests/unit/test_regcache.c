@@ -311,21 +311,47 @@ static int test_basic(void)
 	CHECK(d->addr == (uintptr_t)buf && d->len == 2 * pg, "adjacent merge [%#lx,+%zu)",
 	      (unsigned long)d->addr, d->len);
 	CHECK(calls_for(kc) == 1, "adjacent region reported once");
-	/* overlapping while the old one is referenced: merged; the old stays valid for us */
+	/* overlapping a region in use: not merged (that would register its pages twice); the
+	 * new region covers the request alone and both stay in the cache */
 	e = get(rc, buf + pg + 10, 3 * pg, RW);
-	CHECK(e->addr == (uintptr_t)buf && e->len == 5 * pg, "overlap merge [%#lx,+%zu)",
-	      (unsigned long)e->addr, e->len);
+	CHECK(e->addr == (uintptr_t)buf + pg && e->len == 4 * pg, "no merge with a region in "
+	      "use: [%#lx,+%zu)", (unsigned long)e->addr, e->len);
+	CHECK(ddtx_reg_state(d) == DDTX_REG_LIVE && ddtx_reg_state(e) == DDTX_REG_LIVE,
+	      "both live");
+	ddtx_regcache_put(rc, d);
+	ddtx_regcache_put(rc, e);
+	a = get(rc, buf + 2 * pg, 100, DDTX_ACC_LOCAL_READ);
+	CHECK(a == e, "hit inside the second region");
+	b = get(rc, buf + 10, 100, RW);
+	CHECK(b == d, "hit inside the first region");
+	ddtx_regcache_put(rc, a);
+	ddtx_regcache_put(rc, b);
+	/* now both unused: a request overlapping both merges all three into one */
+	uint64_t kd = d->mr->key, ke = e->mr->key;
+	c = get(rc, buf + 4 * pg, 2 * pg, RW);
+	CHECK(c->addr == (uintptr_t)buf && c->len == 6 * pg, "merge of unused neighbours "
+	      "[%#lx,+%zu)", (unsigned long)c->addr, c->len);
+	CHECK(calls_for(kd) == 1 && calls_for(ke) == 1, "both reported once");
+	CHECK(!key_live(kd, (uintptr_t)buf, pg) && !key_live(ke, (uintptr_t)buf + pg, pg),
+	      "merged unused regions deregistered");
+	/* a new region that contains one in use replaces it in the cache: MERGED, still
+	 * registered for its holder until the last put, reported once */
+	d = get(rc, buf + 8 * pg, pg, RW);
+	e = get(rc, buf + 7 * pg, 3 * pg, RW);
+	CHECK(e != d && e->addr == (uintptr_t)buf + 7 * pg && e->len == 3 * pg,
+	      "contains the region in use");
 	CHECK(ddtx_reg_state(d) == DDTX_REG_MERGED && key_live(d->mr->key, d->addr, d->len),
 	      "referenced merged region stays registered");
-	uint64_t kd = d->mr->key;
+	kd = d->mr->key;
+	CHECK(calls_for(kd) == 1 && call_for(kd)->state == DDTX_REG_MERGED, "reported MERGED");
+	b = get(rc, buf + 8 * pg, 10, RW);
+	CHECK(b == e, "lookups go to the new region");
+	ddtx_regcache_put(rc, b);
 	ddtx_regcache_put(rc, d);
-	CHECK(!key_live(kd, (uintptr_t)buf, 2 * pg), "released at last put");
-	CHECK(calls_for(kd) == 1, "listener once for d (%zu)", calls_for(kd));
-	/* a hit in the middle of the merged region */
-	a = get(rc, buf + 2 * pg, 100, DDTX_ACC_LOCAL_READ);
-	CHECK(a == e, "hit inside merged region");
-	ddtx_regcache_put(rc, a);
+	CHECK(!key_live(kd, (uintptr_t)buf + 8 * pg, pg), "released at last put");
+	CHECK(calls_for(kd) == 1, "not reported again (%zu)", calls_for(kd));
 	ddtx_regcache_put(rc, e);
+	ddtx_regcache_put(rc, c);
 
 	/* a merge that is not cheap: a 4 KiB request next to a 16 MiB region stays separate */
 	uint8_t *big = map(16 * 1024 * 1024 + 2 * pg);
@@ -344,7 +370,7 @@ static int test_basic(void)
 	      "wrap");
 
 	stats(rc, &st);
-	CHECK(st.merges == 3, "merges %lu", (unsigned long)st.merges);
+	CHECK(st.merges == 5, "merges %lu", (unsigned long)st.merges);
 	ddtx_regcache_close(rc);
 	munmap(buf, 64 * pg);
 	munmap(big, 16 * 1024 * 1024 + 2 * pg);
@@ -648,20 +674,27 @@ static int test_invalidate(void)
 		CHECK(st.registered_count == st.cached_count, "no leftovers (%lu vs %lu)",
 		      (unsigned long)st.registered_count, (unsigned long)st.cached_count);
 	}
-	/* a MERGED region, still referenced, whose memory then goes away */
+	/* a MERGED region, still referenced, whose memory then goes away: reported a second
+	 * time, as INVALIDATED */
 	{
 		p = map(16 * pg);
 		struct ddtx_reg *small = get(rc, p, pg, RW);
 		struct ddtx_reg *bigger = get(rc, p, 4 * pg, RW);
+		uint64_t ks = small->mr->key, kb = bigger->mr->key;
 		CHECK(ddtx_reg_state(small) == DDTX_REG_MERGED, "merged");
-		size_t c0 = calls_for(small->mr->key);
+		CHECK(calls_for(ks) == 1, "merged region reported");
 		munmap(p, 16 * pg);
 		ddtx_regcache_flush(rc);
 		CHECK(ddtx_reg_state(small) == DDTX_REG_INVALIDATED &&
 		      ddtx_reg_state(bigger) == DDTX_REG_INVALIDATED, "both dead");
-		CHECK(calls_for(small->mr->key) == c0 && c0 == 1, "merged region reported once");
+		CHECK(calls_for(ks) == 2 && calls[ncalls - 1].state == DDTX_REG_INVALIDATED,
+		      "merged region reported again as invalidated (%zu)", calls_for(ks));
+		CHECK(calls_for(kb) == 1, "the bigger one once");
 		ddtx_regcache_put(rc, small);
 		ddtx_regcache_put(rc, bigger);
+		CHECK(calls_for(ks) == 2 && calls_for(kb) == 1, "no more reports at put");
+		CHECK(!key_live(ks, (uintptr_t)p, pg) && !key_live(kb, (uintptr_t)p, 4 * pg),
+		      "both deregistered at last put");
 	}
 	/* explicit invalidation */
 	{
@@ -997,17 +1030,32 @@ static void *mapper(void *arg)
 	return (void *)n;
 }
 
+/* Each region is reported once, or twice when it left MERGED and died INVALIDATED later. */
 static void dup_listener(void *arg, const struct ddtx_reg *reg)
 {
-	static uint64_t seen[1 << 16];
+	static struct {
+		uint64_t key;
+		int state;
+		int n;
+	} seen[1 << 16];
 	static size_t nseen;
+	int st = ddtx_reg_state(reg);
+	size_t i;
 
 	pthread_mutex_lock(&lis_lock);
-	for (size_t i = 0; i < nseen; i++)
-		if (seen[i] == reg->mr->key)
+	for (i = 0; i < nseen; i++)
+		if (seen[i].key == reg->mr->key)
+			break;
+	if (i < nseen) {
+		if (seen[i].state != DDTX_REG_MERGED || st != DDTX_REG_INVALIDATED || seen[i].n > 1)
 			dup_reports++;
-	if (nseen < (1 << 16))
-		seen[nseen++] = reg->mr->key;
+		seen[i].state = st;
+		seen[i].n++;
+	} else if (nseen < (1 << 16)) {
+		seen[nseen].key = reg->mr->key;
+		seen[nseen].state = st;
+		seen[nseen++].n = 1;
+	}
 	ncalls++;
 	pthread_mutex_unlock(&lis_lock);
 }

@@ -152,7 +152,8 @@ static void invalidate_range_locked(struct ddtx_regcache *rc, uintptr_t s, uintp
 		unlist(rc, r, DDTX_REG_INVALIDATED, w);
 		rc->st.invalidations++;
 	}
-	/* MERGED but referenced: already reported; now unusable, freed at the last put. */
+	/* MERGED but referenced: now unusable; reported a second time (holders that kept it
+	 * after the MERGED report learn that it is dead), freed at the last put. */
 	ddtx_itree_visit(&rc->retired, s, e, collect_fn, &hits);
 	while ((it = ddtx_list_pop_front(&hits))) {
 		struct ddtx_reg *r = REG_OF(it, priv.scan);
@@ -161,6 +162,14 @@ static void invalidate_range_locked(struct ddtx_regcache *rc, uintptr_t s, uintp
 		r->priv.where = W_NONE;
 		set_state(r, DDTX_REG_INVALIDATED);
 		rc->st.invalidations++;
+		if (!r->priv.tempref) {
+			/* (else its MERGED report is still queued: that one call will see the
+			 * INVALIDATED state) */
+			r->priv.notify = true;
+			r->priv.refs++;
+			r->priv.tempref = true;
+			ddtx_list_push_back(&w->list, &r->priv.link);
+		}
 	}
 	/* Candidates being registered right now. */
 	for (it = rc->pending.head.next; it != &rc->pending.head; it = it->next) {
@@ -263,49 +272,68 @@ static void dereg_now(struct ddtx_regcache *rc, struct ddtx_reg *r)
 static void finish(struct ddtx_regcache *rc, struct work *w)
 {
 	struct ddtx_list_entry *it;
-	struct ddtx_list again;
-	bool temps = false;
+	struct ddtx_list done;
 
-	if (ddtx_list_empty(&w->list))
-		return;
-	for (it = w->list.head.next; it != &w->list.head; it = it->next) {
-		struct ddtx_reg *r = REG_OF(it, priv.link);
+	ddtx_list_init(&done);
+	while (!ddtx_list_empty(&w->list)) {
+		struct ddtx_list again;
+		bool temps = false;
 
-		if (r->priv.notify) {
-			r->priv.notify = false;
-			if (w->listener)
-				w->listener(w->listener_arg, r);
+		/* Listener calls, unlocked.  A region carrying a temporary reference cannot be
+		 * freed meanwhile, and nobody else reports it while we hold that reference. */
+		for (it = w->list.head.next; it != &w->list.head; it = it->next) {
+			struct ddtx_reg *r = REG_OF(it, priv.link);
+
+			if (r->priv.notify) {
+				r->priv.notify = false;
+				r->priv.reported = ddtx_reg_state(r);
+				if (w->listener)
+					w->listener(w->listener_arg, r);
+			}
+			temps |= r->priv.tempref;
 		}
-		temps |= r->priv.tempref;
-	}
-	/* Drop the temporary references; a last one commits the deregistration. */
-	ddtx_list_init(&again);
-	if (temps) {
-		struct work w2;
-
-		work_init(&w2);
+		if (!temps) {
+			while ((it = ddtx_list_pop_front(&w->list)))
+				ddtx_list_push_back(&done, it);
+			break;
+		}
+		/* Drop the temporary references; a last one commits the deregistration.  A region
+		 * reported MERGED that died meanwhile is reported again, as INVALIDATED. */
+		ddtx_list_init(&again);
 		pthread_mutex_lock(&rc->lock);
 		while ((it = ddtx_list_pop_front(&w->list))) {
 			struct ddtx_reg *r = REG_OF(it, priv.link);
 
-			if (r->priv.tempref) {
-				r->priv.tempref = false;
-				if (--r->priv.refs == 0 && !r->priv.orphan)
-					commit_dereg(rc, r, &w2);
-				else if (!r->priv.refs)
-					r->priv.dereg = true, ddtx_list_push_back(&w2.list, it);
-			} else {
+			if (!r->priv.tempref) {
+				ddtx_list_push_back(&done, it);
+				continue;
+			}
+			if (ddtx_reg_state(r) == DDTX_REG_INVALIDATED &&
+			    r->priv.reported != DDTX_REG_INVALIDATED) {
+				r->priv.notify = true;
 				ddtx_list_push_back(&again, it);
+				continue;
+			}
+			r->priv.tempref = false;
+			if (--r->priv.refs)
+				continue;
+			if (r->priv.orphan) {
+				r->priv.dereg = true;
+				ddtx_list_push_back(&done, it);
+			} else {
+				struct work w2;
+
+				work_init(&w2);
+				commit_dereg(rc, r, &w2);
+				ddtx_list_pop_front(&w2.list);
+				ddtx_list_push_back(&done, it);
 			}
 		}
-		while ((it = ddtx_list_pop_front(&w2.list)))
-			ddtx_list_push_back(&again, it);
 		pthread_mutex_unlock(&rc->lock);
-	} else {
-		while ((it = ddtx_list_pop_front(&w->list)))
-			ddtx_list_push_back(&again, it);
+		while ((it = ddtx_list_pop_front(&again)))
+			ddtx_list_push_back(&w->list, it);
 	}
-	while ((it = ddtx_list_pop_front(&again))) {
+	while ((it = ddtx_list_pop_front(&done))) {
 		struct ddtx_reg *r = REG_OF(it, priv.link);
 
 		if (r->priv.dereg)
@@ -405,6 +433,11 @@ static int span_fn(void *arg, struct ddtx_itree_node *n)
 {
 	struct span_ctx *c = arg;
 
+	/* Merging with a region in use would not free it: both would stay registered, and a
+	 * layout registered entry by entry would pin its memory over and over. */
+	if (REG_OF(n, priv.node)->priv.refs)
+		return 0;
+
 	c->s = DDTX_MIN(c->s, n->start);
 	c->e = DDTX_MAX(c->e, n->end);
 	c->access |= REG_OF(n, priv.node)->access;
@@ -476,7 +509,15 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 
 		/* (1) Choose the span: merge LIVE neighbours when the union stays cheap. */
 		if (rc->mon) {
-			ddtx_itree_visit(&rc->index, s ? s - 1 : 0, e + 1, span_fn, &span);
+			uintptr_t ps, pe;
+
+			do {    /* a chain of touching regions merges as a whole */
+				ps = span.s;
+				pe = span.e;
+				ddtx_itree_visit(&rc->index, ps ? ps - 1 : 0, pe + 1, span_fn,
+						 &span);
+			} while ((span.s != ps || span.e != pe) &&
+				 (span.e - span.s) - (e - s) <= DDTX_MAX(e - s, MERGE_SLACK_MIN));
 			if ((span.e - span.s) - (e - s) > DDTX_MAX(e - s, MERGE_SLACK_MIN))
 				span = (struct span_ctx){ s, e, access };
 		}

@@ -75,6 +75,7 @@ struct ddtx_reg {                       /* one registered region, public read-on
 		struct ddtx_memmon_watch watch;
 		uint64_t refs;
 		int state;                      /* enum ddtx_reg_state (atomic) */
+		int reported;                   /* state the listener last saw */
 		uint8_t where;
 		bool doomed, notify, tempref, dereg, orphan;
 	} priv;
