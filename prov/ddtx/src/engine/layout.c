@@ -29,6 +29,7 @@ struct ddtx_layout_cache {
 	struct ddtx_list lru;            /* layouts, most recent first */
 	size_t wset_count;               /* window sets of all layouts */
 	uint64_t next_wset_id;
+	_Atomic uint64_t seen_gen;       /* registration-cache generation last synced with */
 	struct ddtx_layout_cache_stats st;
 	/* registration thread */
 	pthread_t thread;
@@ -332,10 +333,25 @@ static void free_list_of_layouts(struct ddtx_layout_cache *lc, struct ddtx_list 
 		layout_free(lc, ddtx_container_of(it, struct ddtx_layout, lru));
 }
 
+/*
+ * Memory unmapped since the last look must reach the layouts before one is handed out: a hit
+ * on a recycled address would otherwise reuse a dead registration.  One atomic read when
+ * nothing happened.
+ */
+static void sync_invalidations(struct ddtx_layout_cache *lc)
+{
+	uint64_t g = ddtx_regcache_generation(lc->regcache);
+	if (g == atomic_load_explicit(&lc->seen_gen, memory_order_acquire))
+		return;
+	ddtx_regcache_flush(lc->regcache); /* calls on_reg_invalidate for each dead region */
+	atomic_store_explicit(&lc->seen_gen, g, memory_order_release);
+}
+
 struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct iovec *iov,
 				    size_t count, bool *hit)
 {
 	uintptr_t base;
+	sync_invalidations(lc);
 	uint64_t hash = ddtx_layout_hash(iov, count, &base);
 	struct ddtx_layout_stats st;
 	ddtx_layout_stats(iov, count, &st);
@@ -393,6 +409,7 @@ struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct i
 
 bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
+	sync_invalidations(lc);
 	pthread_mutex_lock(&lc->lock);
 	bool live = !l->dead;
 	if (live) {
@@ -600,6 +617,7 @@ int ddtx_layout_cache_open(const struct ddtx_layout_cache_params *params,
 	ddtx_list_init(&lc->lru);
 	ddtx_list_init(&lc->queue);
 	ddtx_regcache_set_listener(regcache, on_reg_invalidate, lc);
+	atomic_init(&lc->seen_gen, ddtx_regcache_generation(regcache));
 	if (params->thread && !pthread_create(&lc->thread, NULL, reg_thread, lc))
 		lc->thread_started = true;
 	*out = lc;
