@@ -422,9 +422,10 @@ static int t_umr_pool_pressure(struct ft_ctx *ctx, void *varg)
 	if (nl < 8)
 		nl = 8;
 	FT_CHECK(nl <= 512, "pool capacity %llu too large for this test", cap);
-	printf("  pool capacity %llu: %zu distinct layouts of %zu windows in flight (%zu windows "
-	       "per side)\n",
-	       cap, nl, windows, nl * windows);
+	if (ctx->rank == 0)
+		printf("  pool capacity %llu: %zu distinct layouts of %zu windows in flight (%zu "
+		       "windows per side)\n",
+		       cap, nl, windows, nl * windows);
 	struct slay *ls = calloc(nl, sizeof(*ls));
 	FT_CHECK(ls, "calloc");
 	for (size_t i = 0; i < nl; i++)
