@@ -502,13 +502,14 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 	}
 	rc->st.misses++;
 
+	bool nomerge = false;
 	for (int attempt = 0;; attempt++) {
 		struct span_ctx span = { s, e, access };
 		struct iovec iov;
 		bool watched = false;
 
 		/* (1) Choose the span: merge LIVE neighbours when the union stays cheap. */
-		if (rc->mon) {
+		if (rc->mon && !nomerge) {
 			uintptr_t ps, pe;
 
 			do {    /* a chain of touching regions merges as a whole */
@@ -559,12 +560,23 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 		ddtx_list_remove(&cand->priv.link);
 		cand->priv.where = W_NONE;
 		if (ret) {
+			bool merged = cand->addr != s || cand->len != e - s;
+
 			pthread_mutex_unlock(&rc->lock);
 			if (rc->mon)
 				ddtx_memmon_unwatch(rc->mon, &cand->priv.watch);
 			free(cand);
 			finish(rc, &w);
-			return ret;
+			if (!merged || ret == -FI_ENOMEM)
+				return ret;
+			/* The union failed where the request alone may not: try that. */
+			work_init(&w);
+			lock_and_sync(rc, &w);
+			r = hit_locked(rc, s, e, access);
+			if (r)
+				break;
+			nomerge = true;
+			continue;
 		}
 		ddtx_list_push_back(&rc->all, &cand->priv.all);
 		rc->st.registered_bytes += cand->len;
