@@ -563,7 +563,9 @@ static int fab_wait_slot(struct nc_fab *f, size_t *pend, double deadline)
 		if (fab_progress(f))
 			return -1;
 		if (ft_now() > deadline) {
-			set_err(f->sh, 1, "no completion within %d s", f->cfg->timeout);
+			set_err(f->sh, 1, "no completion within %d s (ping-pong: %zu sends, %zu "
+				"receives of the transfer outstanding)", f->cfg->timeout,
+				f->spend[0], f->rpend[0]);
 			return -1;
 		}
 	}
@@ -642,7 +644,13 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 			}
 		}
 		if (ft_now() > deadline) {
-			set_err(f->sh, 1, "no completion within %d s", f->cfg->timeout);
+			char st[64] = "";
+			for (int s = 0; s < w && strlen(st) < sizeof(st) - 16; s++)
+				snprintf(st + strlen(st), sizeof(st) - strlen(st), " %zu",
+					 ctx->rank == 0 ? f->spend[s] : f->rpend[s]);
+			set_err(f->sh, 1, "rank %d: no completion within %d s: %d of %d transfers "
+				"done, %d posted; messages outstanding per slot:%s", ctx->rank,
+				f->cfg->timeout, done, iters, posted, st);
 			goto fail;
 		}
 	}
@@ -658,7 +666,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 		if (fab_progress(f))
 			goto fail;
 		if (ft_now() > deadline) {
-			set_err(f->sh, 1, "no ack within %d s", f->cfg->timeout);
+			set_err(f->sh, 1, "rank %d: no ack within %d s", ctx->rank, f->cfg->timeout);
 			goto fail;
 		}
 	}
