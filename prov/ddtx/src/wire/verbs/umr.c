@@ -372,14 +372,14 @@ void ddtx_vumr_fini(struct ddtx_verbs_domain *dom)
 	u->enabled = false;
 }
 
-int ddtx_vumr_map(struct ddtx_verbs_domain *dom, const struct ddtx_vsge *e, size_t n,
-		  int ibv_access, bool dedicated, struct ddtx_vmkey **out, uint32_t *rkey)
+/* Map e[0..n) onto mk: interleaved when strided, a list otherwise. */
+int ddtx_vumr_post(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk,
+		   const struct ddtx_vsge *e, size_t n, int ibv_access)
 {
 	struct ddtx_vumr *u = &dom->umr;
 	struct ddtx_vinterleave il[u->interleaved_entries ? u->interleaved_entries : 1];
 	uint32_t repeat = 0;
 	size_t p = 0;
-	struct ddtx_vmkey *mk = NULL;
 	int access = ibv_access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ);
 	int ret;
@@ -387,35 +387,71 @@ int ddtx_vumr_map(struct ddtx_verbs_domain *dom, const struct ddtx_vsge *e, size
 	if (!u->enabled || !n)
 		return -FI_EOPNOTSUPP;
 	if (u->interleaved_entries)
-		p = ddtx_vinterleave_detect(e, n, u->interleaved_entries, il, &repeat);
-	if (!p && n > u->list_entries) {
+		p = ddtx_vinterleave_detect(e, n, DDTX_MIN(u->interleaved_entries,
+							   mk->max_entries - 1), il, &repeat);
+	if (!p && (n > u->list_entries || n > mk->max_entries)) {
 		DDTX_INFO(FI_LOG_MR, "verbs: %zu entries exceed one UMR (%u)\n", n,
-			  u->list_entries);
+			  DDTX_MIN(u->list_entries, mk->max_entries));
 		return -FI_EINVAL;
 	}
-	if ((p ? p + 1 : n) <= u->pool_entries) {
-		mk = pool_pop(u);
-		if (!mk && (mk = mkey_new(dom, u->pool_entries + 1)))
-			u->pool_size++;
-	} else if (dedicated) {
-		mk = mkey_new(dom, (uint32_t)(p ? p + 1 : n));
-		if (mk)
-			mk->dedicated = true;
-	}
-	if (!mk)
-		return -FI_ENOMEM;
+	if (mk->mapped && (ret = post_inv(dom, mk)))
+		return ret;                      /* LOCAL_INV before reuse */
 	ret = post_map(dom, mk, e, n, p ? il : NULL, p, repeat, access);
 	if (ret) {
 		u->fallbacks++;
-		if (mk->dedicated || !u->tag_update)
-			mkey_destroy(mk);
-		else
-			pool_push(u, mk);
 		return ret;
 	}
 	u->maps++;
 	if (p)
 		u->interleaved_maps++;
+	return 0;
+}
+
+int ddtx_vumr_inv(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk)
+{
+	return mk->mapped ? post_inv(dom, mk) : 0;
+}
+
+struct ddtx_vmkey *ddtx_vumr_mkey_new(struct ddtx_verbs_domain *dom)
+{
+	struct ddtx_vmkey *mk;
+
+	if (!dom->umr.enabled)
+		return NULL;
+	mk = pool_pop(&dom->umr);
+	if (!mk && (mk = mkey_new(dom, dom->umr.pool_entries + 1)))
+		dom->umr.pool_size++;
+	return mk;
+}
+
+int ddtx_vumr_map(struct ddtx_verbs_domain *dom, const struct ddtx_vsge *e, size_t n,
+		  int ibv_access, bool dedicated, struct ddtx_vmkey **out, uint32_t *rkey)
+{
+	struct ddtx_vumr *u = &dom->umr;
+	struct ddtx_vmkey *mk = NULL;
+	int ret;
+
+	if (!u->enabled || !n)
+		return -FI_EOPNOTSUPP;
+	if (n <= u->pool_entries) {
+		mk = ddtx_vumr_mkey_new(dom);
+	} else if (dedicated && n <= u->list_entries) {
+		mk = mkey_new(dom, (uint32_t)n + 1);
+		if (mk)
+			mk->dedicated = true;
+	} else if (dedicated) {
+		/* Too many for one list; a pattern may still fit. */
+		mk = mkey_new(dom, u->interleaved_entries + 1);
+		if (mk)
+			mk->dedicated = true;
+	}
+	if (!mk)
+		return n > u->pool_entries && !dedicated ? -FI_EINVAL : -FI_ENOMEM;
+	ret = ddtx_vumr_post(dom, mk, e, n, ibv_access);
+	if (ret) {
+		ddtx_vumr_unmap(dom, mk);
+		return ret;
+	}
 	*out = mk;
 	*rkey = mk->mkey->rkey;
 	return 0;
@@ -440,6 +476,16 @@ void ddtx_vumr_unmap(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk)
 	pool_push(u, mk);
 }
 
+uint32_t ddtx_vumr_rkey(const struct ddtx_vmkey *mk)
+{
+	return mk->mkey->rkey;
+}
+
+uint32_t ddtx_vumr_lkey(const struct ddtx_vmkey *mk)
+{
+	return mk->mkey->lkey;
+}
+
 #else /* !DDTX_HAVE_MLX5DV */
 
 int ddtx_vumr_init(struct ddtx_verbs_domain *dom)
@@ -461,6 +507,32 @@ int ddtx_vumr_map(struct ddtx_verbs_domain *dom, const struct ddtx_vsge *e, size
 
 void ddtx_vumr_unmap(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk)
 {
+}
+
+int ddtx_vumr_post(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk,
+		   const struct ddtx_vsge *e, size_t n, int ibv_access)
+{
+	return -FI_EOPNOTSUPP;
+}
+
+int ddtx_vumr_inv(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk)
+{
+	return 0;
+}
+
+struct ddtx_vmkey *ddtx_vumr_mkey_new(struct ddtx_verbs_domain *dom)
+{
+	return NULL;
+}
+
+uint32_t ddtx_vumr_rkey(const struct ddtx_vmkey *mk)
+{
+	return 0;
+}
+
+uint32_t ddtx_vumr_lkey(const struct ddtx_vmkey *mk)
+{
+	return 0;
 }
 
 #endif

@@ -189,6 +189,22 @@ int ddtx_vumr_map(struct ddtx_verbs_domain *dom, const struct ddtx_vsge *e, size
 		  int ibv_access, bool dedicated, struct ddtx_vmkey **out, uint32_t *rkey);
 /* Invalidate (LOCAL_INV) and return the mkey to the pool (or destroy a dedicated one). */
 void ddtx_vumr_unmap(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk);
+/* The pieces of ddtx_vumr_map, for the engine's own mkeys (mkey.c): an mkey of the pool
+ * (NULL without UMR), (re)mapping it (invalidated first if mapped), invalidating it. */
+struct ddtx_vmkey *ddtx_vumr_mkey_new(struct ddtx_verbs_domain *dom);
+int ddtx_vumr_post(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk,
+		   const struct ddtx_vsge *e, size_t n, int ibv_access);
+int ddtx_vumr_inv(struct ddtx_verbs_domain *dom, struct ddtx_vmkey *mk);
+uint32_t ddtx_vumr_rkey(const struct ddtx_vmkey *mk);
+uint32_t ddtx_vumr_lkey(const struct ddtx_vmkey *mk);
+
+/* ---- mkey.c: the wire interface's multi-entry keys ---- */
+int ddtx_vmkey_create(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out);
+void ddtx_vmkey_destroy(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+int ddtx_vmkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
+		   const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
+void ddtx_vmkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
+uint32_t ddtx_vmkey_lkey(const struct ddtx_wire_mkey *mkey);
 
 /* ---- the domain ---- */
 struct ddtx_verbs_ep;

@@ -773,6 +773,57 @@ static int verbs_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct i
 		   false);
 }
 
+/* The UMR scheme's write of one window: the local side is a mapped mkey (zero-based). */
+static int verbs_write_mkey(struct ddtx_wire_ep *wep, ddtx_peer_t peer,
+			    const struct ddtx_wire_mkey *local, uint64_t loff,
+			    enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			    void *wr_context)
+{
+	struct ddtx_verbs_ep *ep = ddtx_vep_of(wep);
+	struct ddtx_vop *op;
+	int ret;
+
+	if (!ep || !ddtx_vpeer_get(ep, peer) || !local->nentries || loff > local->len ||
+	    len > local->len - loff || len > ep->dom->caps.max_rma_size ||
+	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL))
+		return -FI_EINVAL;
+	ret = ddtx_vcq_reserve(ep);
+	if (ret)
+		return ret;
+	if (!len) {
+		ddtx_vcq_push(ep, wr_context, 0);
+		return 0;
+	}
+	op = calloc(1, sizeof(*op));
+	if (!op || !(op->sge = calloc(1, sizeof(*op->sge))) ||
+	    !(op->items = calloc(1, sizeof(*op->items)))) {
+		if (op)
+			free(op->sge);
+		free(op);
+		return -FI_ENOMEM;
+	}
+	op->wr_context = wr_context;
+	op->write = true;
+	op->peer = peer;
+	op->space = (uint8_t)space;
+	op->rkey_wire = rkey;
+	op->raddr = raddr;
+	op->len = len;
+	if (space == DDTX_KEY_INTERNAL && !(rkey >> 32)) {
+		op->resolved = true;
+		op->rkey = (uint32_t)rkey;
+		op->hca_addr = raddr;
+	}
+	op->sge[0] = (struct ddtx_vsge){ loff, (uint32_t)len, ddtx_vmkey_lkey(local) };
+	op->nsge = 1;
+	op->items[0] = (struct ddtx_vitem){ .kind = DDTX_VITEM_RMA, .op = op, .first_sge = 0,
+					    .nsge = 1, .roff = 0, .bytes = (uint32_t)len };
+	op->nitems = op->items_left = 1;
+	ep->ops_live++;
+	ddtx_vpost_enqueue(ep, peer, &op->items[0]);
+	return 0;
+}
+
 /* ---- progress ---- */
 
 static void ctrl_send(struct ddtx_verbs_ep *ep, ddtx_peer_t peer, uint8_t type,
@@ -1002,4 +1053,9 @@ const struct ddtx_wire_impl ddtx_verbs_wire_impl = {
 	.write = verbs_write,
 	.read = verbs_read,
 	.ep_progress = verbs_ep_progress,
+	.mkey_create = ddtx_vmkey_create,
+	.mkey_destroy = ddtx_vmkey_destroy,
+	.mkey_map = ddtx_vmkey_map,
+	.mkey_invalidate = ddtx_vmkey_invalidate,
+	.write_mkey = verbs_write_mkey,
 };
