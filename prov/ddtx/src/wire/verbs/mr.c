@@ -321,8 +321,10 @@ int ddtx_vmr_reg(struct ddtx_verbs_domain *dom, const struct iovec *iov, size_t 
 		goto err;
 	}
 	if (nonempty == 1) {
+		/* Indexed when registered at its own address (the engine's registration cache
+		 * does so): its lkey then serves the local side of writes and reads. */
 		ret = ddtx_vreg_new(dom, iov[first].iov_base, iov[first].iov_len, iova, ibv_access,
-				    space == DDTX_KEY_APP, &m->direct);
+				    true, &m->direct);
 		if (ret)
 			goto err;
 		m->rkey = m->direct->mr->rkey;
