@@ -21,12 +21,16 @@
  *                must not be used again; deregistered at its last put.  A MERGED region whose
  *                memory goes away while still referenced becomes INVALIDATED too.
  *
- * Listener: called exactly once for every region that leaves the cache (EVICTED, MERGED or
- * INVALIDATED from LIVE), from get / put / flush / invalidate on the calling user thread, never
- * from the monitor thread, with the cache mutex released; the region's mr is still registered
- * during the call and the pointer is valid until the call returns (or until the holder's last
- * put, if the dependent holds references).  The listener may call any function of this cache
- * except close.  Not called at close.
+ * Listener: called once for every region that leaves the cache (EVICTED, MERGED or
+ * INVALIDATED from LIVE), and once more if a region that left MERGED while referenced later
+ * becomes INVALIDATED (so a holder may keep a MERGED region and still hear of its death; treat
+ * calls as idempotent).  Called from get / put / flush / invalidate on the calling user
+ * thread, never from the monitor thread, with the cache mutex released: the listener may call
+ * any function of this cache except close, and may take its own locks (do not call into the
+ * cache while holding a lock the listener takes).  The region's mr is still registered during
+ * the call and the pointer is valid until the call returns (or until the holder's last put, if
+ * the dependent holds references).  UNCACHED regions are never reported; nothing is reported
+ * at close.
  *
  * Generation: ddtx_regcache_generation() increases whenever a region may have become
  * INVALIDATED (it counts monitor events as soon as they are read, before any flush), so a
@@ -102,8 +106,9 @@ void ddtx_regcache_close(struct ddtx_regcache *rc);
 
 /*
  * Find a LIVE region covering [addr, addr+len) with at least `access`, or register one
- * (page-aligned, merged with overlapping/adjacent LIVE regions when the union is at most
- * max(len, 1 MiB) bigger than the request), and take a reference.  Returns 0, -FI_EINVAL (NULL,
+ * (page-aligned; merged with the chain of overlapping/adjacent LIVE regions that nobody
+ * references when the union is at most max(len, 1 MiB) bigger than the request; a region in
+ * use is never merged, it would stay registered twice), and take a reference.  Returns 0, -FI_EINVAL (NULL,
  * zero length, wrap-around, unknown access bits), -FI_ENOMEM, -FI_EAGAIN (the memory kept
  * being unmapped while it was being registered), or the wire's error.
  */
