@@ -618,13 +618,19 @@ static int test_invalidate(void)
 		p = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		memset(p, 1, 16 * pg);
 		r = get(rc, p, 16 * pg, RW);
-		CHECK(ddtx_reg_state(r) == DDTX_REG_LIVE, "shmem is watched and cached");
 		k = r->mr->key;
-		ddtx_regcache_put(rc, r);
-		BEFORE(rc);
-		madvise(p + pg, pg, MADV_REMOVE);
-		check_invalidated(rc, "memfd MADV_REMOVE", k, (uintptr_t)p, 16 * pg, p, 16 * pg,
-				  st0.invalidations, gen0);
+		if (ddtx_reg_state(r) != DDTX_REG_LIVE) {
+			/* kernel without write-protect mode for shmem: such memory is uncached */
+			printf("note: shmem cannot be watched here (state %d)\n", ddtx_reg_state(r));
+			CHECK(ddtx_reg_state(r) == DDTX_REG_UNCACHED, "shmem uncached");
+			ddtx_regcache_put(rc, r);
+		} else {
+			ddtx_regcache_put(rc, r);
+			BEFORE(rc);
+			madvise(p + pg, pg, MADV_REMOVE);
+			check_invalidated(rc, "memfd MADV_REMOVE", k, (uintptr_t)p, 16 * pg, p,
+					  16 * pg, st0.invalidations, gen0);
+		}
 		munmap(p, 16 * pg);
 		close(fd);
 		fclose(f);
