@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Table (and optional plot) of mpi_nc_bench results from several MPI stacks.
+
+    mpi_bench_report.py RESULTS.txt [--stacks a,b,...] [--plot FILE.png] [--json FILE]
+                        [--subject mpich-ddtx] [--shm mpich-shm] [--small-block 128]
+
+RESULTS.txt holds the "RESULT stack=... case=... lat_us=..." lines of mpi_nc_bench (possibly
+several runs per stack: the median of the runs is used).  Prints one row per case: latency in
+microseconds per stack, the subject's speed-up over the libfabric shm provider and its ratio to
+the best other stack; then the targets:
+  - vec-4096x32 (4 KiB x 32 blocks): subject >= 1.5x lower latency than the shm provider and
+    lower than every other stack;
+  - small-block layouts (average block <= --small-block bytes): subject at most 5% slower than
+    the best stack.
+Exit status 1 when a data check failed (timings never fail it).
+"""
+import json
+import re
+import statistics
+import sys
+from collections import OrderedDict, defaultdict
+
+
+def parse(path):
+    res = defaultdict(lambda: defaultdict(list))
+    info = OrderedDict()
+    bad = []
+    with open(path, errors='replace') as f:
+        for line in f:
+            if not line.startswith('RESULT '):
+                continue
+            kv = dict(re.findall(r'(\w+)=(\S+)', line))
+            st, case = kv['stack'], kv['case']
+            res[case][st].append(float(kv['lat_us']))
+            info.setdefault(case, kv)
+            if kv.get('check') != 'ok':
+                bad.append((st, case))
+    return res, info, bad
+
+
+def main(argv):
+    path = None
+    stacks = None
+    plot = None
+    jout = None
+    subject, shm, small = 'mpich-ddtx', 'mpich-shm', 128.0
+    it = iter(argv)
+    for a in it:
+        if a == '--stacks':
+            stacks = next(it).split(',')
+        elif a == '--plot':
+            plot = next(it)
+        elif a == '--json':
+            jout = next(it)
+        elif a == '--subject':
+            subject = next(it)
+        elif a == '--shm':
+            shm = next(it)
+        elif a == '--small-block':
+            small = float(next(it))
+        elif path is None:
+            path = a
+        else:
+            print(__doc__)
+            return 2
+    if not path:
+        print(__doc__)
+        return 2
+    res, info, bad = parse(path)
+    if stacks is None:
+        stacks = []
+        for c in res.values():
+            for s in c:
+                if s not in stacks:
+                    stacks.append(s)
+    med = {c: {s: statistics.median(v) for s, v in d.items()} for c, d in res.items()}
+
+    hdr = ['case', 'blocks', 'bytes', 'avg B'] + stacks + ['vs shm', 'vs best other']
+    rows = []
+    targets = []
+    for c, kv in info.items():
+        m = med[c]
+        row = [c, kv['blocks'], kv['bytes'], '%.0f' % float(kv['avg_block'])]
+        for s in stacks:
+            row.append('%.1f' % m[s] if s in m else '-')
+        sub = m.get(subject)
+        others = {s: v for s, v in m.items() if s != subject}
+        if sub and shm in m:
+            row.append('%.2fx' % (m[shm] / sub))
+        else:
+            row.append('-')
+        if sub and others:
+            best_s = min(others, key=others.get)
+            row.append('%.2f (%s)' % (sub / others[best_s], best_s))
+        else:
+            row.append('-')
+        rows.append(row)
+        if sub is None:
+            continue
+        if c == 'vec-4096x32':
+            ok1 = shm in m and m[shm] / sub >= 1.5
+            ok2 = all(sub < v for v in others.values())
+            targets.append(('4 KiB x 32: %s >= 1.5x lower latency than %s' % (subject, shm), ok1,
+                            '%.2fx' % (m[shm] / sub) if shm in m else 'no %s result' % shm))
+            best_s = min(others, key=others.get) if others else '-'
+            targets.append(('4 KiB x 32: %s faster than every other stack' % subject, ok2,
+                            '%.1f us vs best other %.1f us (%s)' % (sub, others.get(best_s, float('nan')), best_s)))
+        elif float(kv['avg_block']) <= small:
+            allm = dict(m)
+            best_s = min(allm, key=allm.get)
+            ok = sub <= 1.05 * allm[best_s]
+            targets.append(('small blocks %s: %s within 5%% of the best' % (c, subject), ok,
+                            '%.2f x best (%s %.1f us)' % (sub / allm[best_s], best_s, allm[best_s])))
+
+    widths = [max(len(str(r[i])) for r in rows + [hdr]) for i in range(len(hdr))]
+    print('Latency (us, median; ping-pong half round trip, fft2d one MPI_Alltoall)')
+    print('  '.join(str(h).rjust(w) if i else str(h).ljust(w) for i, (h, w) in enumerate(zip(hdr, widths))))
+    for r in rows:
+        print('  '.join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths))))
+    print()
+    if targets:
+        print('Targets:')
+        for name, ok, detail in targets:
+            print('  %s %s: %s' % ('MET ' if ok else 'MISS', name, detail))
+        print('  %d of %d targets met' % (sum(1 for t in targets if t[1]), len(targets)))
+    if bad:
+        print('DATA CHECK FAILED: ' + ', '.join('%s/%s' % b for b in bad))
+    if jout:
+        with open(jout, 'w') as f:
+            json.dump({'stacks': stacks, 'cases': list(info), 'median_us': med,
+                       'info': info, 'targets': [list(t) for t in targets]}, f, indent=1)
+    if plot:
+        try:
+            import matplotlib
+            matplotlib.use('Agg')
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print('no matplotlib: plot skipped (util/mpi-bench.sh --plot installs python3-matplotlib)')
+        else:
+            cases = list(info)
+            fig, ax = plt.subplots(figsize=(max(10, 0.55 * len(cases)), 6))
+            w = 0.8 / max(1, len(stacks))
+            for i, s in enumerate(stacks):
+                ys = [med[c].get(s, float('nan')) for c in cases]
+                ax.bar([x + i * w for x in range(len(cases))], ys, w, label=s)
+            ax.set_yscale('log')
+            ax.set_ylabel('latency (us, log scale)')
+            ax.set_xticks([x + 0.4 - w / 2 for x in range(len(cases))])
+            ax.set_xticklabels(cases, rotation=60, ha='right', fontsize=8)
+            ax.legend(fontsize=8)
+            ax.set_title('MPI noncontiguous ping-pong latency, 2 ranks on one host')
+            fig.tight_layout()
+            fig.savefig(plot, dpi=120)
+            print('plot: %s' % plot)
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# MPI-level noncontiguous benchmarks over several MPI stacks, side by side, in one invocation:
+#
+#   util/mpi-bench.sh [--quick] [--plot] [--cases PATTERNS] [--vec B:C[:S],...]
+#                     [--stacks S1,S2,...] [--repeat N] [--batches N] [--out DIR]
+#
+# Stacks (default all five; each runs tests/mpi/bench/mpi_nc_bench with 2 ranks bound to cores):
+#   mpich-ddtx   MPICH 4.0.2 ch4:ofi (util/build-mpich.sh) with FI_PROVIDER=ddtx
+#   mpich-shm    the same MPICH with libfabric's shm provider
+#   mpich-tcp    the same MPICH with libfabric's tcp provider (tcp;ofi_rxm, loopback)
+#   ompi-sm      Debian's Open MPI 4.1, default path on one host (pml ob1, btl vader)
+#   deb-mpich    Debian's MPICH 4.0 (ch4:ucx; on one host its own shared-memory module)
+# The MPICH stacks run with MPIR_CVAR_NOLOCAL=1 so that on one host the traffic goes through the
+# libfabric provider rather than MPICH's shared-memory module.
+#
+# Cases: the OSU-style vector ping-pong (block length x count, stride 2B; --vec adds more) and
+# the application layouts of LAYOUTS.md (see mpi_nc_bench.c); --quick runs a smaller set.
+# --repeat N runs every stack N times, interleaved, and reports the median of the runs (the host
+# may be shared).  Prints a table (latency per stack, ratio to the shm provider and to the best
+# other stack) and the targets; --plot also draws OUT/mpi_bench.png (installs
+# python3-matplotlib).  Raw RESULT lines: OUT/results.txt; the table: OUT/table.txt.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$DDTX_ROOT"
+
+STACKS=mpich-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich
+QUICK=0
+PLOT=0
+CASES=""
+VEC=""
+REPEAT=1
+BATCHES=7
+OUT=$DDTX_ROOT/build-mpi-tests/bench
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) QUICK=1; shift ;;
+    --plot) PLOT=1; shift ;;
+    --cases) CASES=$2; shift 2 ;;
+    --vec) VEC=$2; shift 2 ;;
+    --stacks) STACKS=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    --batches) BATCHES=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+PREFIX=${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich}
+BUILD=$DDTX_ROOT/build-mpi
+BIN=$DDTX_ROOT/build-mpi-tests
+PROV_PATH=$BUILD/prov/ddtx
+mkdir -p "$OUT"
+export IPATH_NO_BACKTRACE=1
+
+# ---- prerequisites ---------------------------------------------------------------------------
+util/install-deps.sh >/dev/null || exit 1
+need=()
+pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
+[ $PLOT = 1 ] && pkgs+=(python3-matplotlib)
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "mpi-bench.sh: installing ${need[*]}"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+util/build-mpich.sh >"$OUT/build-mpich.log" 2>&1 || { tail -20 "$OUT/build-mpich.log"; exit 1; }
+ddtx_build "$BUILD" >"$OUT/build-provider.log" 2>&1 || { tail -20 "$OUT/build-provider.log"; exit 1; }
+tests/mpi/build.sh "$BIN" >"$OUT/build-tests.log" 2>&1 || { tail -20 "$OUT/build-tests.log"; exit 1; }
+
+ARGS=(-batches "$BATCHES")
+[ $QUICK = 1 ] && ARGS+=(-quick)
+[ -n "$CASES" ] && ARGS+=(-cases "$CASES")
+[ -n "$VEC" ] && ARGS+=(-vec "$VEC")
+ROOTARG=()
+[ "$(id -u)" -eq 0 ] && ROOTARG=(--allow-run-as-root)
+
+run_stack() { # run_stack NAME -> RESULT lines on stdout
+  local s=$1
+  case $s in
+    mpich-ddtx)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
+        "$PREFIX/bin/mpiexec" -n 2 -bind-to core "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    mpich-shm)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=shm \
+        "$PREFIX/bin/mpiexec" -n 2 -bind-to core "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    mpich-tcp)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=tcp FI_TCP_IFACE=lo \
+        "$PREFIX/bin/mpiexec" -n 2 -bind-to core "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    ompi-sm)
+      mpirun.openmpi "${ROOTARG[@]}" -n 2 --bind-to core --mca pml ob1 --mca btl self,vader \
+        "$BIN/openmpi/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    deb-mpich)
+      mpiexec.mpich -n 2 -bind-to core "$BIN/deb-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    *) echo "mpi-bench.sh: unknown stack $s" >&2; return 2 ;;
+  esac
+}
+
+cmd="util/mpi-bench.sh"
+[ $QUICK = 1 ] && cmd+=" --quick"
+[ $PLOT = 1 ] && cmd+=" --plot"
+[ -n "$CASES" ] && cmd+=" --cases $CASES"
+[ -n "$VEC" ] && cmd+=" --vec $VEC"
+cmd+=" --stacks $STACKS --repeat $REPEAT --batches $BATCHES"
+{
+  echo "# $cmd"
+  echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/results.txt"
+SECONDS=0
+for ((r = 1; r <= REPEAT; r++)); do
+  # rotate the stack order from one repetition to the next
+  IFS=, read -r -a order <<<"$STACKS"
+  n=${#order[@]}
+  for ((i = 0; i < n; i++)); do
+    s=${order[$(((i + r - 1) % n))]}
+    echo "mpi-bench.sh: run $r/$REPEAT: $s"
+    run_stack "$s" >"$OUT/run-$s-$r.log" 2>&1
+    rc=$?
+    grep '^RESULT' "$OUT/run-$s-$r.log" >>"$OUT/results.txt"
+    [ $rc = 0 ] || { echo "  $s exited with $rc (see $OUT/run-$s-$r.log)"; tail -3 "$OUT/run-$s-$r.log" | sed 's/^/    /'; }
+  done
+done
+echo "mpi-bench.sh: all runs in ${SECONDS}s; load now $(cut -d' ' -f1-3 /proc/loadavg)"
+
+PY=python3
+REPORT=(tests/mpi/bench/mpi_bench_report.py "$OUT/results.txt" --stacks "$STACKS" --json "$OUT/results.json")
+if [ $PLOT = 1 ]; then
+  PY=/usr/bin/python3   # Debian's python3, which python3-matplotlib belongs to
+  REPORT+=(--plot "$OUT/mpi_bench.png")
+fi
+{
+  echo "command: $cmd"
+  $PY "${REPORT[@]}"
+} | tee "$OUT/table.txt"
+rc=${PIPESTATUS[0]}
+exit $rc
