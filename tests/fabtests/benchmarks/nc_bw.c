@@ -42,8 +42,10 @@
 
 #define NC_CMA_IOV_MAX 1024         /* UIO_MAXIOV: entries per side of one process_vm_writev */
 #define NC_MAX_ITERS 1000000
-#define NC_TAG_ACK ((uint64_t)1 << 40)
-#define NC_TAG(slot, c) (((uint64_t)(slot) << 24) | (uint64_t)(c))
+/* Tags name the transfer (its sequence number, which both sides count alike) and the message
+ * within it; never the window slot, which each side refills in its own completion order. */
+#define NC_TAG_ACK ((uint64_t)1 << 56)
+#define NC_TAG(seq, c) ((((uint64_t)(seq) & 0xFFFFFFFFu) << 24) | (uint64_t)(c))
 
 enum nc_kind { K_CMA_STRIDED, K_CMA_CONTIG, K_CMA_2CORE, K_APP_PACK, K_DDTX };
 enum nc_mode { M_PINGPONG = 1, M_BW = 2 };
@@ -71,7 +73,7 @@ struct nc_case {
 /* Filled by rank 0 (and the scheme by rank 1) in shared memory, read by the parent. */
 struct nc_result {
 	int status;           /* 0 ok, 1 error, 2 data mismatch, 77 skipped */
-	char err[160];
+	char err[400];
 	char used[48];        /* ddtx: scheme(s) its statistics counted during the timed loop */
 	size_t iov_limit;
 	size_t msgs;          /* messages per transfer (per direction) */
@@ -202,13 +204,18 @@ static void set_err(struct nc_shared *sh, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void set_err(struct nc_shared *sh, int status, const char *fmt, ...)
 {
-	if (sh->res.status)
-		return;
+	/* Both ranks may report: the second message is appended to the first. */
+	size_t l = strnlen(sh->res.err, sizeof(sh->res.err) - 1);
+	if (l && l < sizeof(sh->res.err) - 4) {
+		memcpy(sh->res.err + l, " | ", 4);
+		l += 3;
+	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(sh->res.err, sizeof(sh->res.err), fmt, ap);
+	vsnprintf(sh->res.err + l, sizeof(sh->res.err) - l, fmt, ap);
 	va_end(ap);
-	sh->res.status = status;
+	if (!sh->res.status || status == 2)
+		sh->res.status = status;
 }
 
 static void pin_rank(const struct nc_cfg *cfg, int rank)
@@ -491,7 +498,7 @@ static int fab_progress(struct nc_fab *f)
 		r_;                                                                         \
 	})
 
-static int fab_send(struct nc_fab *f, int slot)
+static int fab_send(struct nc_fab *f, int slot, int seq)
 {
 	struct nc_op *ops = &f->sops[(size_t)slot * f->nmsg];
 	f->spend[slot] = f->nmsg;
@@ -501,7 +508,7 @@ static int fab_send(struct nc_fab *f, int slot)
 			size_t off = c * f->msg_max;
 			size_t len = f->cfg->bytes - off < f->msg_max ? f->cfg->bytes - off : f->msg_max;
 			ssize_t r = FAB_POST(f, fi_tsend(f->fe.ep, f->spb[slot] + off, len, NULL,
-							 f->peer, NC_TAG(slot, c), &ops[c].fctx));
+							 f->peer, NC_TAG(seq, c), &ops[c].fctx));
 			if (r) {
 				set_err(f->sh, 1, "fi_tsend: %s", fi_strerror((int)-r));
 				return -1;
@@ -513,7 +520,7 @@ static int fab_send(struct nc_fab *f, int slot)
 		size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
 		struct fi_msg_tagged msg = {
 			.msg_iov = &f->siov[first], .desc = NULL, .iov_count = cnt,
-			.addr = f->peer, .tag = NC_TAG(slot, c), .context = &ops[c].fctx};
+			.addr = f->peer, .tag = NC_TAG(seq, c), .context = &ops[c].fctx};
 		ssize_t r = FAB_POST(f, fi_tsendmsg(f->fe.ep, &msg, FI_COMPLETION));
 		if (r) {
 			set_err(f->sh, 1, "fi_tsendmsg(%zu iovs): %s", cnt, fi_strerror((int)-r));
@@ -523,7 +530,7 @@ static int fab_send(struct nc_fab *f, int slot)
 	return 0;
 }
 
-static int fab_recv(struct nc_fab *f, int slot)
+static int fab_recv(struct nc_fab *f, int slot, int seq)
 {
 	struct nc_op *ops = &f->rops[(size_t)slot * f->nmsg];
 	f->rpend[slot] = f->nmsg;
@@ -533,12 +540,12 @@ static int fab_recv(struct nc_fab *f, int slot)
 			size_t off = c * f->msg_max;
 			size_t len = f->cfg->bytes - off < f->msg_max ? f->cfg->bytes - off : f->msg_max;
 			r = FAB_POST(f, fi_trecv(f->fe.ep, f->rpb[slot] + off, len, NULL, f->peer,
-						 NC_TAG(slot, c), 0, &ops[c].fctx));
+						 NC_TAG(seq, c), 0, &ops[c].fctx));
 		} else {
 			size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
 			struct fi_msg_tagged msg = {
 				.msg_iov = &f->riov[first], .desc = NULL, .iov_count = cnt,
-				.addr = f->peer, .tag = NC_TAG(slot, c), .ignore = 0,
+				.addr = f->peer, .tag = NC_TAG(seq, c), .ignore = 0,
 				.context = &ops[c].fctx};
 			r = FAB_POST(f, fi_trecvmsg(f->fe.ep, &msg, FI_COMPLETION));
 		}
@@ -566,6 +573,7 @@ static int fab_wait_slot(struct nc_fab *f, size_t *pend, double deadline)
 			set_err(f->sh, 1, "no completion within %d s (ping-pong: %zu sends, %zu "
 				"receives of the transfer outstanding)", f->cfg->timeout,
 				f->spend[0], f->rpend[0]);
+			usleep(1500000); /* let the peer report too */
 			return -1;
 		}
 	}
@@ -578,7 +586,7 @@ static int fab_pingpong(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 	double deadline = ft_now() + f->cfg->timeout;
 	for (int i = 0; i < iters; i++) {
 		if (ctx->rank == 0) {
-			if (fab_recv(f, 0) || fab_send(f, 0) ||
+			if (fab_recv(f, 0, 0) || fab_send(f, 0, 0) ||
 			    fab_wait_slot(f, &f->spend[0], deadline) ||
 			    fab_wait_slot(f, &f->rpend[0], deadline))
 				return -1;
@@ -587,7 +595,7 @@ static int fab_pingpong(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 			if (fab_wait_slot(f, &f->rpend[0], deadline))
 				return -1;
 			fab_recv_done(f, 0);
-			if (fab_recv(f, 0) || fab_send(f, 0) ||
+			if (fab_recv(f, 0, 0) || fab_send(f, 0, 0) ||
 			    fab_wait_slot(f, &f->spend[0], deadline))
 				return -1;
 		}
@@ -605,7 +613,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 	f->ack_done = false;
 	if (ctx->rank == 1) {
 		for (; posted < w; posted++) {
-			if (fab_recv(f, posted))
+			if (fab_recv(f, posted, posted))
 				goto fail;
 			active[posted] = true;
 		}
@@ -618,7 +626,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 		}
 		ft_barrier(ctx);
 		for (; posted < w; posted++) {
-			if (fab_send(f, posted))
+			if (fab_send(f, posted, posted))
 				goto fail;
 			active[posted] = true;
 		}
@@ -637,7 +645,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 			if (ctx->rank == 1)
 				fab_recv_done(f, s);
 			if (posted < iters) {
-				if (ctx->rank == 0 ? fab_send(f, s) : fab_recv(f, s))
+				if (ctx->rank == 0 ? fab_send(f, s, posted) : fab_recv(f, s, posted))
 					goto fail;
 				active[s] = true;
 				posted++;
@@ -651,6 +659,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 			set_err(f->sh, 1, "rank %d: no completion within %d s: %d of %d transfers "
 				"done, %d posted; messages outstanding per slot:%s", ctx->rank,
 				f->cfg->timeout, done, iters, posted, st);
+			usleep(1500000); /* let the peer report too */
 			goto fail;
 		}
 	}
@@ -667,6 +676,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 			goto fail;
 		if (ft_now() > deadline) {
 			set_err(f->sh, 1, "rank %d: no ack within %d s", ctx->rank, f->cfg->timeout);
+			usleep(1500000); /* let the peer report too */
 			goto fail;
 		}
 	}
@@ -791,7 +801,7 @@ static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct
 
 	int rc = 0;
 	/* Verified first transfer: a ping-pong round trip checks both directions. */
-	if (cs->mode == M_PINGPONG && ctx->rank == 1 && fab_recv(f, 0))
+	if (cs->mode == M_PINGPONG && ctx->rank == 1 && fab_recv(f, 0, 0))
 		goto out_err;
 	ft_barrier(ctx);
 	if (cs->mode == M_PINGPONG) {
