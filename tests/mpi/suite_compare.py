@@ -2,13 +2,18 @@
 """Compare MPICH test-suite runs (TAP files written by test/mpi's runtests -tapfile=...).
 
     suite_compare.py NAME=FILE.tap NAME=FILE.tap [...] [--reference NAME] [--subject NAME]
-                     [--markdown]
+                     [--markdown] [--retry NAME=RETRY.tap ...] [--write-retry SUITE_DIR MAXNP]
 
 Prints, per test directory, how many tests each run passed, failed and skipped; then every test
 whose outcome differs between the runs (with the first lines of its output), then the tests that
 failed in every run.  Tests are keyed by directory, program, process count and occurrence (the
 test lists run some programs several times with other arguments or environment), so runs of the
 same test list line up.
+
+--write-retry writes SUITE_DIR/<dir>/testlist.retry with the test-list lines of every test whose
+outcome differs (so that they can be run again, alone, with each provider) and prints
+"retry dirs: d1,d2".  --retry NAME=RETRY.tap merges such a rerun into run NAME: a test's rerun
+outcome replaces its first one, and the report says which differences went away.
 
 Exit status: 1 when a test passes with the reference run (default: the last) but not with the
 subject run (default: the first), else 0.
@@ -49,6 +54,36 @@ def parse(path):
     return tests
 
 
+def retry_lists(suite, maxnp, keys):
+    """Write <dir>/testlist.retry holding the list lines of the given (prog, np, occurrence) keys."""
+    import os
+    bydir = defaultdict(set)
+    for k in keys:
+        d, prog = k[0].split('/', 1)
+        bydir[d].add(k)
+    dirs = []
+    for d, ks in bydir.items():
+        lines = []
+        seen = defaultdict(int)
+        with open(os.path.join(suite, d, 'testlist')) as f:
+            for raw in f:
+                line = raw.split('#', 1)[0].strip()
+                if not line or line.startswith('!'):
+                    continue
+                parts = line.split()
+                prog = parts[0]
+                np = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 1
+                np = min(np, maxnp) if maxnp > 0 else np
+                base = ('%s/%s' % (d, prog), np)
+                seen[base] += 1
+                if base + (seen[base],) in ks:
+                    lines.append(line)
+        with open(os.path.join(suite, d, 'testlist.retry'), 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        dirs.append(d)
+    return dirs
+
+
 def why(entry):
     out = ' | '.join(entry['out'])
     if 'TIMED OUT' in out or 'TIMEOUT' in out:
@@ -60,6 +95,8 @@ def main(argv):
     runs = OrderedDict()
     ref = subj = None
     md = False
+    retries = {}
+    write_retry = None
     args = iter(argv)
     for a in args:
         if a == '--reference':
@@ -68,6 +105,11 @@ def main(argv):
             subj = next(args)
         elif a == '--markdown':
             md = True
+        elif a == '--retry':
+            name, path = next(args).split('=', 1)
+            retries[name] = parse(path)
+        elif a == '--write-retry':
+            write_retry = (next(args), int(next(args)))
         elif '=' in a:
             name, path = a.split('=', 1)
             runs[name] = parse(path)
@@ -78,6 +120,26 @@ def main(argv):
         print(__doc__)
         return 2
     names = list(runs)
+    first_diff = None
+    if retries:
+        def differs(k):
+            return len({runs[n].get(k, {'status': 'missing'})['status'] for n in names}) > 1
+        first_diff = [k for r in runs.values() for k in r if differs(k)]
+        first_diff = list(OrderedDict.fromkeys(first_diff))
+        for n, rt in retries.items():
+            # a rerun list has occurrence numbers of its own: map them back by order
+            order = defaultdict(list)
+            for k in first_diff:
+                order[k[:2]].append(k)
+            cnt = defaultdict(int)
+            for k, e in rt.items():
+                base = k[:2]
+                i = cnt[base]
+                cnt[base] += 1
+                if i < len(order[base]):
+                    e = dict(e)
+                    e['retried'] = True
+                    runs[n][order[base][i]] = e
     subj = subj or names[0]
     ref = ref or names[-1]
     keys = []
@@ -128,6 +190,17 @@ def main(argv):
         return '%s %d%s' % (k[0], k[1], '' if k[2] == 1 else ' (#%d)' % k[2])
 
     diff = [k for k in keys if len({runs[n].get(k, {'status': 'missing'})['status'] for n in names}) > 1]
+    if first_diff is not None:
+        gone = [k for k in first_diff if k not in diff]
+        print()
+        print('Differences in the first runs: %d; rerun alone with each provider, %d went away:' % (
+            len(first_diff), len(gone)))
+        for k in gone:
+            print('  %-40s now %s' % (label(k), '; '.join(
+                '%s: %s' % (n, runs[n].get(k, {'status': 'missing'})['status']) for n in names)))
+    if write_retry:
+        dirs = retry_lists(write_retry[0], write_retry[1], diff)
+        print('retry dirs: %s' % ','.join(dirs))
     print()
     print('Tests whose outcome differs (%d):' % len(diff))
     for k in diff:
