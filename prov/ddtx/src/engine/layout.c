@@ -30,6 +30,7 @@ struct ddtx_layout_cache {
 	size_t wset_count;               /* window sets of all layouts */
 	uint64_t next_wset_id;
 	_Atomic uint64_t seen_gen;       /* registration-cache generation last synced with */
+	bool monitored;                  /* unmapped memory is reported: layouts may be kept */
 	struct ddtx_layout_cache_stats st;
 	/* registration thread */
 	pthread_t thread;
@@ -426,6 +427,13 @@ bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
 	pthread_mutex_lock(&lc->lock);
+	/* Without a memory monitor nothing would tell us the memory went away: a layout (and
+	 * its registrations) lives only while in use. */
+	if (l->refs == 1 && !l->dead && !lc->monitored) {
+		unhash(lc, l);
+		lc->wset_count -= wset_len(l);
+		l->dead = true;
+	}
 	bool last = --l->refs == 0 && l->dead;
 	struct ddtx_list victims;
 	ddtx_list_init(&victims);
@@ -559,6 +567,10 @@ static void *reg_thread(void *arg)
 static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
 {
 	struct ddtx_layout_cache *lc = arg;
+	/* A region merged into a larger one stays registered while we hold it; if its memory
+	 * goes away later we hear about it again as INVALIDATED. */
+	if (ddtx_reg_state(reg) == DDTX_REG_MERGED)
+		return;
 	struct ddtx_list victims;
 	ddtx_list_init(&victims);
 	pthread_mutex_lock(&lc->lock);
@@ -618,6 +630,10 @@ int ddtx_layout_cache_open(const struct ddtx_layout_cache_params *params,
 	ddtx_list_init(&lc->queue);
 	ddtx_regcache_set_listener(regcache, on_reg_invalidate, lc);
 	atomic_init(&lc->seen_gen, ddtx_regcache_generation(regcache));
+	lc->monitored = ddtx_regcache_monitored(regcache);
+	if (!lc->monitored)
+		DDTX_INFO(FI_LOG_DOMAIN, "no memory monitor: layouts are not cached, zero copy "
+			  "only when forced\n");
 	if (params->thread && !pthread_create(&lc->thread, NULL, reg_thread, lc))
 		lc->thread_started = true;
 	*out = lc;

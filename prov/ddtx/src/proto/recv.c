@@ -258,7 +258,8 @@ static size_t desc_entries(const struct ddtx_proto_ep *pep, const struct ddtx_rx
 	size_t m = pep->caps->max_mkey_entries;
 	if (rx->scheme == FI_DDTX_SCHEME_UMR)
 		return m;
-	return m ? DDTX_MIN(pep->caps->max_sge, m) : pep->caps->max_sge;
+	/* Without multi-entry keys a key is one registered piece (verbs on non-mlx5). */
+	return m ? DDTX_MIN(pep->caps->max_sge, m) : 1;
 }
 
 /*
@@ -319,6 +320,16 @@ static void rx_fill_batches(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
 	while (rx->cur.pos < rx->accepted && batches_in_flight(rx) < RX_BATCHES_IN_FLIGHT) {
 		int ret = issue_batch(pep, rx);
+		if (ret && !rx->cur.pos && !batches_in_flight(rx)) {
+			/* Nothing described yet, the sender still waits for its first CTS:
+			 * move this message by packing instead of failing it. */
+			DDTX_INFO(FI_LOG_EP_DATA, "receive %u: no keys for zero copy (%s), "
+				  "packing\n", rx->id, fi_strerror(-ret));
+			rx->scheme = FI_DDTX_SCHEME_PACK;
+			rx->chunk = 0;
+			send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+			return;
+		}
 		if (ret) {
 			if (!batches_in_flight(rx)) {
 				/* Tell the sender to stop, and fail the receive. */
