@@ -201,8 +201,37 @@ static void test_pool_refill_and_thread(void)
 	env_close(&e);
 }
 
+/* Printed, not asserted: the cost of a layout-cache hit and of a miss, per block. */
+static void bench_hit_cost(void)
+{
+	struct env e;
+	env_open(&e, 0, 4096, 16, false);
+	static char buf[1 << 22];
+	static struct iovec iov[1024];
+	for (size_t blocks = 16; blocks <= 1024; blocks *= 4) {
+		strided(iov, buf, blocks, 64, 128);
+		bool hit;
+		ddtx_layout_put(e.lc, ddtx_layout_get(e.lc, iov, blocks, &hit));
+		int iters = 200000 / (int)blocks + 100;
+		uint64_t t0 = ddtx_time_ns();
+		for (int i = 0; i < iters; i++)
+			ddtx_layout_put(e.lc, ddtx_layout_get(e.lc, iov, blocks, &hit));
+		double hit_ns = (double)(ddtx_time_ns() - t0) / iters / blocks;
+		t0 = ddtx_time_ns();
+		for (int i = 0; i < iters; i++) {
+			strided(iov, buf + 64 * (size_t)(i % 2048), blocks, 64, 128);
+			ddtx_layout_put(e.lc, ddtx_layout_get(e.lc, iov, blocks, &hit));
+		}
+		double miss_ns = (double)(ddtx_time_ns() - t0) / iters / blocks;
+		printf("  layout cache, %4zu blocks: hit %.2f ns/block, miss %.2f ns/block\n", blocks,
+		       hit_ns, miss_ns);
+	}
+	env_close(&e);
+}
+
 int main(void)
 {
+	bench_hit_cost();
 	test_hits_and_evictions();
 	test_windows_and_invalidation();
 	test_pool_refill_and_thread();
