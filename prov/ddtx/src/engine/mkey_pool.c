@@ -11,6 +11,7 @@ struct ddtx_mkey_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	struct ddtx_wire_mkey **stock;   /* LIFO: the most recently used key is warmest */
+	size_t slots;                    /* entries of stock[] */
 	size_t level, capacity, outstanding;
 	struct ddtx_mkey_pool_stats st;
 	bool stop;
@@ -29,6 +30,10 @@ static void fill(struct ddtx_mkey_pool *pool)
 		if (ret) {
 			DDTX_WARN(FI_LOG_DOMAIN, "mkey pool: creating a key failed: %s\n",
 				  fi_strerror(-ret));
+			return;
+		}
+		if (pool->level >= pool->slots) { /* never expected: keep memory safe */
+			ddtx_wire_mkey_destroy(pool->wire, mk);
 			return;
 		}
 		pool->stock[pool->level++] = mk;
@@ -63,7 +68,8 @@ int ddtx_mkey_pool_open(struct ddtx_wire_domain *wire, size_t capacity,
 	pool->wire = wire;
 	pool->capacity = capacity;
 	/* Keys taken out can exceed the capacity while the thread refills: room for both. */
-	pool->stock = calloc(DDTX_MAX(capacity * 2, (size_t)1), sizeof(*pool->stock));
+	pool->slots = DDTX_MAX(capacity * 2, (size_t)1);
+	pool->stock = calloc(pool->slots, sizeof(*pool->stock));
 	if (!pool->stock) {
 		free(pool);
 		return -FI_ENOMEM;
@@ -122,7 +128,7 @@ void ddtx_mkey_pool_put(struct ddtx_mkey_pool *pool, struct ddtx_wire_mkey *mkey
 		ddtx_wire_mkey_invalidate(pool->wire, mkey);
 	pthread_mutex_lock(&pool->lock);
 	pool->outstanding--;
-	if (pool->level < pool->capacity * 2) {
+	if (pool->level < pool->slots) {
 		pool->stock[pool->level++] = mkey;
 		mkey = NULL;
 	}
