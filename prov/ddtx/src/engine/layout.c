@@ -486,15 +486,27 @@ static int register_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 				DDTX_ACC_REMOTE_WRITE;
 	uintptr_t lo = (uintptr_t)l->iov[0].iov_base;
 	uintptr_t hi = (uintptr_t)l->iov[l->count - 1].iov_base + l->iov[l->count - 1].iov_len;
-	bool span = hi > lo && hi - lo <= 8 * l->st.total;
+	/* A span of up to 16 MiB is one region even when sparse: one key instead of one per
+	 * block (if part of it cannot be registered, the entries are registered one by one). */
+	bool span = hi > lo && (hi - lo <= 8 * l->st.total || hi - lo <= ((size_t)16 << 20));
 	size_t n = span ? 1 : l->count;
 	struct ddtx_reg **regs = calloc(n, sizeof(*regs));
 	int ret = regs ? 0 : -FI_ENOMEM;
 	size_t got = 0;
+	if (span && regs && ddtx_regcache_get(lc->regcache, (const void *)lo, hi - lo, access,
+					       &regs[0])) {
+		/* Holes in the span (unmapped pages): register the entries instead. */
+		free(regs);
+		span = false;
+		n = l->count;
+		regs = calloc(n, sizeof(*regs));
+		ret = regs ? 0 : -FI_ENOMEM;
+	} else if (span) {
+		got = 1;
+	}
 	for (; !ret && got < n; got++) {
-		const void *a = span ? (const void *)lo : l->iov[got].iov_base;
-		size_t len = span ? hi - lo : l->iov[got].iov_len;
-		ret = ddtx_regcache_get(lc->regcache, a, len, access, &regs[got]);
+		ret = ddtx_regcache_get(lc->regcache, l->iov[got].iov_base, l->iov[got].iov_len,
+					access, &regs[got]);
 		if (ret)
 			break;
 	}

@@ -10,6 +10,8 @@
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
+#define DDTX_HANDLE_BLOCKS_MAX ((size_t)1 << 22)
+
 static struct ddtx_domain *domain_of(struct fid_domain *d)
 {
 	return (d && d->fid.fclass == FI_CLASS_DOMAIN) ? ddtx_container_of(d, struct ddtx_domain, fid)
@@ -18,7 +20,8 @@ static struct ddtx_domain *domain_of(struct fid_domain *d)
 
 static int handle_new(struct ddtx_domain *domain, size_t count, struct fi_ddtx_layout **out)
 {
-	if (!domain || !out || !count || count > DDTX_IOV_LIMIT)
+	/* A handle may describe more blocks than an iov list may carry: that is its point. */
+	if (!domain || !out || !count || count > DDTX_HANDLE_BLOCKS_MAX)
 		return -FI_EINVAL;
 	struct fi_ddtx_layout *h = calloc(1, sizeof(*h));
 	if (!h || !(h->rel = calloc(count, sizeof(*h->rel))) ||
