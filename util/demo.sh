@@ -20,7 +20,8 @@ echo "built ./build"
 export FI_PROVIDER_PATH="$DDTX_ROOT/build/prov/ddtx"
 export IPATH_NO_BACKTRACE=1
 echo
-echo "\$ FI_PROVIDER_PATH=build/prov/ddtx fi_info -p ddtx -l"
-fi_info -p ddtx -l || { echo "demo.sh: libfabric does not list ddtx" >&2; exit 1; }
+echo "\$ FI_PROVIDER_PATH=build/prov/ddtx fi_info -p ddtx | head -6"
+info=$(fi_info -p ddtx 2>/dev/null) || { echo "demo.sh: libfabric does not list ddtx" >&2; exit 1; }
+printf '%s\n' "$info" | sed -n '1,6p'
 echo
 build/tests/fabtests/demo/nc_demo "$@"
