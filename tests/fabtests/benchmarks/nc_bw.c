@@ -934,7 +934,7 @@ static void print_header(const struct nc_cfg *cfg, enum nc_mode mode, int repeat
 				  : "time = per transfer, streaming with a window");
 	if (repeat > 1)
 		printf("# median of %d runs per case\n", repeat);
-	printf("%-16s %-16s %10s %6s %8s %11s %8s %8s %8s %s\n", "case", "moved by", "bytes",
+	printf("%-16s %-24s %10s %6s %8s %11s %8s %8s %8s %s\n", "case", "moved by", "bytes",
 	       "iovmax", "iters", "time_us", "GB/s", "x_cma", "x_shm", "verified");
 }
 
@@ -953,7 +953,7 @@ static void print_row(const struct nc_row *rows, int nrows, const struct nc_row 
 		snprintf(xc, sizeof(xc), "%.2f", r->res.gbps / cma->res.gbps);
 	if (shm && shm->res.gbps > 0)
 		snprintf(xs, sizeof(xs), "%.2f", r->res.gbps / shm->res.gbps);
-	printf("%-16s %-16s %10zu %6zu %8d %11.1f %8.3f %8s %8s %s\n", r->cs.name, r->res.used,
+	printf("%-16s %-24s %10zu %6zu %8d %11.1f %8.3f %8s %8s %s\n", r->cs.name, r->res.used,
 	       r->cfg.bytes, r->res.iov_limit, r->res.iters, r->res.t_xfer * 1e6, r->res.gbps, xc,
 	       xs, r->res.verified ? "yes" : "no");
 	fflush(stdout);
