@@ -14,18 +14,7 @@
 #include "engine/scheme.h"
 #include "proto/optable.h"
 
-static int failures;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			failures++;                                                        \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);       \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			if (failures > 20)                                                 \
-				exit(1);                                                   \
-		}                                                                          \
-	} while (0)
+#include "unit_check.h"
 
 static uint64_t rng = 0x1234567;
 static uint64_t rnd(void)

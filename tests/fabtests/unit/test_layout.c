@@ -14,16 +14,7 @@
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"
 
-static int failures;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			failures++;                                                        \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);       \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-		}                                                                          \
-	} while (0)
+#include "unit_check.h"
 
 struct env {
 	struct ddtx_wire_domain *wire;

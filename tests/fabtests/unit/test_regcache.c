@@ -29,18 +29,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-static int failures;
-#define CHECK(c, ...)                                                                      \
-	do {                                                                               \
-		if (!(c)) {                                                                \
-			failures++;                                                        \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);       \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			if (failures > 20)                                                 \
-				exit(1);                                                   \
-		}                                                                          \
-	} while (0)
+#include "unit_check.h"
 
 #define RW (DDTX_ACC_LOCAL_READ | DDTX_ACC_LOCAL_WRITE)
 #define ALL (RW | DDTX_ACC_REMOTE_READ | DDTX_ACC_REMOTE_WRITE)
