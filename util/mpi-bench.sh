@@ -2,7 +2,8 @@
 # MPI-level noncontiguous benchmarks over several MPI stacks, side by side, in one invocation:
 #
 #   util/mpi-bench.sh [--quick] [--plot] [--cases PATTERNS] [--vec B:C[:S],...]
-#                     [--stacks S1,S2,...] [--repeat N] [--batches N] [--out DIR]
+#                     [--stacks S1,S2,...] [--repeat N] [--batches N] [--stat min|median]
+#                     [--out DIR] [--report-only]
 #
 # Stacks (default all five; each runs tests/mpi/bench/mpi_nc_bench with 2 ranks bound to cores):
 #   mpich-ddtx   MPICH 4.0.2 ch4:ofi (util/build-mpich.sh) with FI_PROVIDER=ddtx
@@ -16,9 +17,11 @@
 # Cases: the OSU-style vector ping-pong (block length x count, stride 2B; --vec adds more) and
 # the application layouts of LAYOUTS.md (see mpi_nc_bench.c); --quick runs a smaller set.
 # --repeat N runs every stack N times, interleaved, and reports the median of the runs (the host
-# may be shared).  Prints a table (latency per stack, ratio to the shm provider and to the best
-# other stack) and the targets; --plot also draws OUT/mpi_bench.png (installs
+# may be shared).  Prints a table (latency per stack: the fastest batch of all runs, the estimate
+# least disturbed by other load; --stat median for the median), the ratio to the shm provider
+# and to the best other stack, and the targets; --plot also draws OUT/mpi_bench.png (installs
 # python3-matplotlib).  Raw RESULT lines: OUT/results.txt; the table: OUT/table.txt.
+# --report-only redoes the table (and plot) from an existing OUT/results.txt without running.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
@@ -30,6 +33,8 @@ CASES=""
 VEC=""
 REPEAT=1
 BATCHES=7
+STAT=min
+REPORT_ONLY=0
 OUT=$DDTX_ROOT/build-mpi-tests/bench
 while [ $# -gt 0 ]; do
   case $1 in
@@ -40,6 +45,8 @@ while [ $# -gt 0 ]; do
     --stacks) STACKS=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --batches) BATCHES=$2; shift 2 ;;
+    --stat) STAT=$2; shift 2 ;;
+    --report-only) REPORT_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
@@ -53,6 +60,7 @@ PROV_PATH=$BUILD/prov/ddtx
 mkdir -p "$OUT"
 export IPATH_NO_BACKTRACE=1
 
+if [ $REPORT_ONLY = 0 ]; then
 # ---- prerequisites ---------------------------------------------------------------------------
 util/install-deps.sh >/dev/null || exit 1
 need=()
@@ -125,8 +133,18 @@ for ((r = 1; r <= REPEAT; r++)); do
 done
 echo "mpi-bench.sh: all runs in ${SECONDS}s; load now $(cut -d' ' -f1-3 /proc/loadavg)"
 
+else
+  cmd=$(sed -n '1s/^# //p' "$OUT/results.txt")
+  if [ $PLOT = 1 ] && ! dpkg-query -W -f='${Status}' python3-matplotlib 2>/dev/null | grep -q "install ok installed"; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-matplotlib >/dev/null
+  fi
+fi
+
 PY=python3
-REPORT=(tests/mpi/bench/mpi_bench_report.py "$OUT/results.txt" --stacks "$STACKS" --json "$OUT/results.json")
+REPORT=(tests/mpi/bench/mpi_bench_report.py "$OUT/results.txt" --stacks "$STACKS" --stat "$STAT"
+        --json "$OUT/results.json")
 if [ $PLOT = 1 ]; then
   PY=/usr/bin/python3   # Debian's python3, which python3-matplotlib belongs to
   REPORT+=(--plot "$OUT/mpi_bench.png")
