@@ -8,15 +8,18 @@
 #include "proto/proto.h"
 
 /*
- * Priors of the cost model, per scheme: t = a + b * (bytes / 4 KiB) + c * blocks (ns).  They
- * encode what DESIGN.md measured on a 2-core host (one CMA copy about twice as fast as pack,
- * copy and unpack at 4 KiB blocks; packing 2.5 times faster at 64 B) and are only where the
- * fit starts: every timed transfer moves it towards the running wire.
+ * Priors of the cost model, per scheme: t = a + b * (bytes / 4 KiB) + c * blocks (ns), where
+ * the fit starts before any transfer was timed.  They come from nc_bw on an idle 2-core
+ * development host (shm wire): PACK, which overlaps the sender's gather with the receiver's
+ * scatter on two cores, moved 4 KiB blocks at about 7.5 GB/s, one-copy zero copy at about
+ * 4.8 GB/s, and a strided process_vm_writev of 64-byte blocks at 0.16 GB/s; so packing wins
+ * below about 20 KiB blocks there.  Every timed rendezvous moves the fit towards the wire
+ * actually running.
  */
 static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
-	[FI_DDTX_SCHEME_PACK] = {4000, 1600, 20},
-	[FI_DDTX_SCHEME_SGL] = {6000, 800, 100},
-	[FI_DDTX_SCHEME_UMR] = {6000, 800, 110},
+	[FI_DDTX_SCHEME_PACK] = {4000, 530, 24},
+	[FI_DDTX_SCHEME_SGL] = {6000, 450, 400},
+	[FI_DDTX_SCHEME_UMR] = {6000, 450, 380},
 };
 
 #define EXPLORE_EVERY 32
