@@ -22,7 +22,7 @@ import re
 import sys
 from collections import OrderedDict, defaultdict
 
-LINE = re.compile(r'^(not ok|ok)\s+-?\s*(\S+)\s+(\d+)(.*)$')
+LINE = re.compile(r'^(not ok|ok)\s+-?\s*(\S+)\s*(\d*)(.*)$')  # no np: the test did not build
 
 
 def parse(path):
@@ -35,7 +35,7 @@ def parse(path):
             m = LINE.match(line)
             if m:
                 status, prog, np, rest = m.groups()
-                base = (prog.lstrip('./'), int(np))
+                base = (prog.lstrip('./'), int(np) if np else 0)
                 seen[base] += 1
                 key = base + (seen[base],)
                 if 'SKIP' in rest:
