@@ -2,6 +2,7 @@
  * The public wire calls, dispatched to the implementation that opened the domain.  Argument
  * checks that every implementation would repeat (NULL handles) are made once here.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "ddtx.h"
@@ -36,6 +37,20 @@ static const struct ddtx_wire_impl *impl_by_name(const char *name)
 			return avail ? impls[i] : NULL;
 	}
 	return NULL;
+}
+
+int ddtx_wire_iov_total(const struct iovec *iov, size_t count, size_t *total)
+{
+	size_t t = *total;
+	if (count && !iov)
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len > SIZE_MAX - t || (iov[i].iov_len && !iov[i].iov_base))
+			return -FI_EINVAL;
+		t += iov[i].iov_len;
+	}
+	*total = t;
+	return 0;
 }
 
 void ddtx_wire_cleanup_stale(void)

@@ -416,20 +416,6 @@ static int peer_ready(struct ddtx_shm_peer *p)
 	return 0;
 }
 
-static int iov_total(const struct iovec *iov, size_t count, size_t *total)
-{
-	size_t t = *total;
-
-	if (count && !iov)
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (iov[i].iov_len > SIZE_MAX - t || (iov[i].iov_len && !iov[i].iov_base))
-			return -FI_EINVAL;
-		t += iov[i].iov_len;
-	}
-	*total = t;
-	return 0;
-}
 
 static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		   const struct iovec *iov, size_t count)
@@ -440,7 +426,7 @@ static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 	int ret;
 
 	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) || (hdr_len && !hdr) ||
-	    count > ep->dom->caps.max_sge || iov_total(iov, count, &total)) {
+	    count > ep->dom->caps.max_sge || ddtx_wire_iov_total(iov, count, &total)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: send: bad argument (peer %u, %zu iov entries, "
 			  "max_sge %zu)\n", peer, count, ep ? ep->dom->caps.max_sge : 0);
 		return -FI_EINVAL;
@@ -558,7 +544,7 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 	int ret, status;
 
 	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) ||
-	    lcount > max_local || iov_total(local, lcount, &total) ||
+	    lcount > max_local || ddtx_wire_iov_total(local, lcount, &total) ||
 	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: %s: bad argument (peer %u, %zu local entries, "
 			  "max_sge %zu)\n", op, peer, lcount, ep ? ep->dom->caps.max_sge : 0);

@@ -431,20 +431,6 @@ static bool verbs_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 	return p && p->state != DDTX_VCONN_DEAD;
 }
 
-static int iov_total(const struct iovec *iov, size_t count, size_t *total)
-{
-	size_t t = *total;
-
-	if (count && !iov)
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (iov[i].iov_len > SIZE_MAX - t || (iov[i].iov_len && !iov[i].iov_base))
-			return -FI_EINVAL;
-		t += iov[i].iov_len;
-	}
-	*total = t;
-	return 0;
-}
 
 static int verbs_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 		      size_t hdr_len, const struct iovec *iov, size_t count)
@@ -456,7 +442,7 @@ static int verbs_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hd
 	uint8_t *dst;
 
 	if (!ep || !(p = ddtx_vpeer_get(ep, peer)) || (hdr_len && !hdr) ||
-	    count > ep->dom->caps.max_sge || iov_total(iov, count, &total))
+	    count > ep->dom->caps.max_sge || ddtx_wire_iov_total(iov, count, &total))
 		return -FI_EINVAL;
 	if (total > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
@@ -708,7 +694,7 @@ static int rma(struct ddtx_verbs_ep *ep, ddtx_peer_t peer, const struct iovec *l
 	int ret;
 
 	if (!ep || !ddtx_vpeer_get(ep, peer) || lcount > ep->dom->caps.max_sge ||
-	    iov_total(local, lcount, &total) ||
+	    ddtx_wire_iov_total(local, lcount, &total) ||
 	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL) || total != len ||
 	    len > ep->dom->caps.max_rma_size) {
 		DDTX_WARN(FI_LOG_EP_DATA, "verbs: %s: bad argument (peer %u, %zu local entries, "
