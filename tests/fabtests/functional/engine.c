@@ -339,7 +339,9 @@ static int t_pack_to_zcopy(struct ft_ctx *ctx, void *varg)
 	print_stats("end", prev);
 	FT_CHECK(switched_at >= 0, "no message went zero copy within 30 s (%d rounds of %d)",
 		 round + 1, window);
-	FT_CHECK(switched_at >= 1, "zero copy already in round 0 (expected PACK first)");
+	/* "PACK first" is checked on round 0 above (a PACK op and zcopy_not_ready); on an idle
+	 * machine the registration thread may finish inside round 0, so later messages of that
+	 * same round may already go zero copy: switched_at == 0 is legitimate. */
 	FT_CHECK(prev[0].regthread_layouts >= 1 && prev[1].regthread_layouts >= 1,
 		 "regthread_layouts: rank 0 %llu, rank 1 %llu (both must have registered their "
 		 "layout in the background)",
