@@ -59,7 +59,7 @@ SRC_ROOT=${DDTX_MPICH_SRC:-/opt/ddtx-mpich-src}
 BUILD=$DDTX_ROOT/build-mpi
 BIN=$DDTX_ROOT/build-mpi-tests
 PROV_PATH=$BUILD/prov/ddtx
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)   # absolute: the suites run from their own directories
 export IPATH_NO_BACKTRACE=1   # libinfinipath (loaded by Debian's libfabric) would catch signals
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
