@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
-# then builds it again with AddressSanitizer into ./build-asan and runs the suite there.
+# then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
+# ThreadSanitizer into ./build-tsan for the tests that run several threads.
 # The last line printed is always "<passed> passed, <failed> failed", counting each test once:
 # a test fails if it failed in either build; a build that does not compile counts as a failure.
-#   util/run-tests.sh [--no-asan]          (or DDTX_ASAN=0)
+#   util/run-tests.sh [--no-asan] [--no-tsan]          (or DDTX_ASAN=0, DDTX_TSAN=0)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
 
 asan=${DDTX_ASAN:-1}
+tsan=${DDTX_TSAN:-1}
 for arg in "$@"; do
   case $arg in
     --no-asan) asan=0 ;;
     --asan) asan=1 ;;
-    -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-tsan) tsan=0 ;;
+    --tsan) tsan=1 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +31,7 @@ fi
 builds=()        # build directories whose testlog.json is counted
 broken=()        # builds that did not configure or compile
 
+only_tests=()    # test names for the next run_suite (empty: all)
 run_suite() {    # run_suite DIR TIMEOUT_MULTIPLIER [meson options...]
   local dir=$1 mult=$2
   shift 2
@@ -38,7 +43,7 @@ run_suite() {    # run_suite DIR TIMEOUT_MULTIPLIER [meson options...]
   fi
   echo "=== $dir: meson test"
   rm -f "$dir/meson-logs/testlog.json"
-  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult"
+  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult" "${only_tests[@]}"
   builds+=("$dir")
 }
 
@@ -49,6 +54,16 @@ if [ "$asan" = 1 ]; then
   # Leak checking stays on; abort on the first error so the test reports it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:print_summary=1:detect_leaks=1}
   run_suite build-asan 4 -Db_sanitize=address -Db_lundef=false
+fi
+if [ "$tsan" = 1 ]; then
+  # The tests where threads share provider state: the registration and pool-refill threads,
+  # the memory monitor's handler, FI_THREAD_SAFE endpoints used from several threads.
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+  only_tests=(layout regcache_concurrent regcache_invalidate objects-thread_safe
+              objects-thread_safe_rma objects-thread_domain engine-threads engine-pack_to_zcopy
+              engine-umr_caches engine-umr_pool_pressure engine-reuse_after_free_send_auto)
+  run_suite build-tsan 6 -Db_sanitize=thread -Db_lundef=false
+  only_tests=()
 fi
 echo "=== elapsed $(( $(date +%s) - start )) s"
 

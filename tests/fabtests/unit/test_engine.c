@@ -208,6 +208,45 @@ static void test_cost(void)
 		explored += ex;
 	}
 	CHECK(explored == 8, "explored %d of 64 (expected 8)", explored);
+	/* A runner-up predicted 3x the best: only every 8th exploration slot tries it. */
+	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {
+		[FI_DDTX_SCHEME_PACK] = {1000, 100, 10}, [FI_DDTX_SCHEME_SGL] = {3000, 300, 30},
+		[FI_DDTX_SCHEME_UMR] = {9000, 900, 90},
+	};
+	ddtx_cost_init(&m, far, 8);
+	explored = 0;
+	for (int i = 0; i < 128; i++) {
+		enum fi_ddtx_scheme s = ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex);
+		explored += ex;
+		CHECK(!ex || s == FI_DDTX_SCHEME_SGL, "explored scheme %d", s);
+	}
+	CHECK(explored == 2, "explored a 3x runner-up %d times in 128 (expected 2)", explored);
+	/* One cold transfer 20x slower than usual does not flip the choice; a scheme that became
+	 * fast is adopted after the first explorations that time it. */
+	ddtx_cost_init(&m, far, 0);
+	for (int i = 0; i < 50; i++) {
+		ddtx_cost_observe(&m, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 12000);
+		ddtx_cost_observe(&m, FI_DDTX_SCHEME_SGL, 100 * 4096, 100, 36000);
+	}
+	ddtx_cost_observe(&m, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 240000);
+	CHECK(ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex) == FI_DDTX_SCHEME_PACK,
+	      "one outlier flipped the choice (pack now predicted %.0f ns)",
+	      ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, 100 * 4096, 100));
+	/* Slow ones in a row are not outliers: the wire changed, and they count. */
+	struct ddtx_cost_model m2 = m;
+	double before = ddtx_cost_predict(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100);
+	for (int i = 0; i < 3; i++)
+		ddtx_cost_observe(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 240000);
+	CHECK(ddtx_cost_predict(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100) > before,
+	      "three slow transfers in a row all ignored (pack predicted %.0f ns)", before);
+	int steps = 0;
+	while (ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex) == FI_DDTX_SCHEME_PACK &&
+	       steps < 100) {
+		ddtx_cost_observe(&m, FI_DDTX_SCHEME_SGL, 100 * 4096, 100, 6000);
+		steps++;
+	}
+	CHECK(steps >= 1 && steps <= 3, "%d explorations to adopt a scheme that became 2x faster",
+	      steps);
 }
 
 /*

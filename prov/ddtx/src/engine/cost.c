@@ -5,6 +5,16 @@
 
 #define FORGET 0.97          /* weight of the past per observation: ~30 transfers of memory */
 #define PRIOR_WEIGHT 0.05    /* the prior: a weak pull, as relative error squared */
+/* A timing over OUTLIER times the prediction is ignored, unless SURPRISES come in a row (the
+ * wire really changed): one cold or preempted transfer must not make a scheme look so slow
+ * that it is never tried again. */
+#define OUTLIER 3.0
+#define SURPRISES 3
+/* Every FAR_FACTOR-th exploration slot also tries a scheme predicted up to FAR_RATIO times the
+ * best: an estimate that went wrong by more than NEAR_RATIO is otherwise never revisited. */
+#define NEAR_RATIO 1.5
+#define FAR_RATIO 4.0
+#define FAR_FACTOR 8
 
 static void features(size_t bytes, size_t blocks, double x[3])
 {
@@ -49,8 +59,12 @@ static bool solve3(double A[3][3], double r[3], double t[3])
 
 /*
  * Timing noise is proportional to the time, so the fit minimises relative errors (each row is
- * divided by its time).  The ridge term pulls each coefficient towards the prior in relative
- * terms too, so a handful of transfers of one shape cannot send the others astray.
+ * divided by its time).  That also makes one slow outlier (a cold first transfer, a
+ * preemption) weigh little, while a faster timing counts fully: estimates fall quickly and
+ * rise slowly, the safe direction, since a scheme estimated too fast is chosen, timed and
+ * corrected at once, whereas one estimated too slow is only revisited by exploration.  The
+ * ridge term pulls each coefficient towards the prior in relative terms too, so a handful of
+ * transfers of one shape cannot send the others astray.
  */
 static void refit(struct ddtx_cost_fit *f)
 {
@@ -92,6 +106,10 @@ void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t 
 	double x[3];
 	features(bytes, blocks, x);
 	double y = fmax((double)ns, 1.0);
+	double pred = ddtx_cost_predict(m, s, bytes, blocks);
+	if (pred > 0.0 && y > OUTLIER * pred && ++f->surprises < SURPRISES)
+		return;
+	f->surprises = 0;
 	for (int i = 0; i < 3; i++)
 		x[i] /= y; /* relative error: the row x.t = y becomes (x/y).t = 1 */
 	for (int i = 0; i < 3; i++) {
@@ -115,32 +133,40 @@ double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s,
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored)
 {
-	enum fi_ddtx_scheme best = FI_DDTX_SCHEME_PACK, second = FI_DDTX_SCHEME_COUNT;
-	double tbest = INFINITY, tsecond = INFINITY;
+	enum fi_ddtx_scheme best = FI_DDTX_SCHEME_PACK;
+	double t[FI_DDTX_SCHEME_COUNT], tbest = INFINITY;
 	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
 		if (!(possible & (1u << s)))
 			continue;
-		double t = ddtx_cost_predict(m, (enum fi_ddtx_scheme)s, bytes, blocks);
-		if (t < tbest) {
-			second = best;
-			tsecond = tbest;
+		t[s] = ddtx_cost_predict(m, (enum fi_ddtx_scheme)s, bytes, blocks);
+		if (t[s] < tbest) {
 			best = (enum fi_ddtx_scheme)s;
-			tbest = t;
-		} else if (t < tsecond) {
-			second = (enum fi_ddtx_scheme)s;
-			tsecond = t;
+			tbest = t[s];
 		}
 	}
 	*explored = false;
 	m->decisions++;
-	/* Try the runner-up now and then if it is predicted within 50%: estimates drift. */
-	if (m->explore_every && m->decisions % m->explore_every == 0 &&
-	    second != FI_DDTX_SCHEME_COUNT && tsecond < 1.5 * tbest) {
+	/*
+	 * Now and then try another scheme predicted close to the best (estimates drift), and
+	 * more rarely one predicted far from it (an estimate may simply be wrong).  Among those,
+	 * the one tried longest ago, so that every candidate gets timed, not only the runner-up.
+	 */
+	enum fi_ddtx_scheme pick = best;
+	bool slot = m->explore_every && m->decisions % m->explore_every == 0;
+	if (slot) {
+		bool far_slot = m->decisions % ((uint64_t)m->explore_every * FAR_FACTOR) == 0;
+		double ratio = far_slot ? FAR_RATIO : NEAR_RATIO;
+		for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
+			if ((possible & (1u << s)) && s != (int)best && t[s] < ratio * tbest &&
+			    (pick == best || m->last_tried[s] < m->last_tried[pick]))
+				pick = (enum fi_ddtx_scheme)s;
+	}
+	m->last_tried[pick] = m->decisions;
+	if (pick != best) {
 		m->explorations++;
 		*explored = true;
-		return second;
 	}
-	return best;
+	return pick;
 }
 
 size_t ddtx_cost_threshold(const struct ddtx_cost_model *m)

@@ -3,8 +3,9 @@
  *     t = a + b * (bytes / 4 KiB) + c * blocks        (nanoseconds)
  * and (a, b, c) are fitted online from the transfers the receiver times on the running wire,
  * by ridge regression on relative errors towards a prior, with exponential forgetting.  The choice is the
- * scheme of least predicted time among those possible; now and then a close runner-up is tried
- * so that its estimate stays current (exploration).  Pure logic: no I/O, no locks.
+ * scheme of least predicted time among those possible; now and then another scheme predicted
+ * close is tried so that its estimate stays current, and more rarely one predicted far in case
+ * its estimate is wrong (exploration).  Pure logic: no I/O, no locks.
  */
 #ifndef DDTX_COST_H
 #define DDTX_COST_H
@@ -24,6 +25,7 @@ struct ddtx_cost_fit {
 	struct ddtx_cost_line prior;
 	struct ddtx_cost_line est;
 	uint64_t samples;
+	unsigned surprises;              /* outliers in a row, ignored so far */
 };
 
 struct ddtx_cost_model {
@@ -31,6 +33,7 @@ struct ddtx_cost_model {
 	uint64_t decisions;
 	unsigned explore_every;          /* 0: never explore */
 	uint64_t explorations;
+	uint64_t last_tried[FI_DDTX_SCHEME_COUNT];   /* decision count when last chosen */
 };
 
 /* Priors for a wire: per-byte and per-block costs of packing and of one-copy zero copy. */

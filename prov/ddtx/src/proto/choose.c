@@ -34,6 +34,18 @@ static bool worth_zcopy(struct ddtx_ep *ep, const struct ddtx_layout_stats *st)
 	       ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, st->total, st->nblocks);
 }
 
+/*
+ * Ask the registration thread for a layout only once it has been used twice: a layout seen
+ * once (fresh buffers every time) would cost a registration it never pays back, and on a
+ * small host that thread takes CPU from the transfers.  Layout handles count two uses at
+ * their first send (the runtime said it will reuse them).
+ */
+static void request_if_reused(struct ddtx_ep *ep, struct ddtx_layout *l)
+{
+	if (l->uses >= 2)
+		ddtx_layout_request(pd_of(ep)->layouts, l);
+}
+
 /* Registered, or registered now when a zero-copy scheme is forced. */
 static bool ready_for(struct ddtx_ep *ep, struct ddtx_layout *l, bool forced)
 {
@@ -58,7 +70,7 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *
 	if (!l || !worth_zcopy(ep, &l->st))
 		return FI_DDTX_SCHEME_PACK;
 	if (!ddtx_layout_ready(l)) {
-		ddtx_layout_request(pd_of(ep)->layouts, l);
+		request_if_reused(ep, l);
 		return FI_DDTX_SCHEME_PACK;
 	}
 	bool explored;
@@ -84,7 +96,7 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme p
 	bool want = receiver && worth_zcopy(ep, &receiver->st);
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
 	if (want && !ddtx_layout_ready(receiver))
-		ddtx_layout_request(pd->layouts, receiver);
+		request_if_reused(ep, receiver);
 	if (!sender_ready || !ready_for(ep, receiver, false)) {
 		if (want)
 			pd->zcopy_not_ready++;
@@ -96,6 +108,24 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme p
 	}
 	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
 	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
+}
+
+/*
+ * The first transfers from or into a buffer are not the scheme's cost: they touch fresh
+ * pages, and the registration thread competes for the CPU meanwhile (on a small host, several
+ * times the steady cost).  Timed, they made a scheme look so slow that it was seldom tried
+ * again; so a transfer is timed only when both layouts are warm: used WARM_USES times and not
+ * being registered.
+ */
+#define WARM_USES 4
+
+bool ddtx_choose_warm(const struct ddtx_layout *l)
+{
+	if (!l)
+		return true;
+	int state = atomic_load_explicit(&((struct ddtx_layout *)l)->state, memory_order_acquire);
+	return l->uses >= WARM_USES && state != DDTX_LAYOUT_QUEUED &&
+	       state != DDTX_LAYOUT_REGISTERING;
 }
 
 void ddtx_choose_observe(struct ddtx_ep *ep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,

@@ -32,6 +32,7 @@ enum ddtx_msg_type {
 #define DDTX_HDR_LAST (1u << 2)     /* CTS: this batch covers the last accepted byte */
 #define DDTX_HDR_ACK_REQ (1u << 3)  /* EAGER/RTS: answer with ACK once delivered */
 #define DDTX_HDR_CACHED (1u << 4)   /* CTS (UMR): the key list is the one sent before */
+#define DDTX_HDR_WARM (1u << 5)     /* RTS: the sender's layout is warm (time this transfer) */
 
 struct ddtx_hdr_base {
 	uint8_t type;

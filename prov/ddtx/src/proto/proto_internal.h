@@ -180,6 +180,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
+	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 };
 
@@ -239,6 +240,8 @@ fi_addr_t ddtx_from_addr(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *l);
+/* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
+bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);

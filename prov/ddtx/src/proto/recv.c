@@ -345,11 +345,19 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
 	void *buf = NULL;
 	uint64_t mf = 0;
-	/* Every timed rendezvous teaches the cost model what its scheme costs on this wire. */
-	if (rx->t_start && rx->accepted)
-		ddtx_choose_observe(pep->ep, rx->scheme, rx->accepted,
-				    rx->sender_blocks + rx->layout.nblocks,
-				    ddtx_time_ns() - rx->t_start);
+	/* Every timed rendezvous between warm layouts teaches the cost model what its scheme
+	 * costs on this wire. */
+	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
+	if (rx->t_start && rx->accepted) {
+		/* Service time, not latency: with several rendezvous in flight, one that waited
+		 * behind the others is timed from when the previous one finished. */
+		uint64_t now = ddtx_time_ns();
+		uint64_t from = DDTX_MAX(rx->t_start, pep->last_rndv_done_ns);
+		pep->last_rndv_done_ns = now;
+		if (warm)
+			ddtx_choose_observe(pep->ep, rx->scheme, rx->accepted,
+					    rx->sender_blocks + rx->layout.nblocks, now - from);
+	}
 	if (rx->parent) {
 		rx->parent->multi_children--;
 		mf = multi_flags(pep, rx->parent);

@@ -239,6 +239,8 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	rts.total_len = total;
 	rts.tx_id = tx->id;
 	rts.scheme = ddtx_choose_propose(ep, tx->layout);
+	if (ddtx_choose_warm(tx->layout))
+		rts.base.flags |= DDTX_HDR_WARM;
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
