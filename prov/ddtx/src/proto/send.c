@@ -465,6 +465,14 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	batch_post(pep, b);
 }
 
+/*
+ * PACK chunks: a message is cut into at least PACK_PARTS chunks (none under PACK_MIN_CHUNK) so
+ * that the receiver scatters chunk i while the sender gathers chunk i + 1; one slot-sized chunk
+ * per 64 KiB would leave a 128 KiB message with almost no overlap.
+ */
+#define PACK_PARTS 8
+#define PACK_MIN_CHUNK 8192
+
 /* PACK: gather the next chunk straight into the peer's queue, behind a DATA header. */
 static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
@@ -474,7 +482,8 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	if (ret)
 		return ret;
 	struct ddtx_hdr_data *h = buf.data;
-	size_t len = DDTX_MIN(tx->accepted - tx->sent, buf.cap - sizeof(*h));
+	size_t part = DDTX_MAX(tx->accepted / PACK_PARTS, (size_t)PACK_MIN_CHUNK);
+	size_t len = DDTX_MIN(DDTX_MIN(tx->accepted - tx->sent, buf.cap - sizeof(*h)), part);
 	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
 	h->rx_id = tx->rx_id;
 	h->reserved2 = 0;
