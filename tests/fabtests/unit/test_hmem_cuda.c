@@ -81,7 +81,8 @@ static int cuda_open(void)
 	SYM(htod, "cuMemcpyHtoD_v2");
 	SYM(dtoh, "cuMemcpyDtoH_v2");
 #undef SYM
-	if (!cu.init || !cu.alloc || !cu.free || !cu.ctx_retain || !cu.ctx_set || !cu.alloc_host ||
+	if (!cu.init || !cu.device_get || !cu.device_count || !cu.free_host || !cu.alloc ||
+	    !cu.free || !cu.ctx_retain || !cu.ctx_set || !cu.alloc_host ||
 	    !cu.alloc_managed || !cu.htod || !cu.dtoh || !cu.device_attr) {
 		printf("SKIP: libcuda.so.1 lacks the driver API this test uses\n");
 		return 77;
