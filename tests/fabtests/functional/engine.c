@@ -274,6 +274,7 @@ static int t_pack_to_zcopy(struct ft_ctx *ctx, void *varg)
 	for (int i = 0; i < nlay; i++)
 		slay_init(&lay[i], map_at(NULL, span), block, count, stride);
 	struct fi_ddtx_stats st[2], prev[2], first[2];
+	memset(first, 0, sizeof(first)); /* set in round 0, which always runs */
 	stats_both(ctx, &fx, st);
 	prev[0] = st[0];
 	prev[1] = st[1];
