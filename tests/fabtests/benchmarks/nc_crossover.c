@@ -114,6 +114,25 @@ static void json_stats(FILE *f, const char *name, const struct fi_ddtx_stats *s)
 		(unsigned long long)s->learned_threshold);
 }
 
+/* One cell's configuration: block length, scheme, reuse and the timing loop's limits. */
+static struct cell_cfg cell_config(size_t block, size_t size, const char *scheme, bool pin,
+				   double stride_factor, size_t reuse, double tmin, double max_group,
+				   int b, int r)
+{
+	struct cell_cfg c = {.block = block, .count = size / block, .scheme = scheme, .pin = pin};
+	c.stride = (size_t)(stride_factor * (double)block);
+	if (c.stride < c.block)
+		c.stride = c.block;
+	int ru = (int)reuse;
+	c.loop = (struct nc_loop_cfg){
+		.reuse = ru, .min_s = tmin,
+		.min_groups = ru <= 10 ? 5 : ru <= 100 ? 2 : 1,
+		.max_groups = 100000, .max_group_s = max_group, .head = 20,
+		.sample = 20, .warmup_groups = 2, .warmup_len = 3,
+		.seed = (uint64_t)(b * 1000 + r * 10 + 1)};
+	return c;
+}
+
 int main(int argc, char **argv)
 {
 	size_t blocks[MAX_B], reuses[MAX_R], size = 1u << 20;
@@ -206,23 +225,19 @@ int main(int argc, char **argv)
 			printf(" %10s", schemes[s]);
 		printf("  %-6s %7s %9s  %s\n", "winner", "margin", "auto/best", "auto moved by");
 		for (int r = 0; r < nr; r++) {
-			for (int s = 0; s < ns; s++) {
-				struct cell_cfg c = {.block = blocks[b], .count = size / blocks[b],
-						     .scheme = schemes[s], .pin = pin};
-				c.stride = (size_t)(stride_factor * (double)blocks[b]);
-				if (c.stride < c.block)
-					c.stride = c.block;
-				int ru = (int)reuses[r];
-				c.loop = (struct nc_loop_cfg){
-					.reuse = ru, .min_s = tmin,
-					.min_groups = ru <= 10 ? 5 : ru <= 100 ? 2 : 1,
-					.max_groups = 100000, .max_group_s = max_group, .head = 20,
-					.sample = 20, .warmup_groups = 2, .warmup_len = 3,
-					.seed = (uint64_t)(b * 1000 + r * 10 + 1)};
-				double ts[100];
-				int nts = 0;
-				struct cell_res *cr = &res[b][r][s];
-				for (int rep = 0; rep < repeat; rep++) {
+			/* Repeats go round the schemes (pack, sgl, ..., pack, sgl, ...) rather than
+			 * one scheme at a time, so that drift on the host hits all of them alike. */
+			double ts[MAX_S][100];
+			int nts[MAX_S] = {0};
+			for (int rep = 0; rep < repeat; rep++) {
+				for (int s = 0; s < ns; s++) {
+					struct cell_res *cr = &res[b][r][s];
+					if (cr->status)
+						continue;
+					struct cell_cfg c = cell_config(blocks[b], size, schemes[s],
+									pin, stride_factor,
+									reuses[r], tmin, max_group,
+									b, r);
 					memset(sh, 0, sizeof(*sh));
 					void *arg[2] = {&c, sh};
 					int rc = ft_spawn(2, 600, rank_main, arg);
@@ -232,10 +247,9 @@ int main(int argc, char **argv)
 						cr->status = sh->status;
 						snprintf(cr->err, sizeof(cr->err), "%s",
 							 sh->err[0] ? sh->err : "failed (see stderr)");
-						break;
+						continue;
 					}
-					ts[nts++] = sh->t_xfer;
-					/* Keep the details of the run closest to the median so far. */
+					ts[s][nts[s]++] = sh->t_xfer;
 					cr->t_first = sh->t_first;
 					cr->t_rest = sh->t_rest;
 					cr->groups = sh->groups;
@@ -245,11 +259,14 @@ int main(int argc, char **argv)
 					cr->tx = sh->delta[0];
 					cr->rx = sh->delta[1];
 				}
+			}
+			for (int s = 0; s < ns; s++) {
+				struct cell_res *cr = &res[b][r][s];
 				if (!cr->status) {
-					memcpy(cr->runs, ts, sizeof(double) * (size_t)nts);
-					cr->nruns = nts;
-					cr->t_med = nc_median(ts, nts); /* sorts ts */
-					cr->t_min = ts[0];
+					memcpy(cr->runs, ts[s], sizeof(double) * (size_t)nts[s]);
+					cr->nruns = nts[s];
+					cr->t_med = nc_median(ts[s], nts[s]); /* sorts ts */
+					cr->t_min = ts[s][0];
 					cr->t = use_min ? cr->t_min : cr->t_med;
 				}
 				if (cr->status == 2)
