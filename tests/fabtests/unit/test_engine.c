@@ -208,12 +208,22 @@ static void test_cost(void)
 		explored += ex;
 	}
 	CHECK(explored == 8, "explored %d of 64 (expected 8)", explored);
-	/* A runner-up predicted 3x the best: only every 8th exploration slot tries it. */
+	/* A runner-up predicted 3x the best: never timed, it is tried at the first exploration
+	 * slot; once timed (and still 3x), only every 8th slot tries it. */
 	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {
 		[FI_DDTX_SCHEME_PACK] = {1000, 100, 10}, [FI_DDTX_SCHEME_SGL] = {3000, 300, 30},
 		[FI_DDTX_SCHEME_UMR] = {9000, 900, 90},
 	};
 	ddtx_cost_init(&m, far, 8);
+	explored = 0;
+	for (int i = 0; i < 8; i++) {
+		enum fi_ddtx_scheme s = ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex);
+		explored += ex && s == FI_DDTX_SCHEME_SGL;
+	}
+	CHECK(explored == 1, "an untimed 3x runner-up was not tried at the first slot");
+	ddtx_cost_init(&m, far, 8);
+	ddtx_cost_observe(&m, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 12000);
+	ddtx_cost_observe(&m, FI_DDTX_SCHEME_SGL, 100 * 4096, 100, 36000);
 	explored = 0;
 	for (int i = 0; i < 128; i++) {
 		enum fi_ddtx_scheme s = ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex);

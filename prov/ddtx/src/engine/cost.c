@@ -11,7 +11,8 @@
 #define OUTLIER 3.0
 #define SURPRISES 3
 /* Every FAR_FACTOR-th exploration slot also tries a scheme predicted up to FAR_RATIO times the
- * best: an estimate that went wrong by more than NEAR_RATIO is otherwise never revisited. */
+ * best (every slot, if that scheme was never timed): an estimate that went wrong by more than
+ * NEAR_RATIO is otherwise never revisited. */
 #define NEAR_RATIO 1.5
 #define FAR_RATIO 4.0
 #define FAR_FACTOR 8
@@ -156,10 +157,13 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 	if (slot) {
 		bool far_slot = m->decisions % ((uint64_t)m->explore_every * FAR_FACTOR) == 0;
 		double ratio = far_slot ? FAR_RATIO : NEAR_RATIO;
-		for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
-			if ((possible & (1u << s)) && s != (int)best && t[s] < ratio * tbest &&
+		for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
+			/* A scheme never timed is only its prior: the far rule at every slot. */
+			double r = m->fit[s].samples ? ratio : FAR_RATIO;
+			if ((possible & (1u << s)) && s != (int)best && t[s] < r * tbest &&
 			    (pick == best || m->last_tried[s] < m->last_tried[pick]))
 				pick = (enum fi_ddtx_scheme)s;
+		}
 	}
 	m->last_tried[pick] = m->decisions;
 	if (pick != best) {
