@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ddtx.h"
+#include "common/minmax.h"
+#include "common/settings.h"
 #include "engine/cost.h"
 #include "engine/iov.h"
 #include "engine/layout.h"
 #include "engine/scheme.h"
-#include "proto/optable.h"
+#include "common/optable.h"
 
 #include "unit_check.h"
 

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ddtx.h"
+#include "common/clock.h"
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"

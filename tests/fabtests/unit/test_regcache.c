@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ddtx.h"
-#include "engine/itree.h"
+#include <rdma/fi_errno.h>
+#include "common/itree.h"
 #include "engine/memmon.h"
 #include "engine/regcache.h"
 #include "wire/wire.h"

@@ -12,64 +12,30 @@
 
 #define AV_MIN_CAPACITY 64
 
-static uint64_t blob_hash(const void *addr, size_t len)
-{
-	const uint8_t *p = addr;
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 static bool entry_matches(const struct ddtx_av_entry *e, const void *addr, size_t len)
 {
 	return e->valid && e->addr_len == len && memcmp(e->addr, addr, len) == 0;
 }
 
-static void hash_put(uint64_t *slots, size_t nslots, const struct ddtx_av_entry *e,
-		     fi_addr_t fi_addr)
+static bool entry_hash(const void *owner, uint32_t pos, uint64_t *hash)
 {
-	size_t i = blob_hash(e->addr, e->addr_len) & (nslots - 1);
-
-	while (slots[i])
-		i = (i + 1) & (nslots - 1);
-	slots[i] = fi_addr + 1;
-}
-
-/* Rebuild with room for at least twice the entries (load factor <= 1/2). */
-static int hash_rebuild(struct ddtx_av *av, size_t min_entries)
-{
-	size_t nslots = 16;
-	uint64_t *slots;
-
-	while (nslots < 2 * min_entries)
-		nslots <<= 1;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots)
-		return -FI_ENOMEM;
-	for (size_t i = 0; i < av->count; i++)
-		if (av->entries[i].valid)
-			hash_put(slots, nslots, &av->entries[i], i);
-	free(av->hash);
-	av->hash = slots;
-	av->hash_slots = nslots;
-	return 0;
+	const struct ddtx_av_entry *e = &((const struct ddtx_av *)owner)->entries[pos];
+	if (!e->valid)
+		return false;
+	*hash = ddtx_hash_bytes(e->addr, e->addr_len);
+	return true;
 }
 
 fi_addr_t ddtx_av_reverse(struct ddtx_av *av, const void *addr, size_t len)
 {
-	size_t i;
+	uint32_t cursor;
 
-	if (!av || !addr || !av->hash_slots)
+	if (!av || !addr)
 		return FI_ADDR_NOTAVAIL;
-	i = blob_hash(addr, len) & (av->hash_slots - 1);
-	for (; av->hash[i]; i = (i + 1) & (av->hash_slots - 1)) {
-		fi_addr_t fa = av->hash[i] - 1;
-
-		if (entry_matches(&av->entries[fa], addr, len))
-			return fa;
-	}
+	for (uint32_t pos = ddtx_hindex_first(&av->index, ddtx_hash_bytes(addr, len), &cursor);
+	     pos != DDTX_HINDEX_END; pos = ddtx_hindex_next(&av->index, &cursor))
+		if (entry_matches(&av->entries[pos], addr, len))
+			return pos;
 	return FI_ADDR_NOTAVAIL;
 }
 
@@ -85,8 +51,8 @@ static int av_reserve(struct ddtx_av *av, size_t n)
 	size_t cap = av->capacity;
 	struct ddtx_av_entry *e;
 
-	if (av->count + n <= cap && 2 * (av->count + n) <= av->hash_slots)
-		return 0;
+	if (av->count + n > UINT32_MAX - 1)
+		return -FI_ENOMEM;
 	while (cap < av->count + n)
 		cap = cap ? 2 * cap : AV_MIN_CAPACITY;
 	if (cap != av->capacity) {
@@ -96,7 +62,8 @@ static int av_reserve(struct ddtx_av *av, size_t n)
 		av->entries = e;
 		av->capacity = cap;
 	}
-	return hash_rebuild(av, cap);
+	return ddtx_hindex_reserve(&av->index, (uint32_t)(av->count + n), (uint32_t)av->count,
+				   entry_hash, av, false);
 }
 
 /* Insert one blob; an address already present keeps its fi_addr. */
@@ -113,7 +80,7 @@ static int av_insert_one(struct ddtx_av *av, const uint8_t *blob, fi_addr_t *out
 		e->valid = true;
 		e->addr_len = av->addrlen;
 		memcpy(e->addr, blob, av->addrlen);
-		hash_put(av->hash, av->hash_slots, e, fa);
+		ddtx_hindex_add(&av->index, ddtx_hash_bytes(e->addr, e->addr_len), (uint32_t)fa);
 	}
 	*out = fa;
 	return 0;
@@ -181,7 +148,8 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 		for (size_t i = 0; i < count; i++)
 			av->entries[fi_addr[i]].valid = false;
 		av->generation++; /* endpoints drop their cached peers */
-		ret = hash_rebuild(av, av->capacity);
+		ret = ddtx_hindex_reserve(&av->index, (uint32_t)av->count, (uint32_t)av->count,
+					  entry_hash, av, true);
 	}
 	ddtx_domain_unlock(av->domain);
 	if (ret == -FI_EINVAL)
@@ -246,7 +214,7 @@ static int av_close(struct fid *fid)
 	}
 	atomic_fetch_sub(&av->domain->ref, 1);
 	free(av->entries);
-	free(av->hash);
+	ddtx_hindex_fini(&av->index);
 	free(av);
 	return 0;
 }

@@ -19,8 +19,14 @@
 
 #include <rdma/fi_ddtx.h>
 
-#include "ddtx.h"
-#include "engine/list.h"
+#include <rdma/fi_errno.h>
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/minmax.h"
+#include "common/provider.h"
+#include "common/settings.h"
+#include "common/hindex.h"
+#include "common/list.h"
 #include "wire/wire.h"
 
 struct ddtx_proto_ep;   /* proto/proto.h */
@@ -81,8 +87,7 @@ struct ddtx_av {
 	struct ddtx_av_entry *entries;
 	size_t count;                    /* entries used (next index) */
 	size_t capacity;
-	uint64_t *hash;                  /* open addressing: fi_addr + 1 per slot, 0 = empty */
-	size_t hash_slots;
+	struct ddtx_hindex index;        /* blob -> fi_addr (FI_SOURCE, duplicate inserts) */
 	uint64_t generation;             /* bumped on remove: endpoint caches revalidate */
 };
 

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "common/iov_check.h"
 #include "core/core_priv.h"
 
 /*
@@ -35,7 +36,7 @@ static uint32_t wire_access(uint64_t access)
 
 static int check_iov(const struct iovec *iov, size_t count)
 {
-	if (!iov || !count || count > DDTX_MR_IOV_LIMIT) {
+	if (!count || ddtx_iov_check(iov, count, DDTX_MR_IOV_LIMIT, NULL)) {
 		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: %zu segments (1..%d allowed)\n", iov ? count : 0,
 			  DDTX_MR_IOV_LIMIT);
 		return -FI_EINVAL;
@@ -43,8 +44,7 @@ static int check_iov(const struct iovec *iov, size_t count)
 	for (size_t i = 0; i < count; i++) {
 		uint64_t base = (uintptr_t)iov[i].iov_base, len = iov[i].iov_len;
 
-		if (len && (!iov[i].iov_base || base + len < base ||
-			    base + len > DDTX_USER_ADDR_LIMIT)) {
+		if (len && (base + len < base || base + len > DDTX_USER_ADDR_LIMIT)) {
 			DDTX_WARN(FI_LOG_MR, "fi_mr_reg: [%#llx, +%#llx) is not user memory\n",
 				  (unsigned long long)base, (unsigned long long)len);
 			return -FI_EINVAL;

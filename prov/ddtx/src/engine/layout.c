@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
+#include "common/clock.h"
+#include "common/minmax.h"
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"
 

@@ -16,7 +16,7 @@
 #include <sys/uio.h>
 
 #include "engine/iov.h"
-#include "engine/list.h"
+#include "common/list.h"
 #include "wire/wire.h"
 
 struct ddtx_regcache;

@@ -69,7 +69,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
+#include "common/minmax.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1

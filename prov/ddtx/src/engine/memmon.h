@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/itree.h"
+#include "common/itree.h"
 
 struct ddtx_memmon_sub;
 

@@ -4,7 +4,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
+#include "common/minmax.h"
 
 struct ddtx_mkey_pool {
 	struct ddtx_wire_domain *wire;

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
+#include "common/minmax.h"
 
 enum { W_NONE = 0, W_INDEX, W_RETIRED, W_PENDING };
 

@@ -49,8 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/itree.h"
-#include "engine/list.h"
+#include "common/itree.h"
+#include "common/list.h"
 #include "engine/memmon.h"
 #include "wire/wire.h"
 

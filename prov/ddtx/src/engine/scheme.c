@@ -1,4 +1,5 @@
 #include "engine/scheme.h"
+#include "common/minmax.h"
 
 enum fi_ddtx_scheme ddtx_scheme_forced(const struct ddtx_settings *set,
 				       const struct ddtx_wire_caps *caps)

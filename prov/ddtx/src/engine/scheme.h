@@ -7,7 +7,7 @@
 
 #include <rdma/fi_ddtx.h>
 
-#include "ddtx.h"
+#include "common/settings.h"
 #include "engine/iov.h"
 #include "wire/wire.h"
 

@@ -11,7 +11,8 @@
 
 #include <rdma/fi_errno.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
 #include "hmem/hmem.h"
 
 typedef int cu_result;                           /* CUresult; 0 = CUDA_SUCCESS */

@@ -4,12 +4,13 @@
 
 #include <rdma/fi_ddtx.h>
 
+#include "common/iov_check.h"
 #include "engine/iov.h"
-#include "engine/list.h"
+#include "common/list.h"
 #include "engine/scheme.h"
 #include "proto/hdr.h"
 #include "proto/proto.h"
-#include "proto/optable.h"
+#include "common/optable.h"
 #include "proto/rmkey.h"
 
 struct ddtx_layout;
@@ -205,8 +206,6 @@ void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, 
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
 
 /* send.c */
-/* -FI_EINVAL unless iov holds count (<= limit) valid entries. */
-int ddtx_check_iov(const struct iovec *iov, size_t count, size_t limit);
 ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			 uint64_t flags, bool tagged);

@@ -626,7 +626,7 @@ ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			 uint64_t flags, bool tagged)
 {
-	int ret = ddtx_check_iov(iov, count, ep->info->rx_attr->iov_limit);
+	int ret = ddtx_iov_check(iov, count, ep->info->rx_attr->iov_limit, NULL);
 	if (ret || ((flags & FI_MULTI_RECV) && (tagged || count != 1))) {
 		DDTX_WARN(FI_LOG_EP_DATA, "recv: invalid iov list or flags (count %zu)\n", count);
 		return -FI_EINVAL;

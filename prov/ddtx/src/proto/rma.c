@@ -97,7 +97,7 @@ static ssize_t rma_common(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint
 	if (!msg)
 		return -FI_EINVAL;
 	size_t limit = ep->info->tx_attr->iov_limit;
-	int ret = ddtx_check_iov(msg->msg_iov, msg->iov_count, limit);
+	int ret = ddtx_iov_check(msg->msg_iov, msg->iov_count, limit, NULL);
 	if (ret || msg->rma_iov_count > ep->info->tx_attr->rma_iov_limit ||
 	    (msg->rma_iov_count && !msg->rma_iov)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "rma: invalid iov or rma_iov list\n");

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/list.h"
+#include "common/list.h"
 #include "wire/wire.h"
 
 struct ddtx_rmkey_entry {

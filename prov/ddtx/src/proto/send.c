@@ -14,16 +14,6 @@ static size_t eager_limit(const struct ddtx_proto_ep *pep)
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
 
-int ddtx_check_iov(const struct iovec *iov, size_t count, size_t limit)
-{
-	if (count > limit || (count && !iov))
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++)
-		if (!iov[i].iov_base && iov[i].iov_len)
-			return -FI_EINVAL;
-	return 0;
-}
-
 /* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */
 static int send_now(struct ddtx_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count)
@@ -143,7 +133,7 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			 uint64_t flags, bool tagged)
 {
-	int ret = ddtx_check_iov(iov, count, ep->info->tx_attr->iov_limit);
+	int ret = ddtx_iov_check(iov, count, ep->info->tx_attr->iov_limit, NULL);
 	if (ret) {
 		DDTX_WARN(FI_LOG_EP_DATA, "send: invalid iov list (count %zu)\n", count);
 		return ret;

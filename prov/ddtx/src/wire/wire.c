@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/log.h"
 #include "wire/wire_impl.h"
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
@@ -37,20 +38,6 @@ static const struct ddtx_wire_impl *impl_by_name(const char *name)
 			return avail ? impls[i] : NULL;
 	}
 	return NULL;
-}
-
-int ddtx_wire_iov_total(const struct iovec *iov, size_t count, size_t *total)
-{
-	size_t t = *total;
-	if (count && !iov)
-		return -FI_EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (iov[i].iov_len > SIZE_MAX - t || (iov[i].iov_len && !iov[i].iov_base))
-			return -FI_EINVAL;
-		t += iov[i].iov_len;
-	}
-	*total = t;
-	return 0;
 }
 
 void ddtx_wire_cleanup_stale(void)

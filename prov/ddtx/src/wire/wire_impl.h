@@ -55,8 +55,6 @@ struct ddtx_wire_impl {
 			  void *wr_context);
 };
 
-/* Add the bytes of a valid iov list to *total: -FI_EINVAL for NULL entries or overflow. */
-int ddtx_wire_iov_total(const struct iovec *iov, size_t count, size_t *total);
 
 /* The generic handles every implementation's objects begin with. */
 struct ddtx_wire_domain {

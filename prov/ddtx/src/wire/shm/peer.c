@@ -48,59 +48,37 @@ void ddtx_shm_peers_fini(struct ddtx_shm_peers *pt)
 	for (uint32_t i = 0; i < pt->count; i++)
 		peer_unmap(&pt->v[i]);
 	free(pt->v);
-	free(pt->hash);
+	ddtx_hindex_fini(&pt->index);
 	memset(pt, 0, sizeof(*pt));
 }
 
-static uint32_t uid_slot(uint64_t uid, uint32_t mask)
+static bool peer_hash(const void *owner, uint32_t pos, uint64_t *hash)
 {
-	return (uint32_t)((uid * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-}
-
-static int hash_grow(struct ddtx_shm_peers *pt)
-{
-	uint32_t nsize = pt->hash ? 2 * (pt->hash_mask + 1) : 64;
-	uint32_t *h = calloc(nsize, sizeof(*h));
-
-	if (!h)
-		return -FI_ENOMEM;
-	for (uint32_t i = 0; i < pt->count; i++) {
-		uint32_t s = uid_slot(pt->v[i].addr.uid, nsize - 1);
-		while (h[s])
-			s = (s + 1) & (nsize - 1);
-		h[s] = i + 1;
-	}
-	free(pt->hash);
-	pt->hash = h;
-	pt->hash_mask = nsize - 1;
-	return 0;
+	*hash = ddtx_hash_u64(((const struct ddtx_shm_peers *)owner)->v[pos].addr.uid);
+	return true;
 }
 
 int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
 			  ddtx_peer_t *out)
 {
-	uint32_t s;
+	uint64_t hash = ddtx_hash_u64(addr->uid);
+	uint32_t cursor;
 	int ret;
 
-	if (pt->hash) {
-		for (s = uid_slot(addr->uid, pt->hash_mask); pt->hash[s];
-		     s = (s + 1) & pt->hash_mask) {
-			struct ddtx_shm_peer *p = &pt->v[pt->hash[s] - 1];
-			/* The whole blob is the identity: a forged blob that copies a real uid
-			 * becomes a peer of its own and never shadows the real one. */
-			if (memcmp(&p->addr, addr, sizeof(*addr)))
-				continue;
-			*out = pt->hash[s] - 1;
+	for (uint32_t i = ddtx_hindex_first(&pt->index, hash, &cursor); i != DDTX_HINDEX_END;
+	     i = ddtx_hindex_next(&pt->index, &cursor)) {
+		/* The whole blob is the identity: a forged blob that copies a real uid becomes a
+		 * peer of its own and never shadows the real one. */
+		if (!memcmp(&pt->v[i].addr, addr, sizeof(*addr))) {
+			*out = i;
 			return 0;
 		}
 	}
 	if (pt->count >= UINT32_MAX - 1)
 		return -FI_ENOSPC;
-	if (!pt->hash || 2 * (pt->count + 1) > pt->hash_mask + 1) {
-		ret = hash_grow(pt);
-		if (ret)
-			return ret;
-	}
+	ret = ddtx_hindex_reserve(&pt->index, pt->count + 1, pt->count, peer_hash, pt, false);
+	if (ret)
+		return ret;
 	if (pt->count == pt->cap) {
 		uint32_t ncap = pt->cap ? 2 * pt->cap : 16;
 		struct ddtx_shm_peer *v = realloc(pt->v, (size_t)ncap * sizeof(*v));
@@ -112,9 +90,7 @@ int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr 
 	struct ddtx_shm_peer *p = &pt->v[pt->count];
 	memset(p, 0, sizeof(*p));
 	p->addr = *addr;
-	for (s = uid_slot(addr->uid, pt->hash_mask); pt->hash[s]; s = (s + 1) & pt->hash_mask)
-		;
-	pt->hash[s] = pt->count + 1;
+	ddtx_hindex_add(&pt->index, hash, pt->count);
 	*out = pt->count++;
 	DDTX_DBG(FI_LOG_CORE, "shm: peer %u is pid %u uid %#llx\n", *out, addr->pid,
 		 (unsigned long long)addr->uid);

@@ -26,7 +26,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "ddtx.h"
+#include <rdma/fi_errno.h>
+#include "common/clock.h"
+#include "common/hindex.h"
+#include "common/log.h"
+#include "common/minmax.h"
+#include "common/provider.h"
 #include "wire/wire_impl.h"
 
 #define DDTX_SHM_VERSION 1
@@ -276,8 +281,7 @@ struct ddtx_shm_peer {
 struct ddtx_shm_peers {
 	struct ddtx_shm_peer *v;
 	uint32_t count, cap;
-	uint32_t *hash;                          /* uid -> index + 1, open addressing */
-	uint32_t hash_mask;
+	struct ddtx_hindex index;                /* uid -> peer (the whole address compared) */
 };
 
 int ddtx_shm_addr_check(const void *addr, size_t len);

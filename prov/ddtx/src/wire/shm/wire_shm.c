@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/iov_check.h"
 #include "shm.h"
 
 #define PEER_CHECK_NS (100ull * 1000 * 1000)
@@ -426,7 +427,7 @@ static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 	int ret;
 
 	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) || (hdr_len && !hdr) ||
-	    count > ep->dom->caps.max_sge || ddtx_wire_iov_total(iov, count, &total)) {
+	    ddtx_iov_check(iov, count, ep->dom->caps.max_sge, &total)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: send: bad argument (peer %u, %zu iov entries, "
 			  "max_sge %zu)\n", peer, count, ep ? ep->dom->caps.max_sge : 0);
 		return -FI_EINVAL;
@@ -544,7 +545,7 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 	int ret, status;
 
 	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) ||
-	    lcount > max_local || ddtx_wire_iov_total(local, lcount, &total) ||
+	    ddtx_iov_check(local, lcount, max_local, &total) ||
 	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: %s: bad argument (peer %u, %zu local entries, "
 			  "max_sge %zu)\n", op, peer, lcount, ep ? ep->dom->caps.max_sge : 0);

@@ -30,8 +30,7 @@ void ddtx_vpeers_init(struct ddtx_verbs_ep *ep)
 {
 	ep->peers = NULL;
 	ep->npeers = ep->peers_cap = 0;
-	ep->uid_hash = NULL;
-	ep->uid_mask = 0;
+	ddtx_hindex_init(&ep->uid_index);
 	ddtx_list_init(&ep->busy);
 }
 
@@ -46,44 +45,23 @@ void ddtx_vpeers_fini(struct ddtx_verbs_ep *ep)
 		free(p);
 	}
 	free(ep->peers);
-	free(ep->uid_hash);
+	ddtx_hindex_fini(&ep->uid_index);
 	ep->peers = NULL;
-	ep->uid_hash = NULL;
 	ep->npeers = ep->peers_cap = 0;
 }
 
-static uint32_t uid_slot(uint64_t uid, uint32_t mask)
+static bool peer_hash(const void *owner, uint32_t pos, uint64_t *hash)
 {
-	uid ^= uid >> 31;
-	uid *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t)(uid >> 32) & mask;
-}
-
-static int rehash(struct ddtx_verbs_ep *ep, uint32_t nslots)
-{
-	uint32_t *h = calloc(nslots, sizeof(*h));
-
-	if (!h)
-		return -FI_ENOMEM;
-	for (uint32_t i = 0; i < ep->npeers; i++) {
-		uint32_t s = uid_slot(ep->peers[i]->addr.uid, nslots - 1);
-		while (h[s])
-			s = (s + 1) & (nslots - 1);
-		h[s] = i + 1;
-	}
-	free(ep->uid_hash);
-	ep->uid_hash = h;
-	ep->uid_mask = nslots - 1;
-	return 0;
+	*hash = ddtx_hash_u64(((const struct ddtx_verbs_ep *)owner)->peers[pos]->addr.uid);
+	return true;
 }
 
 int ddtx_vpeer_by_uid(struct ddtx_verbs_ep *ep, uint64_t uid, ddtx_peer_t *out)
 {
-	if (!ep->uid_hash)
-		return -FI_ENOENT;
-	for (uint32_t s = uid_slot(uid, ep->uid_mask); ep->uid_hash[s];
-	     s = (s + 1) & ep->uid_mask) {
-		uint32_t i = ep->uid_hash[s] - 1;
+	uint32_t cursor;
+
+	for (uint32_t i = ddtx_hindex_first(&ep->uid_index, ddtx_hash_u64(uid), &cursor);
+	     i != DDTX_HINDEX_END; i = ddtx_hindex_next(&ep->uid_index, &cursor)) {
 		if (ep->peers[i]->addr.uid == uid) {
 			*out = i;
 			return 0;
@@ -128,8 +106,7 @@ int ddtx_vpeer_insert(struct ddtx_verbs_ep *ep, const struct ddtx_vaddr *a,
 		ep->peers = v;
 		ep->peers_cap = ncap;
 	}
-	if ((ep->npeers + 1) * 2 > ep->uid_mask + 1 &&
-	    rehash(ep, ep->uid_mask ? 2 * (ep->uid_mask + 1) : 64))
+	if (ddtx_hindex_reserve(&ep->uid_index, ep->npeers + 1, ep->npeers, peer_hash, ep, false))
 		return -FI_ENOMEM;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -144,12 +121,7 @@ int ddtx_vpeer_insert(struct ddtx_verbs_ep *ep, const struct ddtx_vaddr *a,
 	ddtx_list_init(&p->requeue);
 	p->busy_entry.next = p->busy_entry.prev = &p->busy_entry;
 	ep->peers[ep->npeers] = p;
-	{
-		uint32_t s = uid_slot(a->uid, ep->uid_mask);
-		while (ep->uid_hash[s])
-			s = (s + 1) & ep->uid_mask;
-		ep->uid_hash[s] = ep->npeers + 1;
-	}
+	ddtx_hindex_add(&ep->uid_index, ddtx_hash_u64(a->uid), ep->npeers);
 	*out = ep->npeers++;
 	return 0;
 }

@@ -27,8 +27,13 @@
 #include <infiniband/mlx5dv.h>
 #endif
 
-#include "ddtx.h"
-#include "engine/list.h"
+#include <rdma/fi_errno.h>
+#include "common/clock.h"
+#include "common/hindex.h"
+#include "common/log.h"
+#include "common/minmax.h"
+#include "common/provider.h"
+#include "common/list.h"
 #include "wire/verbs/verbs_pure.h"
 #include "wire/wire_impl.h"
 
@@ -409,8 +414,7 @@ struct ddtx_verbs_ep {
 	/* peers */
 	struct ddtx_vpeer **peers;       /* each allocated alone: they hold list heads */
 	uint32_t npeers, peers_cap;
-	uint32_t *uid_hash;              /* uid -> index + 1, open addressing */
-	uint32_t uid_mask;
+	struct ddtx_hindex uid_index;    /* uid -> peer */
 	struct ddtx_list busy;           /* peers with queued items */
 	/* completions for on_complete, delivered by progress */
 	struct ddtx_vcompl *cq_q;

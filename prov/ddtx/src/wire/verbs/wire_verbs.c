@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/iov_check.h"
 #include "wire/verbs/verbs.h"
 
 static uint64_t random64(void)
@@ -442,7 +443,7 @@ static int verbs_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hd
 	uint8_t *dst;
 
 	if (!ep || !(p = ddtx_vpeer_get(ep, peer)) || (hdr_len && !hdr) ||
-	    count > ep->dom->caps.max_sge || ddtx_wire_iov_total(iov, count, &total))
+	    ddtx_iov_check(iov, count, ep->dom->caps.max_sge, &total))
 		return -FI_EINVAL;
 	if (total > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
@@ -693,8 +694,7 @@ static int rma(struct ddtx_verbs_ep *ep, ddtx_peer_t peer, const struct iovec *l
 	size_t total = 0;
 	int ret;
 
-	if (!ep || !ddtx_vpeer_get(ep, peer) || lcount > ep->dom->caps.max_sge ||
-	    ddtx_wire_iov_total(local, lcount, &total) ||
+	if (!ep || !ddtx_vpeer_get(ep, peer) || ddtx_iov_check(local, lcount, ep->dom->caps.max_sge, &total) ||
 	    (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL) || total != len ||
 	    len > ep->dom->caps.max_rma_size) {
 		DDTX_WARN(FI_LOG_EP_DATA, "verbs: %s: bad argument (peer %u, %zu local entries, "

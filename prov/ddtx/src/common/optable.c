@@ -1,4 +1,4 @@
-#include "proto/optable.h"
+#include "common/optable.h"
 
 #include <stdlib.h>
 

@@ -1,28 +1,14 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Provider-wide definitions: the fi_provider object, logging, and the FI_DDTX_* settings.
- * Every layer may include this header; it includes nothing but libfabric's public headers.
+ * Values of the FI_DDTX_* variables, declared with fi_param_define and read once in fi_prov_ini()
+ * (core/settings.c).  core and proto read them; engine, wire and hmem are handed what they need
+ * as parameter structs and read no globals.
  */
-#ifndef DDTX_H
-#define DDTX_H
+#ifndef DDTX_COMMON_SETTINGS_H
+#define DDTX_COMMON_SETTINGS_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <time.h>
-#include <rdma/fabric.h>
-#include <rdma/fi_errno.h>
-#include <rdma/providers/fi_log.h>
-#include <rdma/providers/fi_prov.h>
-
-#define DDTX_PROV_NAME "ddtx"
-#define DDTX_PROV_VERSION FI_VERSION(0, 1)
-#define DDTX_FI_VERSION FI_VERSION(1, 17)
-
-extern struct fi_provider ddtx_prov;
-
-#define DDTX_WARN(subsys, ...) FI_WARN(&ddtx_prov, subsys, __VA_ARGS__)
-#define DDTX_INFO(subsys, ...) FI_INFO(&ddtx_prov, subsys, __VA_ARGS__)
-#define DDTX_DBG(subsys, ...) FI_DBG(&ddtx_prov, subsys, __VA_ARGS__)
 
 /* Scheme names as FI_DDTX_SCHEME spells them; see engine/scheme.h. */
 enum ddtx_scheme_setting {
@@ -58,21 +44,4 @@ struct ddtx_settings {
 
 extern struct ddtx_settings ddtx_settings;
 
-#define DDTX_IOV_LIMIT 1024
-#define DDTX_MR_IOV_LIMIT 1024
-
-/* Monotonic time.  The coarse clock (a few ms resolution) costs a fraction of the precise one
- * and is what periodic checks on the progress path use. */
-static inline uint64_t ddtx_clock_ns(clockid_t clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-#define ddtx_time_ns() ddtx_clock_ns(CLOCK_MONOTONIC)
-#define ddtx_coarse_time_ns() ddtx_clock_ns(CLOCK_MONOTONIC_COARSE)
-
-#define DDTX_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define DDTX_MAX(a, b) ((a) > (b) ? (a) : (b))
-
-#endif /* DDTX_H */
+#endif /* DDTX_COMMON_SETTINGS_H */

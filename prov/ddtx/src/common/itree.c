@@ -1,5 +1,5 @@
 /* The AVL interval tree of itree.h. */
-#include "engine/itree.h"
+#include "common/itree.h"
 
 #include <assert.h>
 #include <stdbool.h>

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The common floor: the hash index (against a brute-force search over random keys with forced
+ * collisions, growth and rebuilds after removals) and the one iov check.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <rdma/fi_errno.h>
+
+#include "common/hindex.h"
+#include "common/iov_check.h"
+#include "unit_check.h"
+
+#define NKEYS 5000
+
+struct table {
+	uint64_t key[NKEYS];
+	bool live[NKEYS];
+	uint32_t n;
+	struct ddtx_hindex index;
+};
+
+/* Only 64 distinct hashes: long probe chains that cross the wrap-around of the slot array. */
+static uint64_t key_hash(uint64_t key)
+{
+	return ddtx_hash_u64(key % 64);
+}
+
+static bool hash_of(const void *owner, uint32_t pos, uint64_t *hash)
+{
+	const struct table *t = owner;
+	if (!t->live[pos])
+		return false;
+	*hash = key_hash(t->key[pos]);
+	return true;
+}
+
+static uint32_t find(const struct table *t, uint64_t key)
+{
+	uint32_t cursor;
+	for (uint32_t i = ddtx_hindex_first(&t->index, key_hash(key), &cursor);
+	     i != DDTX_HINDEX_END; i = ddtx_hindex_next(&t->index, &cursor))
+		if (t->live[i] && t->key[i] == key)
+			return i;
+	return DDTX_HINDEX_END;
+}
+
+static uint32_t brute(const struct table *t, uint64_t key)
+{
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->live[i] && t->key[i] == key)
+			return i;
+	return DDTX_HINDEX_END;
+}
+
+static void test_hindex(void)
+{
+	static struct table t;
+	srand(7);
+	ddtx_hindex_init(&t.index);
+	CHECK(find(&t, 1) == DDTX_HINDEX_END, "empty index finds nothing");
+	for (uint32_t i = 0; i < NKEYS; i++) {
+		uint64_t key = ((uint64_t)rand() << 20) ^ (uint64_t)rand();
+		if (brute(&t, key) != DDTX_HINDEX_END)
+			continue;
+		CHECK(!ddtx_hindex_reserve(&t.index, t.n + 1, t.n, hash_of, &t, false), "reserve");
+		t.key[t.n] = key;
+		t.live[t.n] = true;
+		ddtx_hindex_add(&t.index, key_hash(key), t.n);
+		t.n++;
+		CHECK(2 * (uint64_t)t.index.used <= (uint64_t)t.index.mask + 1, "load above 1/2");
+	}
+	for (uint32_t i = 0; i < t.n; i++)
+		CHECK(find(&t, t.key[i]) == i, "key %u found at its position", i);
+	/* Remove every third entry, rebuild, and compare every lookup with the brute force. */
+	for (uint32_t i = 0; i < t.n; i += 3)
+		t.live[i] = false;
+	CHECK(!ddtx_hindex_reserve(&t.index, t.n, t.n, hash_of, &t, true), "forced rebuild");
+	CHECK(t.index.used == t.n - (t.n + 2) / 3, "rebuild indexes live entries only");
+	for (uint32_t i = 0; i < t.n; i++)
+		CHECK(find(&t, t.key[i]) == brute(&t, t.key[i]), "lookup %u after removal", i);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t key = ((uint64_t)rand() << 21) | 1;
+		CHECK(find(&t, key) == brute(&t, key), "absent key");
+	}
+	ddtx_hindex_fini(&t.index);
+	CHECK(!t.index.slot && find(&t, 5) == DDTX_HINDEX_END, "fini");
+	CHECK(ddtx_hash_bytes("ab", 2) != ddtx_hash_bytes("ba", 2), "byte order matters");
+}
+
+static void test_iov_check(void)
+{
+	char buf[16];
+	struct iovec ok[2] = {{buf, 8}, {buf + 8, 8}};
+	struct iovec hole[2] = {{buf, 8}, {NULL, 4}};
+	struct iovec empty_null[2] = {{buf, 8}, {NULL, 0}};
+	struct iovec huge[2] = {{buf, SIZE_MAX - 4}, {buf, 8}};
+	size_t total = 3;
+
+	CHECK(!ddtx_iov_check(ok, 2, 2, &total) && total == 19, "total added to the start value");
+	CHECK(ddtx_iov_check(ok, 2, 1, NULL) == -FI_EINVAL, "over the limit");
+	CHECK(ddtx_iov_check(NULL, 1, 4, NULL) == -FI_EINVAL, "NULL list with entries");
+	CHECK(!ddtx_iov_check(NULL, 0, 4, NULL), "empty list");
+	CHECK(ddtx_iov_check(hole, 2, 4, NULL) == -FI_EINVAL, "NULL base under bytes");
+	CHECK(!ddtx_iov_check(empty_null, 2, 4, NULL), "NULL base of an empty entry");
+	total = 0;
+	CHECK(ddtx_iov_check(huge, 2, 4, &total) == -FI_EINVAL && total == 0, "overflow refused");
+}
+
+int main(void)
+{
+	test_hindex();
+	test_iov_check();
+	return failures ? 1 : 0;
+}
