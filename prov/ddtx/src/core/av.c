@@ -278,7 +278,7 @@ int ddtx_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struct 
 		 void *context)
 {
 	struct ddtx_domain *domain = ddtx_domain_of(domain_fid);
-	const struct ddtx_wire_caps *caps;
+	size_t addrlen;
 	enum fi_av_type type;
 	struct ddtx_av *av;
 	int ret;
@@ -288,8 +288,8 @@ int ddtx_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struct 
 	ret = av_check_attr(domain, attr, &type);
 	if (ret)
 		return ret;
-	caps = ddtx_wire_domain_caps(domain->wire);
-	if (!caps || !caps->addr_len || caps->addr_len > sizeof(av->entries->addr)) {
+	addrlen = ddtx_proto_addr_len(domain->proto);
+	if (!addrlen || addrlen > sizeof(av->entries->addr)) {
 		DDTX_WARN(FI_LOG_AV, "fi_av_open: wire address length unusable\n");
 		return -FI_EINVAL;
 	}
@@ -298,7 +298,7 @@ int ddtx_av_open(struct fid_domain *domain_fid, struct fi_av_attr *attr, struct 
 		return -FI_ENOMEM;
 	av->domain = domain;
 	av->type = type;
-	av->addrlen = caps->addr_len;
+	av->addrlen = addrlen;
 	atomic_init(&av->ref, 0);
 	if (av_reserve(av, DDTX_MAX(attr->count, (size_t)1))) {
 		free(av);

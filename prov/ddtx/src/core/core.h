@@ -27,10 +27,7 @@
 #include "common/settings.h"
 #include "common/hindex.h"
 #include "common/list.h"
-#include "wire/wire.h"
-
-struct ddtx_proto_ep;   /* proto/proto.h */
-struct ddtx_proto_domain;
+#include "proto/proto.h"
 
 /* The capabilities ddtx offers (fi_getinfo answers a subset of these). */
 #define DDTX_CAPS                                                                                \
@@ -65,10 +62,8 @@ struct ddtx_domain {
 	 * trivially correct.  Recursive because CQ reads progress endpoints that write CQs.
 	 */
 	pthread_mutex_t lock;
-	struct ddtx_wire_domain *wire;
 	struct ddtx_list eps;            /* struct ddtx_ep.domain_entry: progressed by CQ reads */
-	struct fi_ddtx_stats stats;      /* updated by proto under the lock; fi_ddtx.h */
-	struct ddtx_proto_domain *proto; /* the DDT engine's domain state (proto/pdomain.h) */
+	struct ddtx_proto_domain *proto; /* the data path: engine and wire domain (proto/proto.h) */
 };
 
 /* Address vector: blobs of peer wire addresses, indexed by fi_addr_t for both AV types. */
@@ -152,7 +147,7 @@ void ddtx_cntr_err_inc(struct ddtx_cntr *cntr);
 struct ddtx_mr {
 	struct fid_mr fid;               /* fid.key is what fi_mr_key() returns */
 	struct ddtx_domain *domain;
-	struct ddtx_wire_mr *wmr;
+	struct ddtx_proto_mr *pmr;
 	uint64_t access;                 /* FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_* */
 	uint64_t flags;
 };
@@ -163,12 +158,6 @@ struct ddtx_eq {
 	pthread_mutex_t lock;
 	struct ddtx_list events;
 	struct ddtx_list errors;
-};
-
-/* Bindings of an endpoint, in the order proto uses them. */
-enum ddtx_ep_cntr {
-	DDTX_CNTR_SEND, DDTX_CNTR_RECV, DDTX_CNTR_READ, DDTX_CNTR_WRITE,
-	DDTX_CNTR_REMOTE_READ, DDTX_CNTR_REMOTE_WRITE, DDTX_CNTR_COUNT,
 };
 
 struct ddtx_ep {
@@ -183,21 +172,14 @@ struct ddtx_ep {
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t min_multi_recv;           /* FI_OPT_MIN_MULTI_RECV */
 	bool enabled;
-	struct ddtx_wire_ep *wire;       /* created with the endpoint by ddtx_proto_ep_open */
-	/* fi_addr -> wire peer cache, revalidated against av->generation */
-	ddtx_peer_t *peer_of_addr;
-	size_t peer_of_addr_len;
-	uint64_t av_generation;
-	/* wire peer -> fi_addr cache for FI_SOURCE (hits only; same generation rule) */
-	fi_addr_t *addr_of_peer;
-	size_t addr_of_peer_len;
-	struct ddtx_proto_ep *proto;     /* the data path state, owned by proto/ */
+	struct ddtx_proto_ep *proto;     /* the data path state and wire endpoint, owned by proto/ */
 };
 
-/* Resolve fi_addr to a wire peer (inserting it into the wire on first use).  Domain locked. */
-int ddtx_ep_peer(struct ddtx_ep *ep, fi_addr_t addr, ddtx_peer_t *peer);
-/* The fi_addr of a wire peer for FI_SOURCE, FI_ADDR_NOTAVAIL if not in the AV.  Domain locked. */
-fi_addr_t ddtx_ep_src_addr(struct ddtx_ep *ep, ddtx_peer_t peer);
+/* The ddtx endpoint behind a fid_ep of this provider. */
+static inline struct ddtx_ep *ddtx_ep_of(struct fid_ep *fid)
+{
+	return ddtx_container_of(fid, struct ddtx_ep, fid);
+}
 
 /* Progress every enabled endpoint of the domain; takes the domain lock. */
 void ddtx_domain_progress(struct ddtx_domain *domain);

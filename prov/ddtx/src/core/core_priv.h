@@ -6,6 +6,11 @@
 
 #include "core/core.h"
 
+/* The fi_ops tables of an endpoint's data calls (msg.c, tagged.c, rma.c). */
+extern struct fi_ops_msg ddtx_msg_ops;
+extern struct fi_ops_tagged ddtx_tagged_ops;
+extern struct fi_ops_rma ddtx_rma_ops;
+
 /* Stubs for fid operations an object does not support. */
 int ddtx_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int ddtx_nosys_control(struct fid *fid, int command, void *arg);

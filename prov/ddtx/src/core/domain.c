@@ -1,15 +1,14 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * fi_domain: owns the lock that serialises everything opened on it, the wire domain (memory
- * registration), the list of endpoints progressed by CQ/counter reads, and the statistics
- * behind the FI_DDTX_DOMAIN_OPS_1 extension.
+ * fi_domain: owns the lock that serialises everything opened on it, the data path's domain
+ * (proto: engine and wire domain), the list of endpoints progressed by CQ/counter reads, and the
+ * FI_DDTX_DOMAIN_OPS_1 extension (statistics, layout handles).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core_priv.h"
-#include "engine/scheme.h"
-#include "proto/proto.h"
 
 static struct fi_ops domain_fid_ops;
 
@@ -32,7 +31,7 @@ void ddtx_domain_progress(struct ddtx_domain *domain)
 		struct ddtx_ep *ep = ddtx_container_of(it, struct ddtx_ep, domain_entry);
 
 		if (ep->enabled)
-			ddtx_proto_progress(ep);
+			ddtx_proto_progress(ep->proto);
 	}
 	ddtx_domain_unlock(domain);
 }
@@ -46,18 +45,36 @@ static int domain_stats(struct fid_domain *fid, struct fi_ddtx_stats *stats)
 	if (!domain || !stats)
 		return -FI_EINVAL;
 	ddtx_domain_lock(domain);
-	*stats = domain->stats;
-	ddtx_proto_domain_stats(domain, stats);
+	ddtx_proto_domain_stats(domain->proto, stats);
 	ddtx_domain_unlock(domain);
 	return 0;
+}
+
+static int domain_layout_create(struct fid_domain *fid, const struct iovec *blocks,
+				size_t count, struct fi_ddtx_layout **layout)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	return domain ? ddtx_proto_layout_create(domain->proto, blocks, count, layout)
+		      : -FI_EINVAL;
+}
+
+static int domain_layout_create_strided(struct fid_domain *fid, size_t block_len, size_t stride,
+					size_t count, struct fi_ddtx_layout **layout)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	return domain ? ddtx_proto_layout_create_strided(domain->proto, block_len, stride, count,
+							 layout)
+		      : -FI_EINVAL;
 }
 
 static struct fi_ddtx_ops ddtx_ext_ops = {
 	.size = sizeof(struct fi_ddtx_ops),
 	.stats = domain_stats,
-	.scheme_name = ddtx_scheme_name,
-	.layout_create = ddtx_proto_layout_create,
-	.layout_create_strided = ddtx_proto_layout_create_strided,
+	.scheme_name = ddtx_proto_scheme_name,
+	.layout_create = domain_layout_create,
+	.layout_create_strided = domain_layout_create_strided,
 	.layout_free = ddtx_proto_layout_free,
 	.layout_size = ddtx_proto_layout_size,
 };
@@ -79,17 +96,17 @@ static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, vo
 
 static void print_stats(struct ddtx_domain *domain)
 {
-	struct fi_ddtx_stats st = domain->stats, *s = &st;
-	ddtx_proto_domain_stats(domain, s);
+	struct fi_ddtx_stats st, *s = &st;
+	ddtx_proto_domain_stats(domain->proto, s);
 
 	fprintf(stderr, "ddtx stats (domain %p): tx_ops %llu rx_ops %llu iov_entries_max %llu "
 			"last_scheme %s\n",
 		(const void *)domain, (unsigned long long)s->tx_ops,
 		(unsigned long long)s->rx_ops, (unsigned long long)s->iov_entries_max,
-		ddtx_scheme_name(s->last_scheme));
+		ddtx_proto_scheme_name(s->last_scheme));
 	for (int i = 0; i < FI_DDTX_SCHEME_COUNT; i++)
 		fprintf(stderr, "ddtx stats:   %-5s ops %llu bytes %llu\n",
-			ddtx_scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
+			ddtx_proto_scheme_name((enum fi_ddtx_scheme)i), (unsigned long long)s->ops[i],
 			(unsigned long long)s->bytes[i]);
 #define U(x) (unsigned long long)(x)
 	fprintf(stderr, "ddtx stats:   layout cache hits %llu misses %llu evictions %llu "
@@ -124,8 +141,7 @@ static int domain_close(struct fid *fid)
 	}
 	if (ddtx_settings.print_stats)
 		print_stats(domain);
-	ddtx_proto_domain_close(domain);
-	ddtx_wire_domain_close(domain->wire);
+	ddtx_proto_domain_close(domain->proto);
 	pthread_mutex_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	fi_freeinfo(domain->info);
@@ -237,22 +253,6 @@ static int domain_init_lock(struct ddtx_domain *domain)
 	return ret ? -FI_ENOMEM : 0;
 }
 
-static int domain_open_wire(struct ddtx_domain *domain)
-{
-	const struct ddtx_wire_params params = {
-		.max_sge = ddtx_settings.max_sge,
-		.max_mkey_entries = ddtx_settings.max_mkey_entries,
-		.ring_slots = ddtx_settings.ring_slots,
-		.slot_size = ddtx_settings.slot_size,
-		.key_slots = ddtx_settings.key_slots,
-		.key_segments = 0, /* wire default */
-		.wire = ddtx_settings.wire,
-		.iface = ddtx_settings.iface,
-	};
-
-	return ddtx_wire_domain_open(&params, &domain->wire);
-}
-
 int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
 		     void *context)
 {
@@ -278,18 +278,9 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	ret = domain_init_lock(domain);
 	if (ret)
 		goto err_info;
-	ret = domain_open_wire(domain);
-	if (ret) {
-		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: wire domain open failed: %s\n",
-			  fi_strerror(-ret));
+	ret = ddtx_proto_domain_open(&domain->lock, &domain->proto);
+	if (ret)
 		goto err_lock;
-	}
-	ret = ddtx_proto_domain_open(domain);
-	if (ret) {
-		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: engine start failed: %s\n", fi_strerror(-ret));
-		ddtx_wire_domain_close(domain->wire);
-		goto err_lock;
-	}
 	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
 	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
 	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;

@@ -1,13 +1,14 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * RDM endpoint: bindings (AV, CQs, counters), enable, options, addressing, and the fi_addr <->
- * wire peer translation proto uses.  The data path ops tables come from proto/.
+ * RDM endpoint: bindings (AV, CQs, counters), enable, options and addressing, and the owner
+ * interface through which proto reports completions and resolves addresses (proto/proto.h).
+ * The data calls are in msg.c, tagged.c and rma.c.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <rdma/fi_atomic.h>
 
 #include "core/core_priv.h"
-#include "proto/proto.h"
 
 /* Default FI_OPT_MIN_MULTI_RECV: one eager message still fits in what is left. */
 #define DDTX_DEFAULT_MIN_MULTI_RECV 16384
@@ -140,6 +141,19 @@ static int ep_enable(struct ddtx_ep *ep)
 			  need_tx && !have_tx ? "transmit" : "receive");
 		return -FI_ENOCQ;
 	}
+	const struct ddtx_proto_ep_attr attr = {
+		.tx_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->iov_limit : DDTX_IOV_LIMIT,
+		.rx_iov_limit = ep->info->rx_attr ? ep->info->rx_attr->iov_limit : DDTX_IOV_LIMIT,
+		.rma_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->rma_iov_limit
+						   : DDTX_IOV_LIMIT,
+		.inject_size = ep->info->tx_attr ? ep->info->tx_attr->inject_size
+						 : DDTX_INJECT_SIZE,
+		.directed_recv = ep->info->caps & FI_DIRECTED_RECV,
+		.tx_selective = ep->tx_selective,
+		.rx_selective = ep->rx_selective,
+		.min_multi_recv = ep->min_multi_recv,
+	};
+	ddtx_proto_ep_enable(ep->proto, &attr);
 	ep->enabled = true;
 	return 0;
 }
@@ -202,7 +216,7 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	if (!fid || fid->fclass != FI_CLASS_EP)
 		return -FI_EINVAL;
 	ddtx_domain_lock(ep->domain);
-	ret = ddtx_proto_cancel(ep, context);
+	ret = ddtx_proto_cancel(ep->proto, context);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
 }
@@ -230,6 +244,7 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 		return -FI_EINVAL;
 	ddtx_domain_lock(ep->domain);
 	ep->min_multi_recv = *(const size_t *)optval;
+	ddtx_proto_ep_set_min_multi_recv(ep->proto, ep->min_multi_recv);
 	ddtx_domain_unlock(ep->domain);
 	return 0;
 }
@@ -271,10 +286,10 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 	if (!addrlen || (!addr && *addrlen))
 		return -FI_EINVAL;
-	if (!ep->wire)
+	if (!ep->proto)
 		return -FI_EOPBADSTATE;
 	ddtx_domain_lock(ep->domain);
-	ret = ddtx_wire_ep_getname(ep->wire, addr, addrlen);
+	ret = ddtx_proto_ep_getname(ep->proto, addr, addrlen);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
 }
@@ -448,8 +463,6 @@ static void ep_unbind_all(struct ddtx_ep *ep)
 
 static void ep_free(struct ddtx_ep *ep)
 {
-	free(ep->peer_of_addr);
-	free(ep->addr_of_peer);
 	fi_freeinfo(ep->info);
 	free(ep);
 }
@@ -463,7 +476,8 @@ static int ep_close(struct fid *fid)
 	ddtx_list_remove(&ep->domain_entry);
 	ep->enabled = false;
 	/* Proto drops pending work while the AV and CQs it may touch are still referenced. */
-	ddtx_proto_ep_close(ep);
+	ddtx_proto_ep_close(ep->proto);
+	ep->proto = NULL;
 	ep_unbind_all(ep);
 	ddtx_domain_unlock(domain);
 	atomic_fetch_sub(&domain->ref, 1);
@@ -497,6 +511,70 @@ static int ep_check_info(const struct fi_info *info)
 	}
 	return 0;
 }
+
+/* ---- the owner interface proto reports through (domain locked) ---- */
+
+static void owner_cq_write(void *owner, enum ddtx_proto_queue q,
+			   const struct ddtx_proto_completion *c)
+{
+	struct ddtx_ep *ep = owner;
+	struct ddtx_cq *cq = q == DDTX_PROTO_TX ? ep->tx_cq : ep->rx_cq;
+
+	if (!cq)
+		return;
+	if (c->err)
+		ddtx_cq_write_err(cq, c->context, c->flags, c->len, c->buf, c->data, c->tag,
+				  c->olen, c->err, c->src_addr);
+	else
+		ddtx_cq_write(cq, c->context, c->flags, c->len, c->buf, c->data, c->tag,
+			      c->src_addr);
+}
+
+static void owner_cntr_add(void *owner, enum ddtx_proto_counter which, bool error)
+{
+	struct ddtx_cntr *cntr = ((struct ddtx_ep *)owner)->cntrs[which];
+
+	if (!cntr)
+		return;
+	if (error)
+		ddtx_cntr_err_inc(cntr);
+	else
+		ddtx_cntr_inc(cntr);
+}
+
+static int owner_av_lookup(void *owner, fi_addr_t addr, const void **blob, size_t *len)
+{
+	struct ddtx_ep *ep = owner;
+	const struct ddtx_av_entry *e = ep->av ? ddtx_av_get(ep->av, addr) : NULL;
+
+	if (!e)
+		return -FI_EINVAL;
+	*blob = e->addr;
+	*len = e->addr_len;
+	return 0;
+}
+
+static fi_addr_t owner_av_reverse(void *owner, const void *blob, size_t len)
+{
+	struct ddtx_ep *ep = owner;
+
+	return ep->av ? ddtx_av_reverse(ep->av, blob, len) : FI_ADDR_NOTAVAIL;
+}
+
+static uint64_t owner_av_generation(void *owner)
+{
+	struct ddtx_ep *ep = owner;
+
+	return ep->av ? ep->av->generation : 0;
+}
+
+static const struct ddtx_proto_owner_ops ep_owner_ops = {
+	.cq_write = owner_cq_write,
+	.cntr_add = owner_cntr_add,
+	.av_lookup = owner_av_lookup,
+	.av_reverse = owner_av_reverse,
+	.av_generation = owner_av_generation,
+};
 
 static void ep_init_fid(struct ddtx_ep *ep, void *context)
 {
@@ -539,7 +617,7 @@ int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid
 	ep_init_fid(ep, context);
 
 	ddtx_domain_lock(domain);
-	ret = ddtx_proto_ep_open(ep);
+	ret = ddtx_proto_ep_open(domain->proto, &ep_owner_ops, ep, &ep->proto);
 	if (!ret)
 		ddtx_list_push_back(&domain->eps, &ep->domain_entry);
 	ddtx_domain_unlock(domain);
@@ -552,94 +630,4 @@ int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid
 	atomic_fetch_add(&domain->ref, 1);
 	*epp = &ep->fid;
 	return 0;
-}
-
-/* ---- fi_addr <-> wire peer (domain locked) ---- */
-
-/* Forget cached translations when the AV removed addresses since they were made. */
-static void ep_revalidate(struct ddtx_ep *ep)
-{
-	if (ep->av_generation == ep->av->generation)
-		return;
-	for (size_t i = 0; i < ep->peer_of_addr_len; i++)
-		ep->peer_of_addr[i] = DDTX_PEER_INVALID;
-	for (size_t i = 0; i < ep->addr_of_peer_len; i++)
-		ep->addr_of_peer[i] = FI_ADDR_NOTAVAIL;
-	ep->av_generation = ep->av->generation;
-}
-
-/* Grow a cache array to hold index idx; new slots get fill (4 or 8 byte elements). */
-static void *cache_grow(void *arr, size_t *len, size_t idx, size_t elem, uint64_t fill)
-{
-	size_t n = DDTX_MAX(idx + 1, 2 * *len);
-	uint8_t *p = realloc(arr, n * elem);
-
-	if (!p)
-		return NULL;
-	for (size_t i = *len; i < n; i++)
-		memcpy(p + i * elem, &fill, elem); /* little and big endian: fill is all ones */
-	*len = n;
-	return p;
-}
-
-int ddtx_ep_peer(struct ddtx_ep *ep, fi_addr_t addr, ddtx_peer_t *peer)
-{
-	const struct ddtx_av_entry *e;
-	ddtx_peer_t p;
-	int ret;
-
-	if (!ep || !peer || !ep->av || !ep->wire)
-		return -FI_EINVAL;
-	ep_revalidate(ep);
-	if (addr < ep->peer_of_addr_len && ep->peer_of_addr[addr] != DDTX_PEER_INVALID) {
-		*peer = ep->peer_of_addr[addr];
-		return 0;
-	}
-	e = ddtx_av_get(ep->av, addr);
-	if (!e) {
-		DDTX_INFO(FI_LOG_EP_DATA, "fi_addr %llu is not in the AV\n",
-			  (unsigned long long)addr);
-		return -FI_EINVAL;
-	}
-	ret = ddtx_wire_peer_insert(ep->wire, e->addr, e->addr_len, &p);
-	if (ret)
-		return ret;
-	if (addr >= ep->peer_of_addr_len) {
-		ddtx_peer_t *c = cache_grow(ep->peer_of_addr, &ep->peer_of_addr_len, addr,
-					    sizeof(*c), UINT64_MAX);
-		if (c)
-			ep->peer_of_addr = c;
-	}
-	if (addr < ep->peer_of_addr_len)
-		ep->peer_of_addr[addr] = p;
-	*peer = p;
-	return 0;
-}
-
-fi_addr_t ddtx_ep_src_addr(struct ddtx_ep *ep, ddtx_peer_t peer)
-{
-	uint8_t blob[sizeof(((struct ddtx_av_entry *)0)->addr)];
-	size_t len = sizeof(blob);
-	fi_addr_t fa;
-
-	if (!ep || !ep->av || !ep->wire || peer == DDTX_PEER_INVALID)
-		return FI_ADDR_NOTAVAIL;
-	ep_revalidate(ep);
-	if (peer < ep->addr_of_peer_len && ep->addr_of_peer[peer] != FI_ADDR_NOTAVAIL)
-		return ep->addr_of_peer[peer];
-	if (ddtx_wire_peer_addr(ep->wire, peer, blob, &len))
-		return FI_ADDR_NOTAVAIL;
-	fa = ddtx_av_reverse(ep->av, blob, len);
-	/* Only hits are cached: the peer may be inserted into the AV later. */
-	if (fa == FI_ADDR_NOTAVAIL)
-		return fa;
-	if (peer >= ep->addr_of_peer_len) {
-		fi_addr_t *c = cache_grow(ep->addr_of_peer, &ep->addr_of_peer_len, peer,
-					  sizeof(*c), UINT64_MAX);
-		if (c)
-			ep->addr_of_peer = c;
-	}
-	if (peer < ep->addr_of_peer_len)
-		ep->addr_of_peer[peer] = fa;
-	return fa;
 }

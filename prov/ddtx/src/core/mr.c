@@ -1,7 +1,7 @@
 /*
- * Memory registration of application buffers: a key in the wire domain's key table, in the
- * application key space.  The key is the caller's (or the wire's with FI_MR_PROV_KEY), the
- * address peers name is the virtual address (FI_MR_VIRT_ADDR) or the offset argument.
+ * fi_mr_reg: checks the caller's arguments and hands the registration to the data path.  The
+ * key is the caller's (or the wire's with FI_MR_PROV_KEY), the address peers name is the
+ * virtual address (FI_MR_VIRT_ADDR) or the offset argument.
  */
 #include <stdlib.h>
 
@@ -16,23 +16,6 @@
 
 #define DDTX_MR_ACCESS                                                                           \
 	(FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-
-static uint32_t wire_access(uint64_t access)
-{
-	uint32_t acc = 0;
-
-	if (!(access & DDTX_MR_ACCESS))
-		access = FI_SEND | FI_RECV | FI_READ | FI_WRITE; /* 0: local use only */
-	if (access & (FI_READ | FI_SEND))
-		acc |= DDTX_ACC_LOCAL_READ;
-	if (access & (FI_WRITE | FI_RECV))
-		acc |= DDTX_ACC_LOCAL_WRITE;
-	if (access & FI_REMOTE_READ)
-		acc |= DDTX_ACC_REMOTE_READ;
-	if (access & FI_REMOTE_WRITE)
-		acc |= DDTX_ACC_REMOTE_WRITE;
-	return acc;
-}
 
 static int check_iov(const struct iovec *iov, size_t count)
 {
@@ -84,7 +67,7 @@ static int mr_close(struct fid *fid)
 	int ret;
 
 	ddtx_domain_lock(domain);
-	ret = ddtx_wire_mr_dereg(domain->wire, mr->wmr);
+	ret = ddtx_proto_mr_dereg(domain->proto, mr->pmr);
 	ddtx_domain_unlock(domain);
 	if (ret) {
 		DDTX_WARN(FI_LOG_MR, "fi_close(mr): deregistration failed: %s\n",
@@ -138,13 +121,13 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 	prov_key = domain->mr_mode & FI_MR_PROV_KEY;
 	virt_addr = domain->mr_mode & FI_MR_VIRT_ADDR;
 	ddtx_domain_lock(domain);
-	ret = ddtx_wire_mr_reg(domain->wire, attr->mr_iov, attr->iov_count, DDTX_KEY_APP,
-			       prov_key ? NULL : &attr->requested_key,
-			       virt_addr ? (uintptr_t)attr->mr_iov[0].iov_base : attr->offset,
-			       wire_access(attr->access), &mr->wmr);
+	ret = ddtx_proto_mr_reg(domain->proto, attr->mr_iov, attr->iov_count, attr->access,
+				prov_key ? NULL : &attr->requested_key,
+				virt_addr ? (uintptr_t)attr->mr_iov[0].iov_base : attr->offset,
+				&mr->pmr, &mr->fid.key);
 	ddtx_domain_unlock(domain);
 	if (ret) {
-		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: wire registration failed: %s\n",
+		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: registration failed: %s\n",
 			  fi_strerror(-ret));
 		free(mr);
 		return ret;
@@ -156,7 +139,6 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 	mr->fid.fid.context = attr->context;
 	mr->fid.fid.ops = &mr_fid_ops;
 	mr->fid.mem_desc = mr;
-	mr->fid.key = mr->wmr->key;
 	atomic_fetch_add(&domain->ref, 1);
 	*mrp = &mr->fid;
 	return 0;

@@ -9,11 +9,6 @@
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
-static struct ddtx_proto_domain *pd_of(struct ddtx_ep *ep)
-{
-	return ep->domain->proto;
-}
-
 static enum fi_ddtx_scheme forced_scheme(const struct ddtx_wire_caps *caps)
 {
 	return ddtx_scheme_forced(&ddtx_settings, caps);
@@ -25,11 +20,11 @@ static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
 }
 
 /* Is zero copy worth registering this layout for?  (The registration thread does the work.) */
-static bool worth_zcopy(struct ddtx_ep *ep, const struct ddtx_layout_stats *st)
+static bool worth_zcopy(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
 {
 	if (ddtx_settings.threshold)
 		return st->avg_block >= ddtx_settings.threshold;
-	struct ddtx_cost_model *m = &pd_of(ep)->cost;
+	struct ddtx_cost_model *m = &pep->pd->cost;
 	return ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, st->total, st->nblocks) <
 	       ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, st->total, st->nblocks);
 }
@@ -40,64 +35,64 @@ static bool worth_zcopy(struct ddtx_ep *ep, const struct ddtx_layout_stats *st)
  * small host that thread takes CPU from the transfers.  Layout handles count two uses at
  * their first send (the runtime said it will reuse them).
  */
-static void request_if_reused(struct ddtx_ep *ep, struct ddtx_layout *l)
+static void request_if_reused(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
 {
 	if (l->uses >= 2)
-		ddtx_layout_request(pd_of(ep)->layouts, l);
+		ddtx_layout_request(pep->pd->layouts, l);
 }
 
 /* Registered, or registered now when a zero-copy scheme is forced. */
-static bool ready_for(struct ddtx_ep *ep, struct ddtx_layout *l, bool forced)
+static bool ready_for(struct ddtx_proto_ep *pep, struct ddtx_layout *l, bool forced)
 {
 	if (!l)
 		return false;
 	if (ddtx_layout_ready(l))
 		return true;
 	if (forced)
-		return ddtx_layout_register_now(pd_of(ep)->layouts, l) == 0;
+		return ddtx_layout_register_now(pep->pd->layouts, l) == 0;
 	return false;
 }
 
-enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *l)
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
 {
-	const struct ddtx_wire_caps *caps = proto_of(ep)->caps;
+	const struct ddtx_wire_caps *caps = pep->caps;
 	enum fi_ddtx_scheme f = forced_scheme(caps);
 	if (f != FI_DDTX_SCHEME_COUNT) {
 		if (f != FI_DDTX_SCHEME_PACK)
-			ready_for(ep, l, true);
+			ready_for(pep, l, true);
 		return f;
 	}
-	if (!l || !worth_zcopy(ep, &l->st))
+	if (!l || !worth_zcopy(pep, &l->st))
 		return FI_DDTX_SCHEME_PACK;
 	if (!ddtx_layout_ready(l)) {
-		request_if_reused(ep, l);
+		request_if_reused(pep, l);
 		return FI_DDTX_SCHEME_PACK;
 	}
 	bool explored;
-	struct ddtx_cost_model m = pd_of(ep)->cost; /* a copy: proposing must not count */
+	struct ddtx_cost_model m = pep->pd->cost; /* a copy: proposing must not count */
 	return ddtx_cost_choose(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, &explored);
 }
 
-enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme proposed,
+enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored)
 {
-	struct ddtx_proto_domain *pd = pd_of(ep);
-	const struct ddtx_wire_caps *caps = proto_of(ep)->caps;
+	struct ddtx_proto_domain *pd = pep->pd;
+	const struct ddtx_wire_caps *caps = pep->caps;
 	*explored = false;
 	enum fi_ddtx_scheme f = forced_scheme(caps);
 	if (f != FI_DDTX_SCHEME_COUNT) {
-		if (f != FI_DDTX_SCHEME_PACK && !ready_for(ep, receiver, true))
+		if (f != FI_DDTX_SCHEME_PACK && !ready_for(pep, receiver, true))
 			return FI_DDTX_SCHEME_PACK; /* could not register at all */
 		return f;
 	}
 	/* Blocks on both sides cost: the gather and the scatter. */
 	size_t blocks = sender->nblocks + (receiver ? receiver->st.nblocks : sender->nblocks);
-	bool want = receiver && worth_zcopy(ep, &receiver->st);
+	bool want = receiver && worth_zcopy(pep, &receiver->st);
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
 	if (want && !ddtx_layout_ready(receiver))
-		request_if_reused(ep, receiver);
-	if (!sender_ready || !ready_for(ep, receiver, false)) {
+		request_if_reused(pep, receiver);
+	if (!sender_ready || !ready_for(pep, receiver, false)) {
 		if (want)
 			pd->zcopy_not_ready++;
 		return FI_DDTX_SCHEME_PACK;
@@ -128,8 +123,8 @@ bool ddtx_choose_warm(const struct ddtx_layout *l)
 	       state != DDTX_LAYOUT_REGISTERING;
 }
 
-void ddtx_choose_observe(struct ddtx_ep *ep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
 			 uint64_t ns)
 {
-	ddtx_cost_observe(&pd_of(ep)->cost, s, bytes, blocks, ns);
+	ddtx_cost_observe(&pep->pd->cost, s, bytes, blocks, ns);
 }

@@ -1,30 +1,42 @@
-/* Completions, counters and statistics of the data path. */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Completions, counters and statistics of the data path, reported through the owner interface. */
 #include "proto/proto_internal.h"
 
-void ddtx_complete_tx(struct ddtx_ep *ep, void *context, uint64_t flags, bool report,
-		      size_t len, enum ddtx_ep_cntr cntr)
+void ddtx_report(struct ddtx_proto_ep *pep, enum ddtx_proto_queue q,
+		 const struct ddtx_proto_completion *c)
 {
-	if (report && ep->tx_cq)
-		ddtx_cq_write(ep->tx_cq, context, flags, 0, NULL, 0, 0, FI_ADDR_NOTAVAIL);
-	if (ep->cntrs[cntr])
-		ddtx_cntr_inc(ep->cntrs[cntr]);
-	(void)len;
+	pep->owner_ops->cq_write(pep->owner, q, c);
+}
+
+void ddtx_count(struct ddtx_proto_ep *pep, enum ddtx_proto_counter cntr, bool error)
+{
+	pep->owner_ops->cntr_add(pep->owner, cntr, error);
+}
+
+void ddtx_complete_tx(struct ddtx_proto_ep *pep, void *context, uint64_t flags, bool report,
+		      enum ddtx_proto_counter cntr)
+{
+	if (report) {
+		const struct ddtx_proto_completion c = {.context = context, .flags = flags,
+							.src_addr = FI_ADDR_NOTAVAIL};
+		ddtx_report(pep, DDTX_PROTO_TX, &c);
+	}
+	ddtx_count(pep, cntr, false);
 }
 
 /* Errors are reported whatever FI_SELECTIVE_COMPLETION says (fi_cq(3)). */
-void ddtx_complete_tx_err(struct ddtx_ep *ep, void *context, uint64_t flags, size_t len, int err,
-			  enum ddtx_ep_cntr cntr)
+void ddtx_complete_tx_err(struct ddtx_proto_ep *pep, void *context, uint64_t flags, size_t len,
+			  int err, enum ddtx_proto_counter cntr)
 {
-	if (ep->tx_cq)
-		ddtx_cq_write_err(ep->tx_cq, context, flags, len, NULL, 0, 0, 0, err,
-				  FI_ADDR_NOTAVAIL);
-	if (ep->cntrs[cntr])
-		ddtx_cntr_err_inc(ep->cntrs[cntr]);
+	const struct ddtx_proto_completion c = {.context = context, .flags = flags, .len = len,
+						.err = err, .src_addr = FI_ADDR_NOTAVAIL};
+	ddtx_report(pep, DDTX_PROTO_TX, &c);
+	ddtx_count(pep, cntr, true);
 }
 
-void ddtx_count_scheme(struct ddtx_ep *ep, enum fi_ddtx_scheme scheme, size_t bytes)
+void ddtx_count_scheme(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme scheme, size_t bytes)
 {
-	struct fi_ddtx_stats *st = &ep->domain->stats;
+	struct fi_ddtx_stats *st = &pep->pd->stats;
 	st->ops[scheme]++;
 	st->bytes[scheme] += bytes;
 	st->last_scheme = scheme;

@@ -31,7 +31,7 @@ void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg
 {
 	/* Keep per-peer order: nothing overtakes a message already waiting. */
 	if (!queued_for(pep, peer)) {
-		int ret = ddtx_wire_send(pep->ep->wire, peer, msg, len, NULL, 0);
+		int ret = ddtx_wire_send(pep->wire, peer, msg, len, NULL, 0);
 		if (ret != -FI_EAGAIN) {
 			if (ret)
 				DDTX_INFO(FI_LOG_EP_DATA, "control message to peer %u lost: %s\n",
@@ -56,7 +56,7 @@ void ddtx_ctrl_flush(struct ddtx_proto_ep *pep)
 	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
 	{
 		struct ddtx_ctrl *c = ddtx_container_of(it, struct ddtx_ctrl, entry);
-		int ret = ddtx_wire_send(pep->ep->wire, c->peer, c->msg, c->len, NULL, 0);
+		int ret = ddtx_wire_send(pep->wire, c->peer, c->msg, c->len, NULL, 0);
 		if (ret == -FI_EAGAIN)
 			return; /* retry later; later messages wait behind it */
 		if (ret)

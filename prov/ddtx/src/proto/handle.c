@@ -12,16 +12,10 @@
 
 #define DDTX_HANDLE_BLOCKS_MAX ((size_t)1 << 22)
 
-static struct ddtx_domain *domain_of(struct fid_domain *d)
-{
-	return (d && d->fid.fclass == FI_CLASS_DOMAIN) ? ddtx_container_of(d, struct ddtx_domain, fid)
-						       : NULL;
-}
-
-static int handle_new(struct ddtx_domain *domain, size_t count, struct fi_ddtx_layout **out)
+static int handle_new(struct ddtx_proto_domain *pd, size_t count, struct fi_ddtx_layout **out)
 {
 	/* A handle may describe more blocks than an iov list may carry: that is its point. */
-	if (!domain || !out || !count || count > DDTX_HANDLE_BLOCKS_MAX)
+	if (!pd || !out || !count || count > DDTX_HANDLE_BLOCKS_MAX)
 		return -FI_EINVAL;
 	struct fi_ddtx_layout *h = calloc(1, sizeof(*h));
 	if (!h || !(h->rel = calloc(count, sizeof(*h->rel))) ||
@@ -32,18 +26,18 @@ static int handle_new(struct ddtx_domain *domain, size_t count, struct fi_ddtx_l
 		return -FI_ENOMEM;
 	}
 	h->fid.fclass = FI_DDTX_CLASS_LAYOUT;
-	h->domain = domain;
+	h->pd = pd;
 	h->count = count;
 	*out = h;
 	return 0;
 }
 
-int ddtx_proto_layout_create(struct fid_domain *d, const struct iovec *blocks, size_t count,
+int ddtx_proto_layout_create(struct ddtx_proto_domain *pd, const struct iovec *blocks, size_t count,
 			     struct fi_ddtx_layout **out)
 {
 	if (!blocks)
 		return -FI_EINVAL;
-	int ret = handle_new(domain_of(d), count, out);
+	int ret = handle_new(pd, count, out);
 	if (ret)
 		return ret;
 	struct fi_ddtx_layout *h = *out;
@@ -60,12 +54,12 @@ int ddtx_proto_layout_create(struct fid_domain *d, const struct iovec *blocks, s
 	return 0;
 }
 
-int ddtx_proto_layout_create_strided(struct fid_domain *d, size_t block_len, size_t stride,
+int ddtx_proto_layout_create_strided(struct ddtx_proto_domain *pd, size_t block_len, size_t stride,
 				     size_t count, struct fi_ddtx_layout **out)
 {
 	if (!block_len || stride < block_len || (count && stride > SIZE_MAX / count))
 		return -FI_EINVAL;
-	int ret = handle_new(domain_of(d), count, out);
+	int ret = handle_new(pd, count, out);
 	if (ret)
 		return ret;
 	struct fi_ddtx_layout *h = *out;
@@ -82,11 +76,11 @@ int ddtx_proto_layout_free(struct fi_ddtx_layout *h)
 {
 	if (!h || h->fid.fclass != FI_DDTX_CLASS_LAYOUT)
 		return -FI_EINVAL;
-	struct ddtx_domain *domain = h->domain;
-	pthread_mutex_lock(&domain->lock);
+	struct ddtx_proto_domain *pd = h->pd;
+	pthread_mutex_lock(pd->lock);
 	if (h->cached)
-		ddtx_layout_put(domain->proto->layouts, h->cached);
-	pthread_mutex_unlock(&domain->lock);
+		ddtx_layout_put(pd->layouts, h->cached);
+	pthread_mutex_unlock(pd->lock);
 	h->fid.fclass = FI_CLASS_UNSPEC;
 	free(h->rel);
 	free(h->abs);
@@ -121,7 +115,7 @@ int ddtx_handle_expand(struct fi_ddtx_layout *h, const struct iovec *iov,
 		h->base = base;
 		h->have_abs = true;
 		if (h->cached) {
-			ddtx_layout_put(h->domain->proto->layouts, h->cached);
+			ddtx_layout_put(h->pd->layouts, h->cached);
 			h->cached = NULL;
 		}
 	}
@@ -132,7 +126,7 @@ int ddtx_handle_expand(struct fi_ddtx_layout *h, const struct iovec *iov,
 
 struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h)
 {
-	struct ddtx_layout_cache *lc = h->domain->proto->layouts;
+	struct ddtx_layout_cache *lc = h->pd->layouts;
 	if (h->cached && ddtx_layout_ref(lc, h->cached))
 		return h->cached;
 	if (h->cached) {

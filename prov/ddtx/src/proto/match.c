@@ -1,11 +1,6 @@
 /* Software tag matching: posted receives against arrivals, receives against unexpected ones. */
 #include "proto/proto_internal.h"
 
-fi_addr_t ddtx_from_addr(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
-{
-	return ddtx_ep_src_addr(pep->ep, peer);
-}
-
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from)
 {
 	if (rx->src != FI_ADDR_UNSPEC && rx->src != from)
@@ -28,7 +23,7 @@ struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_ad
 		}
 		if (u->claim_context)
 			continue; /* reserved by FI_CLAIM for a later receive */
-		if (src != FI_ADDR_UNSPEC && ddtx_from_addr(pep, u->peer) != src)
+		if (src != FI_ADDR_UNSPEC && ddtx_addr_of(pep, u->peer) != src)
 			continue;
 		if (tagged && ((u->tag ^ tag) & ~ignore))
 			continue;

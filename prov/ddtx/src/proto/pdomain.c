@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The data path's domain: the wire domain, the DDT engine's caches, pool and cost model. */
 #include "proto/pdomain.h"
 
 #include <stdlib.h>
@@ -5,7 +7,8 @@
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"
-#include "proto/proto.h"
+#include "engine/scheme.h"
+#include "proto/proto_internal.h"
 
 /*
  * Priors of the cost model, per scheme: t = a + b * (bytes / 4 KiB) + c * blocks (ns), where
@@ -24,11 +27,32 @@ static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
 
 #define EXPLORE_EVERY 32
 
-int ddtx_proto_domain_open(struct ddtx_domain *domain)
+static int open_wire(struct ddtx_proto_domain *pd)
+{
+	const struct ddtx_wire_params params = {
+		.max_sge = ddtx_settings.max_sge,
+		.max_mkey_entries = ddtx_settings.max_mkey_entries,
+		.ring_slots = ddtx_settings.ring_slots,
+		.slot_size = ddtx_settings.slot_size,
+		.key_slots = ddtx_settings.key_slots,
+		.key_segments = 0, /* wire default */
+		.wire = ddtx_settings.wire,
+		.iface = ddtx_settings.iface,
+	};
+	int ret = ddtx_wire_domain_open(&params, &pd->wire);
+	if (ret)
+		DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: wire domain open failed: %s\n",
+			  fi_strerror(-ret));
+	return ret;
+}
+
+int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out)
 {
 	struct ddtx_proto_domain *pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -FI_ENOMEM;
+	pd->lock = lock;
+	ddtx_list_init(&pd->eps);
 	const struct ddtx_regcache_params rp = {
 		.max_bytes = ddtx_settings.mr_cache_max_size,
 		.max_count = ddtx_settings.mr_cache_max_count,
@@ -39,45 +63,58 @@ int ddtx_proto_domain_open(struct ddtx_domain *domain)
 		.max_wsets = 0,
 		.thread = ddtx_settings.reg_thread,
 	};
-	int ret = ddtx_regcache_open(domain->wire, &rp, &pd->regcache);
+	int ret = open_wire(pd);
 	if (ret)
 		goto fail;
-	ret = ddtx_mkey_pool_open(domain->wire, ddtx_settings.mkey_pool, &pd->pool);
+	ret = ddtx_regcache_open(pd->wire, &rp, &pd->regcache);
+	if (ret)
+		goto fail_wire;
+	ret = ddtx_mkey_pool_open(pd->wire, ddtx_settings.mkey_pool, &pd->pool);
 	if (ret)
 		goto fail_rc;
-	ret = ddtx_layout_cache_open(&lp, domain->wire, pd->regcache, pd->pool, &pd->layouts);
+	ret = ddtx_layout_cache_open(&lp, pd->wire, pd->regcache, pd->pool, &pd->layouts);
 	if (ret)
 		goto fail_pool;
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
-	domain->proto = pd;
+	*out = pd;
 	return 0;
 fail_pool:
 	ddtx_mkey_pool_close(pd->pool);
 fail_rc:
 	ddtx_regcache_close(pd->regcache);
+	DDTX_WARN(FI_LOG_DOMAIN, "fi_domain: engine start failed: %s\n", fi_strerror(-ret));
+fail_wire:
+	ddtx_wire_domain_close(pd->wire);
 fail:
 	free(pd);
 	return ret;
 }
 
-void ddtx_proto_domain_close(struct ddtx_domain *domain)
+void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 {
-	struct ddtx_proto_domain *pd = domain->proto;
 	if (!pd)
 		return;
-	/* Layouts hold registrations and mkeys: they go first. */
+	/* Layouts hold registrations and mkeys: they go first, the wire domain last. */
 	ddtx_layout_cache_close(pd->layouts);
 	ddtx_mkey_pool_close(pd->pool);
 	ddtx_regcache_close(pd->regcache);
+	ddtx_wire_domain_close(pd->wire);
 	free(pd);
-	domain->proto = NULL;
 }
 
-void ddtx_proto_domain_stats(struct ddtx_domain *domain, struct fi_ddtx_stats *st)
+const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme)
 {
-	struct ddtx_proto_domain *pd = domain->proto;
-	if (!pd)
-		return;
+	return ddtx_scheme_name(scheme);
+}
+
+size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd)
+{
+	return ddtx_wire_domain_caps(pd->wire)->addr_len;
+}
+
+void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats *st)
+{
+	*st = pd->stats;
 	struct ddtx_layout_cache_stats ls;
 	struct ddtx_regcache_stats rs;
 	struct ddtx_mkey_pool_stats ps;
@@ -110,12 +147,10 @@ void ddtx_proto_domain_stats(struct ddtx_domain *domain, struct fi_ddtx_stats *s
 	st->rmkey_hits = pd->rmkey_hits;
 	st->rmkey_misses = pd->rmkey_misses;
 	struct ddtx_list_entry *it, *tmp;
-	ddtx_list_foreach_safe(&domain->eps, it, tmp)
+	ddtx_list_foreach_safe(&pd->eps, it, tmp)
 	{
-		struct ddtx_ep *ep = ddtx_container_of(it, struct ddtx_ep, domain_entry);
-		uint64_t hits, misses;
-		ddtx_proto_ep_rmkey_stats(ep, &hits, &misses);
-		st->rmkey_hits += hits;
-		st->rmkey_misses += misses;
+		struct ddtx_proto_ep *pep = ddtx_container_of(it, struct ddtx_proto_ep, pd_entry);
+		st->rmkey_hits += pep->rmkeys.hits;
+		st->rmkey_misses += pep->rmkeys.misses;
 	}
 }

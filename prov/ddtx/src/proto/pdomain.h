@@ -5,14 +5,19 @@
 #ifndef DDTX_PDOMAIN_H
 #define DDTX_PDOMAIN_H
 
-#include "core/core.h"
+#include "common/list.h"
 #include "engine/cost.h"
+#include "proto/proto.h"
 
 struct ddtx_regcache;
 struct ddtx_mkey_pool;
 struct ddtx_layout_cache;
 
 struct ddtx_proto_domain {
+	pthread_mutex_t *lock;              /* the owner's domain lock */
+	struct ddtx_wire_domain *wire;
+	struct ddtx_list eps;               /* struct ddtx_proto_ep.pd_entry */
+	struct fi_ddtx_stats stats;         /* operation counts; engine fields filled on demand */
 	struct ddtx_regcache *regcache;
 	struct ddtx_mkey_pool *pool;
 	struct ddtx_layout_cache *layouts;
@@ -21,18 +26,5 @@ struct ddtx_proto_domain {
 	uint64_t umr_fallbacks;
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
 };
-
-int ddtx_proto_domain_open(struct ddtx_domain *domain);
-void ddtx_proto_domain_close(struct ddtx_domain *domain);
-/* Fill the engine fields of *st (caller holds the domain lock). */
-void ddtx_proto_domain_stats(struct ddtx_domain *domain, struct fi_ddtx_stats *st);
-
-/* Layout handles of fi_ddtx.h. */
-int ddtx_proto_layout_create(struct fid_domain *domain, const struct iovec *blocks, size_t count,
-			     struct fi_ddtx_layout **layout);
-int ddtx_proto_layout_create_strided(struct fid_domain *domain, size_t block_len, size_t stride,
-				     size_t count, struct fi_ddtx_layout **layout);
-int ddtx_proto_layout_free(struct fi_ddtx_layout *layout);
-size_t ddtx_proto_layout_size(const struct fi_ddtx_layout *layout);
 
 #endif /* DDTX_PDOMAIN_H */

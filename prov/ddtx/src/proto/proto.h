@@ -1,28 +1,134 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The data path of an endpoint: eager and rendezvous messaging, software tag matching and RMA
- * over a wire endpoint.  core/ calls these; proto calls engine/ and wire/.
+ * The data path, as the libfabric objects above it (core/) see it: the only header that crosses
+ * from core into proto.  proto owns the DDT engine's domain state and both wire objects (the wire
+ * domain inside ddtx_proto_domain, the wire endpoint inside ddtx_proto_ep); it implements eager and
+ * rendezvous messaging, software tag matching and RMA on them.
+ *
+ * Calls go one way: core calls these functions (with the domain lock held, except where said);
+ * proto reports back only through the owner interface below, which core implements and hands
+ * down when it opens an endpoint, so proto includes no core header.
  */
 #ifndef DDTX_PROTO_H
 #define DDTX_PROTO_H
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
-#include "core/core.h"
-#include "proto/pdomain.h"
+#include <sys/uio.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_rma.h>
+
+#include <rdma/fi_ddtx.h>
+
+struct ddtx_proto_domain;
+struct ddtx_proto_ep;
+struct ddtx_proto_mr;
+
+/* ---- what proto reports to: implemented by the owner of an endpoint ---- */
+
+enum ddtx_proto_queue { DDTX_PROTO_TX, DDTX_PROTO_RX };
+
+/* Counters of an endpoint, by the role fi_ep_bind gives them. */
+enum ddtx_proto_counter {
+	DDTX_CNTR_SEND, DDTX_CNTR_RECV, DDTX_CNTR_READ, DDTX_CNTR_WRITE,
+	DDTX_CNTR_REMOTE_READ, DDTX_CNTR_REMOTE_WRITE, DDTX_CNTR_COUNT,
+};
+
+/* One completion, in fi_cq_err_entry's terms (err == 0: a successful completion). */
+struct ddtx_proto_completion {
+	void *context;
+	uint64_t flags;
+	size_t len;
+	void *buf;
+	uint64_t data;
+	uint64_t tag;
+	fi_addr_t src_addr;
+	size_t olen;                    /* bytes truncated (FI_ETRUNC) */
+	int err;                        /* 0 or a positive FI_E* value */
+};
+
+struct ddtx_proto_owner_ops {
+	/* Append a completion to the transmit or receive CQ, if one is bound. */
+	void (*cq_write)(void *owner, enum ddtx_proto_queue q, const struct ddtx_proto_completion *c);
+	/* Count a completion (or an error) in the counter bound to that role, if any. */
+	void (*cntr_add)(void *owner, enum ddtx_proto_counter cntr, bool error);
+	/* The address blob of fi_addr in the bound AV: 0, or -FI_EINVAL if there is none. */
+	int (*av_lookup)(void *owner, fi_addr_t addr, const void **blob, size_t *len);
+	/* The fi_addr of a blob in the bound AV, FI_ADDR_NOTAVAIL if absent. */
+	fi_addr_t (*av_reverse)(void *owner, const void *blob, size_t len);
+	/* Changes whenever AV entries are removed: translations cached before are dropped. */
+	uint64_t (*av_generation)(void *owner);
+};
+
+/* Attributes of an endpoint that the data path enforces, set when it is enabled. */
+struct ddtx_proto_ep_attr {
+	size_t tx_iov_limit, rx_iov_limit, rma_iov_limit;
+	size_t inject_size;
+	bool directed_recv;             /* FI_DIRECTED_RECV: receives honour their source */
+	bool tx_selective, rx_selective; /* FI_SELECTIVE_COMPLETION on the CQ bindings */
+	size_t min_multi_recv;          /* FI_OPT_MIN_MULTI_RECV */
+};
+
+/* ---- domain: the engine and the wire domain (memory registration) ---- */
+
+/* lock: the domain lock the caller holds around data calls (layout handles take it). */
+int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out);
+void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
+/* Every field of fi_ddtx.h's statistics (domain locked). */
+void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats *st);
+/* "pack", "sgl", "umr", "rma" (fi_ddtx.h's scheme_name). */
+const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme);
+/* Bytes of an endpoint address of this domain's wire. */
+size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd);
+
+/* Application memory registration (fi_mr_reg): access is FI_READ | FI_WRITE | FI_REMOTE_* ... */
+int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
+		      uint64_t access, const uint64_t *requested_key, uint64_t iova,
+		      struct ddtx_proto_mr **out, uint64_t *key);
+int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr);
+
+/* Layout handles of fi_ddtx.h (they take the domain lock themselves). */
+int ddtx_proto_layout_create(struct ddtx_proto_domain *pd, const struct iovec *blocks,
+			     size_t count, struct fi_ddtx_layout **layout);
+int ddtx_proto_layout_create_strided(struct ddtx_proto_domain *pd, size_t block_len,
+				     size_t stride, size_t count, struct fi_ddtx_layout **layout);
+int ddtx_proto_layout_free(struct fi_ddtx_layout *layout);
+size_t ddtx_proto_layout_size(const struct fi_ddtx_layout *layout);
+
+/* ---- endpoint ---- */
 
 /* Create the endpoint's data-path state and its wire endpoint (at fi_endpoint time). */
-int ddtx_proto_ep_open(struct ddtx_ep *ep);
-/* Tear down; pending operations are dropped without completions.  Domain locked. */
-void ddtx_proto_ep_close(struct ddtx_ep *ep);
-/* Move incoming messages, posted work and timers forward.  Domain locked. */
-void ddtx_proto_progress(struct ddtx_ep *ep);
+int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_owner_ops *ops,
+		       void *owner, struct ddtx_proto_ep **out);
+/* Tear down; pending operations are dropped without completions. */
+void ddtx_proto_ep_close(struct ddtx_proto_ep *pep);
+/* Start accepting data calls with these attributes (fi_enable). */
+void ddtx_proto_ep_enable(struct ddtx_proto_ep *pep, const struct ddtx_proto_ep_attr *attr);
+/* FI_OPT_MIN_MULTI_RECV changed. */
+void ddtx_proto_ep_set_min_multi_recv(struct ddtx_proto_ep *pep, size_t min);
+/* The endpoint's address blob (-FI_ETOOSMALL with *len set if the buffer is short). */
+int ddtx_proto_ep_getname(struct ddtx_proto_ep *pep, void *addr, size_t *len);
+/* Move incoming messages, posted work and timers forward. */
+void ddtx_proto_progress(struct ddtx_proto_ep *pep);
 /* fi_cancel of a posted receive: FI_ECANCELED completion if found, -FI_ENOENT otherwise. */
-ssize_t ddtx_proto_cancel(struct ddtx_ep *ep, void *context);
+ssize_t ddtx_proto_cancel(struct ddtx_proto_ep *pep, void *context);
 
-/* Remote mkey cache counters of an endpoint (domain locked). */
-void ddtx_proto_ep_rmkey_stats(struct ddtx_ep *ep, uint64_t *hits, uint64_t *misses);
+/* ---- data calls (the fi_ops tables of core/ call these) ---- */
 
-extern struct fi_ops_msg ddtx_msg_ops;
-extern struct fi_ops_tagged ddtx_tagged_ops;
-extern struct fi_ops_rma ddtx_rma_ops;
+ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+			uint64_t flags, bool tagged);
+ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+			uint64_t flags, bool tagged);
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM of a peeked message. */
+ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, uint64_t ignore,
+			void *context, uint64_t flags, const struct iovec *iov, size_t count);
+/* fi_writemsg / fi_readmsg and the simpler calls built on them. */
+ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, uint64_t flags,
+		       bool write);
 
 #endif /* DDTX_PROTO_H */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Endpoint data-path state: creation, message dispatch, progress, peer liveness, cancel. */
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,16 @@ static const struct ddtx_wire_handlers handlers = {
 	.on_complete = on_complete,
 };
 
-int ddtx_proto_ep_open(struct ddtx_ep *ep)
+int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_owner_ops *ops,
+		       void *owner, struct ddtx_proto_ep **out)
 {
 	struct ddtx_proto_ep *pep = calloc(1, sizeof(*pep));
 	if (!pep)
 		return -FI_ENOMEM;
-	pep->ep = ep;
-	pep->caps = ddtx_wire_domain_caps(ep->domain->wire);
+	pep->pd = pd;
+	pep->owner_ops = ops;
+	pep->owner = owner;
+	pep->caps = ddtx_wire_domain_caps(pd->wire);
 	ddtx_list_init(&pep->posted_msg);
 	ddtx_list_init(&pep->posted_tag);
 	ddtx_list_init(&pep->unexp_msg);
@@ -80,13 +84,31 @@ int ddtx_proto_ep_open(struct ddtx_ep *ep)
 	ddtx_optable_init(&pep->txs);
 	ddtx_optable_init(&pep->rxs);
 	ddtx_rmkey_init(&pep->rmkeys, 256);
-	int ret = ddtx_wire_ep_open(ep->domain->wire, &handlers, pep, &ep->wire);
+	int ret = ddtx_wire_ep_open(pd->wire, &handlers, pep, &pep->wire);
 	if (ret) {
+		ddtx_rmkey_fini(&pep->rmkeys);
 		free(pep);
 		return ret;
 	}
-	ep->proto = pep;
+	ddtx_list_push_back(&pd->eps, &pep->pd_entry);
+	*out = pep;
 	return 0;
+}
+
+void ddtx_proto_ep_enable(struct ddtx_proto_ep *pep, const struct ddtx_proto_ep_attr *attr)
+{
+	pep->attr = *attr;
+	pep->enabled = true;
+}
+
+void ddtx_proto_ep_set_min_multi_recv(struct ddtx_proto_ep *pep, size_t min)
+{
+	pep->attr.min_multi_recv = min;
+}
+
+int ddtx_proto_ep_getname(struct ddtx_proto_ep *pep, void *addr, size_t *len)
+{
+	return ddtx_wire_ep_getname(pep->wire, addr, len);
 }
 
 static void free_list(struct ddtx_list *l, size_t offset)
@@ -96,15 +118,15 @@ static void free_list(struct ddtx_list *l, size_t offset)
 		free((char *)it - offset);
 }
 
-void ddtx_proto_ep_close(struct ddtx_ep *ep)
+void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 {
-	struct ddtx_proto_ep *pep = ep->proto;
 	struct ddtx_list_entry *it;
 	if (!pep)
 		return;
+	pep->enabled = false;
 	/* Close the wire first: no callback may reach the state freed below. */
-	ddtx_wire_ep_close(ep->wire);
-	ep->wire = NULL;
+	ddtx_wire_ep_close(pep->wire);
+	pep->wire = NULL;
 	while ((it = ddtx_list_pop_front(&pep->tx_active)))
 		ddtx_tx_free(pep, ddtx_container_of(it, struct ddtx_tx, entry));
 	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->posted_msg, &pep->posted_tag};
@@ -122,11 +144,12 @@ void ddtx_proto_ep_close(struct ddtx_ep *ep)
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);
 	/* Keep the domain's remote-cache counts when the endpoint goes. */
-	ep->domain->proto->rmkey_hits += pep->rmkeys.hits;
-	ep->domain->proto->rmkey_misses += pep->rmkeys.misses;
+	pep->pd->rmkey_hits += pep->rmkeys.hits;
+	pep->pd->rmkey_misses += pep->rmkeys.misses;
+	ddtx_list_remove(&pep->pd_entry);
 	ddtx_rmkey_fini(&pep->rmkeys);
+	ddtx_addr_cache_fini(pep);
 	free(pep);
-	ep->proto = NULL;
 }
 
 /* Fail every operation that waits on a peer whose process is gone. */
@@ -142,7 +165,7 @@ static void check_peers(struct ddtx_proto_ep *pep)
 	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
 	{
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
-		if (ddtx_list_empty(&tx->batches) && !ddtx_wire_peer_alive(pep->ep->wire, tx->peer)) {
+		if (ddtx_list_empty(&tx->batches) && !ddtx_wire_peer_alive(pep->wire, tx->peer)) {
 			ddtx_ctrl_drop_peer(pep, tx->peer);
 			ddtx_tx_fail(pep, tx, FI_EIO);
 		}
@@ -150,35 +173,24 @@ static void check_peers(struct ddtx_proto_ep *pep)
 	ddtx_list_foreach_safe(&pep->rx_active, it, tmp)
 	{
 		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
-		if (!ddtx_wire_peer_alive(pep->ep->wire, rx->peer)) {
+		if (!ddtx_wire_peer_alive(pep->wire, rx->peer)) {
 			ddtx_ctrl_drop_peer(pep, rx->peer);
 			ddtx_rx_fail(pep, rx, FI_EIO);
 		}
 	}
 }
 
-void ddtx_proto_progress(struct ddtx_ep *ep)
+void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 {
-	struct ddtx_proto_ep *pep = ep->proto;
-	if (!pep || !ep->wire)
+	if (!pep || !pep->wire)
 		return;
-	ddtx_wire_ep_progress(ep->wire);
+	ddtx_wire_ep_progress(pep->wire);
 	ddtx_ctrl_flush(pep);
 	ddtx_send_progress(pep);
 	check_peers(pep);
 }
 
-ssize_t ddtx_proto_cancel(struct ddtx_ep *ep, void *context)
+ssize_t ddtx_proto_cancel(struct ddtx_proto_ep *pep, void *context)
 {
-	DDTX_EP_LOCK(ep);
-	bool found = ep->proto && ddtx_recv_cancel(ep->proto, context);
-	DDTX_EP_UNLOCK(ep);
-	return found ? 0 : -FI_ENOENT;
-}
-
-void ddtx_proto_ep_rmkey_stats(struct ddtx_ep *ep, uint64_t *hits, uint64_t *misses)
-{
-	struct ddtx_proto_ep *pep = ep->proto;
-	*hits = pep ? pep->rmkeys.hits : 0;
-	*misses = pep ? pep->rmkeys.misses : 0;
+	return pep && ddtx_recv_cancel(pep, context) ? 0 : -FI_ENOENT;
 }

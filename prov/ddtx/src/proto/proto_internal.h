@@ -8,10 +8,16 @@
 #include "engine/iov.h"
 #include "common/list.h"
 #include "engine/scheme.h"
-#include "proto/hdr.h"
-#include "proto/proto.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/minmax.h"
 #include "common/optable.h"
+#include "common/settings.h"
+#include "proto/hdr.h"
+#include "proto/pdomain.h"
+#include "proto/proto.h"
 #include "proto/rmkey.h"
+#include "wire/wire.h"
 
 struct ddtx_layout;
 struct ddtx_window_set;
@@ -19,7 +25,7 @@ struct ddtx_window_set;
 /* A layout handle of fi_ddtx.h. */
 struct fi_ddtx_layout {
 	struct fid fid;                  /* fclass FI_DDTX_CLASS_LAYOUT */
-	struct ddtx_domain *domain;
+	struct ddtx_proto_domain *pd;
 	size_t count;
 	struct iovec *rel;               /* blocks: offsets from base in iov_base */
 	size_t total;                    /* bytes in the blocks */
@@ -171,8 +177,21 @@ struct ddtx_rma {
 };
 
 struct ddtx_proto_ep {
-	struct ddtx_ep *ep;
+	struct ddtx_proto_domain *pd;
+	struct ddtx_list_entry pd_entry;           /* ddtx_proto_domain.eps */
+	const struct ddtx_proto_owner_ops *owner_ops;
+	void *owner;                               /* core's endpoint */
+	struct ddtx_wire_ep *wire;
 	const struct ddtx_wire_caps *caps;
+	struct ddtx_proto_ep_attr attr;
+	bool enabled;
+	/* fi_addr -> wire peer cache, revalidated against the owner's AV generation */
+	ddtx_peer_t *peer_of_addr;
+	size_t peer_of_addr_len;
+	uint64_t av_generation;
+	/* wire peer -> fi_addr cache for FI_SOURCE (hits only; same generation rule) */
+	fi_addr_t *addr_of_peer;
+	size_t addr_of_peer_len;
 	struct ddtx_list posted_msg, posted_tag;   /* struct ddtx_rx */
 	struct ddtx_list unexp_msg, unexp_tag;     /* struct ddtx_unexp */
 	struct ddtx_list tx_active;                /* struct ddtx_tx */
@@ -185,17 +204,20 @@ struct ddtx_proto_ep {
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 };
 
-static inline struct ddtx_proto_ep *proto_of(struct ddtx_ep *ep)
-{
-	return ep->proto;
-}
+/* completion.c: reports through the owner interface of proto.h */
+void ddtx_report(struct ddtx_proto_ep *pep, enum ddtx_proto_queue q,
+		 const struct ddtx_proto_completion *c);
+void ddtx_count(struct ddtx_proto_ep *pep, enum ddtx_proto_counter cntr, bool error);
+void ddtx_complete_tx(struct ddtx_proto_ep *pep, void *context, uint64_t flags, bool report,
+		      enum ddtx_proto_counter cntr);
+void ddtx_complete_tx_err(struct ddtx_proto_ep *pep, void *context, uint64_t flags, size_t len,
+			  int err, enum ddtx_proto_counter cntr);
+void ddtx_count_scheme(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme scheme, size_t bytes);
 
-/* completion.c */
-void ddtx_complete_tx(struct ddtx_ep *ep, void *context, uint64_t flags, bool report,
-		      size_t len, enum ddtx_ep_cntr cntr);
-void ddtx_complete_tx_err(struct ddtx_ep *ep, void *context, uint64_t flags, size_t len, int err,
-			  enum ddtx_ep_cntr cntr);
-void ddtx_count_scheme(struct ddtx_ep *ep, enum fi_ddtx_scheme scheme, size_t bytes);
+/* addr.c: fi_addr <-> wire peer through the owner's AV */
+int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer);
+fi_addr_t ddtx_addr_of(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep);
 
 /* ctrl.c: send a control message now or queue it (never fails for a live peer). */
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
@@ -206,9 +228,6 @@ void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, 
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
 
 /* send.c */
-ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
-			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
-			 uint64_t flags, bool tagged);
 void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_send_progress(struct ddtx_proto_ep *pep);
 void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int status);
@@ -217,17 +236,12 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 
 /* recv.c */
-ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
-			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
-			 uint64_t flags, bool tagged);
 void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
-ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t ignore,
-		       void *context, uint64_t flags, const struct iovec *iov, size_t count);
 /* Release a posted receive without data (cancel); returns true if found. */
 bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
@@ -235,16 +249,15 @@ bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from);
 struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_addr_t src,
 				   uint64_t tag, uint64_t ignore, void *claim_context);
-fi_addr_t ddtx_from_addr(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 
 /* choose.c: the scheme of a rendezvous */
-enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_ep *ep, struct ddtx_layout *l);
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
-enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_ep *ep, enum fi_ddtx_scheme proposed,
+enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
-void ddtx_choose_observe(struct ddtx_ep *ep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
 			 uint64_t ns);
 void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			   size_t len);
@@ -259,9 +272,5 @@ struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h);
 void ddtx_rma_on_complete(struct ddtx_proto_ep *pep, struct ddtx_rma *op, int status);
 void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			     size_t len);
-
-/* Lock/unlock the endpoint's domain around an API call. */
-#define DDTX_EP_LOCK(ep) pthread_mutex_lock(&(ep)->domain->lock)
-#define DDTX_EP_UNLOCK(ep) pthread_mutex_unlock(&(ep)->domain->lock)
 
 #endif /* DDTX_PROTO_INTERNAL_H */

@@ -36,13 +36,13 @@ static struct ddtx_rx *rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 static void rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb)
 {
 	for (uint32_t i = 0; i < rb->nmr; i++)
-		ddtx_wire_mr_dereg(pep->ep->domain->wire, rb->mr[i]);
+		ddtx_wire_mr_dereg(pep->pd->wire, rb->mr[i]);
 	free(rb);
 }
 
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
-	struct ddtx_layout_cache *lc = pep->ep->domain->proto->layouts;
+	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	struct ddtx_list_entry *it;
 	while ((it = ddtx_list_pop_front(&rx->rbatches)))
 		rbatch_release(pep, ddtx_container_of(it, struct ddtx_rbatch, entry));
@@ -69,7 +69,7 @@ static void multi_consume(struct ddtx_proto_ep *pep, struct ddtx_rx *parent, siz
 {
 	parent->multi_used += len;
 	if (!parent->multi_released &&
-	    parent->capacity - parent->multi_used < pep->ep->min_multi_recv) {
+	    parent->capacity - parent->multi_used < pep->attr.min_multi_recv) {
 		parent->multi_released = true;
 		ddtx_list_remove(&parent->entry);
 	}
@@ -80,31 +80,26 @@ static void rx_report(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx, size_
 		      size_t got, uint64_t tag, uint64_t data, uint16_t hflags, fi_addr_t from,
 		      void *buf, uint64_t extra_flags)
 {
-	struct ddtx_ep *ep = pep->ep;
 	uint64_t flags = (rx->flags & (FI_MSG | FI_TAGGED)) | FI_RECV | extra_flags;
 	if (hflags & DDTX_HDR_CQ_DATA)
 		flags |= FI_REMOTE_CQ_DATA;
 	if (!(hflags & DDTX_HDR_CQ_DATA))
 		data = 0;
-	ep->domain->stats.rx_ops++;
-	if (offered > got) {
-		if (ep->rx_cq)
-			ddtx_cq_write_err(ep->rx_cq, rx->context, flags, got, buf, data, tag,
-					  offered - got, FI_ETRUNC, from);
-		if (ep->cntrs[DDTX_CNTR_RECV])
-			ddtx_cntr_err_inc(ep->cntrs[DDTX_CNTR_RECV]);
-		return;
-	}
-	/* The release of a multi-receive buffer is reported even under selective completion. */
-	if ((rx->report || (flags & FI_MULTI_RECV)) && ep->rx_cq)
-		ddtx_cq_write(ep->rx_cq, rx->context, flags, got, buf, data, tag, from);
-	if (ep->cntrs[DDTX_CNTR_RECV])
-		ddtx_cntr_inc(ep->cntrs[DDTX_CNTR_RECV]);
+	pep->pd->stats.rx_ops++;
+	const struct ddtx_proto_completion c = {
+		.context = rx->context, .flags = flags, .len = got, .buf = buf, .data = data,
+		.tag = tag, .src_addr = from, .olen = offered > got ? offered - got : 0,
+		.err = offered > got ? FI_ETRUNC : 0,
+	};
+	/* Errors, and the release of a multi-receive buffer, are reported even under selective
+	 * completion. */
+	if (c.err || rx->report || (flags & FI_MULTI_RECV))
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
+	ddtx_count(pep, DDTX_CNTR_RECV, c.err != 0);
 }
 
 void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
 {
-	struct ddtx_ep *ep = pep->ep;
 	DDTX_INFO(FI_LOG_EP_DATA, "receive %u from peer %u failed: %s\n", rx->id, rx->peer,
 		  fi_strerror(err));
 	uint64_t flags = (rx->flags & (FI_MSG | FI_TAGGED)) | FI_RECV;
@@ -112,11 +107,10 @@ void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
 		rx->parent->multi_children--;
 		flags |= multi_flags(pep, rx->parent);
 	}
-	if (ep->rx_cq)
-		ddtx_cq_write_err(ep->rx_cq, rx->context, flags, 0, NULL, 0, rx->msg_tag, 0, err,
-				  rx->from);
-	if (ep->cntrs[DDTX_CNTR_RECV])
-		ddtx_cntr_err_inc(ep->cntrs[DDTX_CNTR_RECV]);
+	const struct ddtx_proto_completion c = {.context = rx->context, .flags = flags,
+						.tag = rx->msg_tag, .err = err, .src_addr = rx->from};
+	ddtx_report(pep, DDTX_PROTO_RX, &c);
+	ddtx_count(pep, DDTX_CNTR_RECV, true);
 	ddtx_list_remove(&rx->entry);
 	ddtx_rx_free(pep, rx);
 }
@@ -136,7 +130,7 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 		uint8_t *dst = (uint8_t *)rx->iov[0].iov_base + rx->multi_used;
 		memcpy(dst, payload, got);
 		multi_consume(pep, rx, got);
-		ddtx_count_scheme(pep->ep, FI_DDTX_SCHEME_EAGER, got);
+		ddtx_count_scheme(pep, FI_DDTX_SCHEME_EAGER, got);
 		/* Report through a copy: the buffer may be released (freed) first. */
 		struct ddtx_rx slice = *rx;
 		slice.flags &= ~FI_MULTI_RECV;
@@ -145,7 +139,7 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 		return mf != 0;
 	}
 	size_t got = ddtx_iov_scatter(rx->iov, rx->count, 0, payload, DDTX_MIN(len, rx->capacity));
-	ddtx_count_scheme(pep->ep, FI_DDTX_SCHEME_EAGER, got);
+	ddtx_count_scheme(pep, FI_DDTX_SCHEME_EAGER, got);
 	rx_report(pep, rx, len, got, tag, data, hflags, from, NULL, 0);
 	return false;
 }
@@ -194,7 +188,7 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 		return;
 	}
 	bool tagged = h->base.flags & DDTX_HDR_TAGGED;
-	fi_addr_t from = ddtx_from_addr(pep, src);
+	fi_addr_t from = ddtx_addr_of(pep, src);
 	struct ddtx_rx *rx = find_posted(pep, tagged, h->tag, from);
 	if (!rx) {
 		struct ddtx_unexp *u = unexp_new(pep, src, DDTX_MSG_EAGER, h->base.flags, h->tag,
@@ -285,7 +279,7 @@ static int issue_batch(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		size_t n;
 		size_t got = ddtx_iov_cursor_take(&rx->cur, want, entries, pieces, &n);
 		struct ddtx_wire_mr *mr;
-		ret = ddtx_wire_mr_reg(pep->ep->domain->wire, pieces, n, DDTX_KEY_INTERNAL, NULL, 0,
+		ret = ddtx_wire_mr_reg(pep->pd->wire, pieces, n, DDTX_KEY_INTERNAL, NULL, 0,
 				       DDTX_ACC_REMOTE_WRITE | DDTX_ACC_LOCAL_WRITE, &mr);
 		if (ret) {
 			rx->cur = save;
@@ -355,7 +349,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		uint64_t from = DDTX_MAX(rx->t_start, pep->last_rndv_done_ns);
 		pep->last_rndv_done_ns = now;
 		if (warm)
-			ddtx_choose_observe(pep->ep, rx->scheme, rx->accepted,
+			ddtx_choose_observe(pep, rx->scheme, rx->accepted,
 					    rx->sender_blocks + rx->layout.nblocks, now - from);
 	}
 	if (rx->parent) {
@@ -363,7 +357,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		mf = multi_flags(pep, rx->parent);
 		buf = rx->iov[0].iov_base;
 	}
-	ddtx_count_scheme(pep->ep, rx->scheme, rx->accepted);
+	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
 	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
 		ddtx_ctrl_ack(pep, rx->peer, rx->tx_id, 0);
@@ -429,7 +423,7 @@ static bool start_umr(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
 	/* The whole key list must fit one CTS, so a later CTS can name it by id alone. */
 	if (sizeof(struct ddtx_hdr_cts) + n * sizeof(struct ddtx_desc) > pep->caps->max_send_size)
 		return false;
-	rx->ws = ddtx_layout_windows(pep->ep->domain->proto->layouts, rx->cached, chunk);
+	rx->ws = ddtx_layout_windows(pep->pd->layouts, rx->cached, chunk);
 	if (!rx->ws)
 		return false;
 	/* One "batch" for the whole payload: the sender's DONE at offset 0 ends it. */
@@ -462,7 +456,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 {
 	rx->state = DDTX_RX_RNDV;
 	rx->peer = src;
-	rx->from = ddtx_from_addr(pep, src);
+	rx->from = ddtx_addr_of(pep, src);
 	rx->tx_id = rts->tx_id;
 	rx->msg_tag = rts->tag;
 	rx->msg_data = rts->data;
@@ -477,14 +471,14 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->t_start = ddtx_time_ns();
 	if (!rx->cached && rx->accepted) {
 		bool hit;
-		rx->cached = ddtx_layout_get(pep->ep->domain->proto->layouts, rx->iov, rx->count,
+		rx->cached = ddtx_layout_get(pep->pd->layouts, rx->iov, rx->count,
 					     &hit);
 	}
 	if (rx->cached)
 		rx->layout = rx->cached->st;
 	else
 		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
-	rx->scheme = ddtx_choose_decide(pep->ep, (enum fi_ddtx_scheme)rts->scheme, &sender,
+	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
 					rx->cached, rx->accepted, &rx->explored);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
@@ -505,7 +499,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 			rx->chunk = ddtx_umr_chunk(pep->caps->max_mkey_entries, rts->min_block,
 						   rx->layout.min_block);
 		} else {
-			pep->ep->domain->proto->umr_fallbacks++;
+			pep->pd->umr_fallbacks++;
 			rx->scheme = FI_DDTX_SCHEME_SGL;
 		}
 	}
@@ -536,7 +530,7 @@ void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed RTS from peer %u\n", src);
 		return;
 	}
-	struct ddtx_rx *rx = find_posted(pep, tagged, rts->tag, ddtx_from_addr(pep, src));
+	struct ddtx_rx *rx = find_posted(pep, tagged, rts->tag, ddtx_addr_of(pep, src));
 	if (!rx) {
 		struct ddtx_unexp *u = unexp_new(pep, src, DDTX_MSG_RTS, rts->base.flags, rts->tag,
 						 rts->data, rts->total_len, 0);
@@ -609,7 +603,7 @@ static bool take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddt
 	ddtx_list_remove(&u->entry);
 	if (u->type == DDTX_MSG_EAGER) {
 		bool freed = deliver_eager(pep, rx, u->payload, u->len, u->tag, u->data,
-					   u->hdr_flags, ddtx_from_addr(pep, u->peer));
+					   u->hdr_flags, ddtx_addr_of(pep, u->peer));
 		if (!multi)
 			ddtx_rx_free(pep, rx);
 		gone = gone || freed;
@@ -622,22 +616,20 @@ static bool take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddt
 	return gone;
 }
 
-ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
-			 fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
-			 uint64_t flags, bool tagged)
+ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
+			uint64_t flags, bool tagged)
 {
-	int ret = ddtx_iov_check(iov, count, ep->info->rx_attr->iov_limit, NULL);
+	int ret = ddtx_iov_check(iov, count, pep->attr.rx_iov_limit, NULL);
 	if (ret || ((flags & FI_MULTI_RECV) && (tagged || count != 1))) {
 		DDTX_WARN(FI_LOG_EP_DATA, "recv: invalid iov list or flags (count %zu)\n", count);
 		return -FI_EINVAL;
 	}
-	DDTX_EP_LOCK(ep);
-	struct ddtx_proto_ep *pep = proto_of(ep);
 	struct fi_ddtx_layout *handle = NULL;
 	if (!(flags & FI_MULTI_RECV) && (handle = ddtx_handle_of(desc, iov, count)) &&
 	    (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
 		goto out;
-	if (!ep->enabled) {
+	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
@@ -650,13 +642,13 @@ ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 		rx->cached = ddtx_handle_layout(handle);
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (flags & FI_MULTI_RECV);
-	rx->report = !ep->rx_selective || (flags & FI_COMPLETION);
+	rx->report = !pep->attr.rx_selective || (flags & FI_COMPLETION);
 	rx->tag = tag;
 	rx->ignore = ignore;
-	rx->src = (ep->info->caps & FI_DIRECTED_RECV) ? src : FI_ADDR_UNSPEC;
+	rx->src = pep->attr.directed_recv ? src : FI_ADDR_UNSPEC;
 	rx->state = DDTX_RX_POSTED;
-	if (count > ep->domain->stats.iov_entries_max)
-		ep->domain->stats.iov_entries_max = count;
+	if (count > pep->pd->stats.iov_entries_max)
+		pep->pd->stats.iov_entries_max = count;
 
 	if (flags & FI_MULTI_RECV) {
 		/* Posted first so that slices can leave it; unexpected messages fill it now. */
@@ -673,35 +665,33 @@ ssize_t ddtx_recv_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	else
 		ddtx_list_push_back(tagged ? &pep->posted_tag : &pep->posted_msg, &rx->entry);
 out:
-	DDTX_EP_UNLOCK(ep);
 	return ret;
 }
 
 /* FI_PEEK (optionally with FI_CLAIM or FI_DISCARD), and FI_CLAIM of a peeked message. */
-ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t ignore,
-		       void *context, uint64_t flags, const struct iovec *iov, size_t count)
+ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, uint64_t ignore,
+			void *context, uint64_t flags, const struct iovec *iov, size_t count)
 {
 	if ((flags & FI_CLAIM) && !context)
 		return -FI_EINVAL;
-	DDTX_EP_LOCK(ep);
-	struct ddtx_proto_ep *pep = proto_of(ep);
 	ssize_t ret = 0;
-	if (!ep->enabled) {
+	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if (!(ep->info->caps & FI_DIRECTED_RECV))
+	if (!pep->attr.directed_recv)
 		src = FI_ADDR_UNSPEC;
 	if (flags & FI_PEEK)
-		ddtx_proto_progress(ep); /* look at what has arrived by now */
+		ddtx_proto_progress(pep); /* look at what has arrived by now */
 	struct ddtx_unexp *u = ddtx_unexp_find(pep, true, src, tag, ignore,
 					       (flags & FI_PEEK) ? NULL : context);
-	fi_addr_t from = u ? ddtx_from_addr(pep, u->peer) : FI_ADDR_NOTAVAIL;
+	fi_addr_t from = u ? ddtx_addr_of(pep, u->peer) : FI_ADDR_NOTAVAIL;
 	uint64_t cflags = FI_RECV | FI_TAGGED;
 	if (!u) {
-		if (ep->rx_cq)
-			ddtx_cq_write_err(ep->rx_cq, context, cflags, 0, NULL, 0, tag, 0, FI_ENOMSG,
-					  FI_ADDR_NOTAVAIL);
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.tag = tag, .err = FI_ENOMSG,
+							.src_addr = FI_ADDR_NOTAVAIL};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
 		goto out;
 	}
 	if (u->hdr_flags & DDTX_HDR_CQ_DATA)
@@ -709,8 +699,10 @@ ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t
 	if ((flags & FI_PEEK) && !(flags & FI_DISCARD)) {
 		if (flags & FI_CLAIM)
 			u->claim_context = context;
-		if (ep->rx_cq)
-			ddtx_cq_write(ep->rx_cq, context, cflags, u->len, NULL, u->data, u->tag, from);
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.len = u->len, .data = u->data,
+							.tag = u->tag, .src_addr = from};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
 		goto out;
 	}
 	if (flags & FI_DISCARD) {
@@ -723,8 +715,10 @@ ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t
 		} else if (u->hdr_flags & DDTX_HDR_ACK_REQ) {
 			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
 		}
-		if (ep->rx_cq)
-			ddtx_cq_write(ep->rx_cq, context, cflags, 0, NULL, u->data, u->tag, from);
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.data = u->data, .tag = u->tag,
+							.src_addr = from};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
 		free(u);
 		goto out;
 	}
@@ -740,7 +734,6 @@ ssize_t ddtx_recv_peek(struct ddtx_ep *ep, fi_addr_t src, uint64_t tag, uint64_t
 	rx->src = FI_ADDR_UNSPEC;
 	take_unexp(pep, rx, u);
 out:
-	DDTX_EP_UNLOCK(ep);
 	return ret;
 }
 
@@ -754,12 +747,12 @@ bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context)
 			struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
 			if (rx->context != context)
 				continue;
-			struct ddtx_ep *ep = pep->ep;
 			ddtx_list_remove(&rx->entry);
 			uint64_t flags = rx->flags & (FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV);
-			if (ep->rx_cq)
-				ddtx_cq_write_err(ep->rx_cq, context, flags, 0, NULL, 0, rx->tag, 0,
-						  FI_ECANCELED, FI_ADDR_NOTAVAIL);
+			const struct ddtx_proto_completion c = {
+				.context = context, .flags = flags, .tag = rx->tag,
+				.err = FI_ECANCELED, .src_addr = FI_ADDR_NOTAVAIL};
+			ddtx_report(pep, DDTX_PROTO_RX, &c);
 			if (rx->multi_children) {
 				/* Slices in flight still point at it: free it with the last one. */
 				rx->multi_released = true;

@@ -10,10 +10,9 @@
 
 static void rma_finish(struct ddtx_proto_ep *pep, struct ddtx_rma *op)
 {
-	struct ddtx_ep *ep = pep->ep;
-	enum ddtx_ep_cntr cntr = (op->cq_flags & FI_READ) ? DDTX_CNTR_READ : DDTX_CNTR_WRITE;
+	enum ddtx_proto_counter cntr = (op->cq_flags & FI_READ) ? DDTX_CNTR_READ : DDTX_CNTR_WRITE;
 	if (op->status) {
-		ddtx_complete_tx_err(ep, op->context, op->cq_flags, 0, op->status, cntr);
+		ddtx_complete_tx_err(pep, op->context, op->cq_flags, 0, op->status, cntr);
 	} else {
 		if (op->remote_data) {
 			struct ddtx_hdr_rma_data h;
@@ -22,8 +21,8 @@ static void rma_finish(struct ddtx_proto_ep *pep, struct ddtx_rma *op)
 			h.len = op->total;
 			ddtx_ctrl_send(pep, op->peer, &h, sizeof(h));
 		}
-		ddtx_count_scheme(ep, FI_DDTX_SCHEME_RMA, op->total);
-		ddtx_complete_tx(ep, op->context, op->cq_flags, op->report, op->total, cntr);
+		ddtx_count_scheme(pep, FI_DDTX_SCHEME_RMA, op->total);
+		ddtx_complete_tx(pep, op->context, op->cq_flags, op->report, cntr);
 	}
 	ddtx_list_remove(&op->entry);
 	free(op->inject_buf);
@@ -42,12 +41,11 @@ void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const v
 			     size_t len)
 {
 	const struct ddtx_hdr_rma_data *h = buf;
-	struct ddtx_ep *ep = pep->ep;
-	if (ep->rx_cq)
-		ddtx_cq_write(ep->rx_cq, NULL, FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, h->len,
-			      NULL, h->data, 0, ddtx_from_addr(pep, src));
-	if (ep->cntrs[DDTX_CNTR_REMOTE_WRITE])
-		ddtx_cntr_inc(ep->cntrs[DDTX_CNTR_REMOTE_WRITE]);
+	const struct ddtx_proto_completion c = {
+		.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, .len = h->len,
+		.data = h->data, .src_addr = ddtx_addr_of(pep, src)};
+	ddtx_report(pep, DDTX_PROTO_RX, &c);
+	ddtx_count(pep, DDTX_CNTR_REMOTE_WRITE, false);
 	(void)len;
 }
 
@@ -63,7 +61,7 @@ static void rma_post(struct ddtx_proto_ep *pep, struct ddtx_rma *op, const struc
 	op->writes_pending = 1;
 	/* A bad segment fails the whole operation before any segment moves. */
 	for (size_t i = 0; i < rma_count && !op->status; i++) {
-		int ret = ddtx_wire_rma_check(pep->ep->wire, op->peer, DDTX_KEY_APP, rma_iov[i].key,
+		int ret = ddtx_wire_rma_check(pep->wire, op->peer, DDTX_KEY_APP, rma_iov[i].key,
 					      rma_iov[i].addr, rma_iov[i].len, write);
 		if (ret)
 			op->status = -ret;
@@ -74,10 +72,10 @@ static void rma_post(struct ddtx_proto_ep *pep, struct ddtx_rma *op, const struc
 			size_t want = DDTX_MIN(rma_iov[i].len - done, caps->max_rma_size);
 			size_t n;
 			size_t got = ddtx_iov_cursor_take(&cur, want, caps->max_sge, pieces, &n);
-			int ret = write ? ddtx_wire_write(pep->ep->wire, op->peer, pieces, n,
+			int ret = write ? ddtx_wire_write(pep->wire, op->peer, pieces, n,
 							  DDTX_KEY_APP, rma_iov[i].key,
 							  rma_iov[i].addr + done, got, op)
-					: ddtx_wire_read(pep->ep->wire, op->peer, pieces, n,
+					: ddtx_wire_read(pep->wire, op->peer, pieces, n,
 							 DDTX_KEY_APP, rma_iov[i].key,
 							 rma_iov[i].addr + done, got, op);
 			if (ret) {
@@ -91,14 +89,14 @@ static void rma_post(struct ddtx_proto_ep *pep, struct ddtx_rma *op, const struc
 	ddtx_rma_on_complete(pep, op, 0);
 }
 
-static ssize_t rma_common(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint64_t flags,
+ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, uint64_t flags,
 			  bool write)
 {
 	if (!msg)
 		return -FI_EINVAL;
-	size_t limit = ep->info->tx_attr->iov_limit;
+	size_t limit = pep->attr.tx_iov_limit;
 	int ret = ddtx_iov_check(msg->msg_iov, msg->iov_count, limit, NULL);
-	if (ret || msg->rma_iov_count > ep->info->tx_attr->rma_iov_limit ||
+	if (ret || msg->rma_iov_count > pep->attr.rma_iov_limit ||
 	    (msg->rma_iov_count && !msg->rma_iov)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "rma: invalid iov or rma_iov list\n");
 		return -FI_EINVAL;
@@ -111,18 +109,15 @@ static ssize_t rma_common(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint
 			  rtotal);
 		return -FI_EINVAL;
 	}
-	if ((flags & FI_INJECT) && (!write || total > ep->info->tx_attr->inject_size))
+	if ((flags & FI_INJECT) && (!write || total > pep->attr.inject_size))
 		return -FI_EINVAL;
-
-	DDTX_EP_LOCK(ep);
-	struct ddtx_proto_ep *pep = proto_of(ep);
 	ddtx_peer_t peer;
 	struct ddtx_rma *op = NULL;
-	if (!ep->enabled) {
+	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if ((ret = ddtx_ep_peer(ep, msg->addr, &peer)))
+	if ((ret = ddtx_peer_of(pep, msg->addr, &peer)))
 		goto out;
 	op = calloc(1, sizeof(*op));
 	if (!op) {
@@ -133,7 +128,7 @@ static ssize_t rma_common(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint
 	op->peer = peer;
 	op->context = msg->context;
 	op->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	op->report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+	op->report = !(flags & FI_INJECT) && (!pep->attr.tx_selective || (flags & FI_COMPLETION));
 	op->remote_data = write && (flags & FI_REMOTE_CQ_DATA);
 	op->data = msg->data;
 	op->total = total;
@@ -159,104 +154,5 @@ static ssize_t rma_common(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint
 	}
 	rma_post(pep, op, iov, count, msg->rma_iov, msg->rma_iov_count, write);
 out:
-	DDTX_EP_UNLOCK(ep);
 	return ret;
 }
-
-static ssize_t rma_simple(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
-			  fi_addr_t addr, uint64_t raddr, size_t len, uint64_t key, uint64_t data,
-			  void *context, uint64_t flags, bool write)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	struct fi_rma_iov rma = {.addr = raddr, .len = len, .key = key};
-	struct fi_msg_rma msg = {.msg_iov = iov, .desc = desc, .iov_count = count, .addr = addr,
-				 .rma_iov = &rma, .rma_iov_count = 1, .context = context,
-				 .data = data};
-	return rma_common(ep, &msg, flags, write);
-}
-
-static ssize_t ddtx_read(struct fid_ep *fid, void *buf, size_t len, void *desc, fi_addr_t src,
-			 uint64_t addr, uint64_t key, void *context)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	struct iovec iov = {buf, len};
-	return rma_simple(fid, &iov, &desc, 1, src, addr, len, key, 0, context, ep->tx_op_flags,
-			  false);
-}
-
-static ssize_t ddtx_readv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
-			  fi_addr_t src, uint64_t addr, uint64_t key, void *context)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	if (count && !iov)
-		return -FI_EINVAL;
-	return rma_simple(fid, iov, desc, count, src, addr, ddtx_iov_total(iov, count), key, 0,
-			  context, ep->tx_op_flags, false);
-}
-
-static ssize_t ddtx_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
-{
-	return rma_common(ddtx_container_of(fid, struct ddtx_ep, fid), msg, flags, false);
-}
-
-static ssize_t ddtx_write(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-			  fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	struct iovec iov = {(void *)buf, len};
-	return rma_simple(fid, &iov, &desc, 1, dest, addr, len, key, 0, context, ep->tx_op_flags,
-			  true);
-}
-
-static ssize_t ddtx_writev(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
-			   fi_addr_t dest, uint64_t addr, uint64_t key, void *context)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	if (count && !iov)
-		return -FI_EINVAL;
-	return rma_simple(fid, iov, desc, count, dest, addr, ddtx_iov_total(iov, count), key, 0,
-			  context, ep->tx_op_flags, true);
-}
-
-static ssize_t ddtx_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
-{
-	return rma_common(ddtx_container_of(fid, struct ddtx_ep, fid), msg, flags, true);
-}
-
-static ssize_t ddtx_inject_write(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest,
-				 uint64_t addr, uint64_t key)
-{
-	struct iovec iov = {(void *)buf, len};
-	return rma_simple(fid, &iov, NULL, 1, dest, addr, len, key, 0, NULL, FI_INJECT, true);
-}
-
-static ssize_t ddtx_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
-			      uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key,
-			      void *context)
-{
-	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid);
-	struct iovec iov = {(void *)buf, len};
-	return rma_simple(fid, &iov, &desc, 1, dest, addr, len, key, data, context,
-			  ep->tx_op_flags | FI_REMOTE_CQ_DATA, true);
-}
-
-static ssize_t ddtx_inject_writedata(struct fid_ep *fid, const void *buf, size_t len,
-				     uint64_t data, fi_addr_t dest, uint64_t addr, uint64_t key)
-{
-	struct iovec iov = {(void *)buf, len};
-	return rma_simple(fid, &iov, NULL, 1, dest, addr, len, key, data, NULL,
-			  FI_INJECT | FI_REMOTE_CQ_DATA, true);
-}
-
-struct fi_ops_rma ddtx_rma_ops = {
-	.size = sizeof(struct fi_ops_rma),
-	.read = ddtx_read,
-	.readv = ddtx_readv,
-	.readmsg = ddtx_readmsg,
-	.write = ddtx_write,
-	.writev = ddtx_writev,
-	.writemsg = ddtx_writemsg,
-	.inject = ddtx_inject_write,
-	.writedata = ddtx_writedata,
-	.injectdata = ddtx_inject_writedata,
-};

@@ -15,22 +15,21 @@ static size_t eager_limit(const struct ddtx_proto_ep *pep)
 }
 
 /* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */
-static int send_now(struct ddtx_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count)
 {
 	for (int attempt = 0;; attempt++) {
-		int ret = ddtx_wire_send(ep->wire, peer, hdr, hdr_len, iov, count);
+		int ret = ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
 		if (ret != -FI_EAGAIN || attempt == 1)
 			return ret;
-		ddtx_proto_progress(ep);
+		ddtx_proto_progress(pep);
 	}
 }
 
-static int send_eager(struct ddtx_ep *ep, ddtx_peer_t peer, const struct iovec *iov,
+static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
 		      uint32_t tx_id)
 {
-	struct ddtx_proto_ep *pep = proto_of(ep);
 	struct ddtx_hdr_eager h;
 	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
 	h.tag = tag;
@@ -39,19 +38,19 @@ static int send_eager(struct ddtx_ep *ep, ddtx_peer_t peer, const struct iovec *
 	h.tx_id = tx_id;
 	h.reserved2 = 0;
 	if (count <= pep->caps->max_sge)
-		return send_now(ep, peer, &h, sizeof(h), iov, count);
+		return send_now(pep, peer, &h, sizeof(h), iov, count);
 	/* More entries than one work request gathers: pack them in place behind the header. */
 	struct ddtx_wire_send_buf buf;
-	int ret = ddtx_wire_send_claim(ep->wire, peer, sizeof(h) + total, &buf);
+	int ret = ddtx_wire_send_claim(pep->wire, peer, sizeof(h) + total, &buf);
 	if (ret == -FI_EAGAIN) {
-		ddtx_proto_progress(ep);
-		ret = ddtx_wire_send_claim(ep->wire, peer, sizeof(h) + total, &buf);
+		ddtx_proto_progress(pep);
+		ret = ddtx_wire_send_claim(pep->wire, peer, sizeof(h) + total, &buf);
 	}
 	if (ret)
 		return ret;
 	memcpy(buf.data, &h, sizeof(h));
 	ddtx_iov_gather(iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
-	ddtx_wire_send_commit(ep->wire, &buf, sizeof(h) + total);
+	ddtx_wire_send_commit(pep->wire, &buf, sizeof(h) + total);
 	return 0;
 }
 
@@ -75,7 +74,7 @@ static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 
 void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
-	struct ddtx_layout_cache *lc = pep->ep->domain->proto->layouts;
+	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	struct ddtx_list_entry *it;
 	while ((it = ddtx_list_pop_front(&tx->batches)))
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
@@ -90,9 +89,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 
 static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
-	struct ddtx_ep *ep = pep->ep;
-	ep->domain->stats.tx_ops++;
-	ddtx_complete_tx(ep, tx->context, tx->cq_flags, tx->report, tx->total, DDTX_CNTR_SEND);
+	pep->pd->stats.tx_ops++;
+	ddtx_complete_tx(pep, tx->context, tx->cq_flags, tx->report, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
 	ddtx_tx_free(pep, tx);
 }
@@ -124,43 +122,41 @@ void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
 {
 	DDTX_INFO(FI_LOG_EP_DATA, "send %u to peer %u failed: %s\n", tx->id, tx->peer,
 		  fi_strerror(err));
-	ddtx_complete_tx_err(pep->ep, tx->context, tx->cq_flags, 0, err, DDTX_CNTR_SEND);
+	ddtx_complete_tx_err(pep, tx->context, tx->cq_flags, 0, err, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
 	ddtx_tx_free(pep, tx);
 }
 
-ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
-			 fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
-			 uint64_t flags, bool tagged)
+ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
+			size_t count, fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
+			uint64_t flags, bool tagged)
 {
-	int ret = ddtx_iov_check(iov, count, ep->info->tx_attr->iov_limit, NULL);
+	int ret = ddtx_iov_check(iov, count, pep->attr.tx_iov_limit, NULL);
 	if (ret) {
 		DDTX_WARN(FI_LOG_EP_DATA, "send: invalid iov list (count %zu)\n", count);
 		return ret;
 	}
-	DDTX_EP_LOCK(ep);
-	struct ddtx_proto_ep *pep = proto_of(ep);
 	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
 	if (handle && (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
 		goto out;
 	size_t total = ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
-	if ((flags & FI_INJECT) && total > ep->info->tx_attr->inject_size) {
+	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
 		ret = -FI_EINVAL;
 		goto out;
 	}
-	if (!ep->enabled) {
+	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if ((ret = ddtx_ep_peer(ep, dest, &peer)))
+	if ((ret = ddtx_peer_of(pep, dest, &peer)))
 		goto out;
 
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	bool report = !(flags & FI_INJECT) && (!ep->tx_selective || (flags & FI_COMPLETION));
+	bool report = !(flags & FI_INJECT) && (!pep->attr.tx_selective || (flags & FI_COMPLETION));
 	uint16_t hflags = (uint16_t)((tagged ? DDTX_HDR_TAGGED : 0) |
 				     ((flags & FI_REMOTE_CQ_DATA) ? DDTX_HDR_CQ_DATA : 0));
-	struct fi_ddtx_stats *st = &ep->domain->stats;
+	struct fi_ddtx_stats *st = &pep->pd->stats;
 	if (count > st->iov_entries_max)
 		st->iov_entries_max = count;
 
@@ -171,16 +167,16 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	bool eager = total <= eager_limit(pep);
 
 	if (eager && !want_ack) {
-		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags, 0);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0);
 		if (ret == -FI_EAGAIN)
 			goto out;
 		if (ret) {
-			ddtx_complete_tx_err(ep, context, cq_flags, 0, -ret, DDTX_CNTR_SEND);
+			ddtx_complete_tx_err(pep, context, cq_flags, 0, -ret, DDTX_CNTR_SEND);
 			ret = 0;
 			goto out;
 		}
 		st->tx_ops++;
-		ddtx_complete_tx(ep, context, cq_flags, report, total, DDTX_CNTR_SEND);
+		ddtx_complete_tx(pep, context, cq_flags, report, DDTX_CNTR_SEND);
 		goto out;
 	}
 
@@ -198,7 +194,7 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	tx->tag = tag;
 	tx->total = total;
 	if (eager) {
-		ret = send_eager(ep, peer, iov, count, total, tag, data, hflags, tx->id);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, tx->id);
 		if (ret == -FI_EAGAIN) {
 			ddtx_tx_free(pep, tx);
 			goto out;
@@ -214,7 +210,7 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	tx->state = DDTX_TX_WAIT_CTS;
 
 	/* The layout cache knows this shape (or learns it): its summary and readiness. */
-	struct ddtx_layout_cache *lc = ep->domain->proto->layouts;
+	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	bool hit;
 	tx->layout = handle ? ddtx_handle_layout(handle) : ddtx_layout_get(lc, iov, count, &hit);
 	struct ddtx_layout_stats ls;
@@ -228,13 +224,13 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 	rts.data = data;
 	rts.total_len = total;
 	rts.tx_id = tx->id;
-	rts.scheme = ddtx_choose_propose(ep, tx->layout);
+	rts.scheme = ddtx_choose_propose(pep, tx->layout);
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
-	ret = send_now(ep, peer, &rts, sizeof(rts), NULL, 0);
+	ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
 	if (ret == -FI_EAGAIN) {
 		ddtx_tx_free(pep, tx);
 		goto out;
@@ -245,7 +241,6 @@ ssize_t ddtx_send_common(struct ddtx_ep *ep, const struct iovec *iov, void **des
 		ret = 0;
 	}
 out:
-	DDTX_EP_UNLOCK(ep);
 	return ret;
 }
 
@@ -261,7 +256,7 @@ static void batch_post(struct ddtx_proto_ep *pep, struct ddtx_batch *b)
 	ddtx_iov_cursor_seek(&cur, b->offset);
 	/* UMR with local windows: one write per window pair, gathered by the local mkey. */
 	for (uint32_t i = 0; b->local_ws && i < b->ndesc && !b->status; i++) {
-		int ret = ddtx_wire_write_mkey(pep->ep->wire, tx->peer,
+		int ret = ddtx_wire_write_mkey(pep->wire, tx->peer,
 					       b->local_ws->mkeys[b->first_window + i], 0,
 					       DDTX_KEY_INTERNAL, b->desc[i].key, 0, b->desc[i].len, b);
 		if (ret)
@@ -279,7 +274,7 @@ static void batch_post(struct ddtx_proto_ep *pep, struct ddtx_batch *b)
 				b->status = FI_EIO; /* the receiver described more than we offered */
 				break;
 			}
-			int ret = ddtx_wire_write(pep->ep->wire, tx->peer, pieces, n,
+			int ret = ddtx_wire_write(pep->wire, tx->peer, pieces, n,
 						  DDTX_KEY_INTERNAL, b->desc[i].key, roff, got, b);
 			if (ret) {
 				b->status = -ret;
@@ -391,7 +386,7 @@ static void umr_start(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, const struc
 	free(list);
 	/* Our own windows of the same chunk, if our layout is registered and keys are at hand. */
 	if (tx->layout && ddtx_layout_ready(tx->layout))
-		tx->ws = ddtx_layout_windows(pep->ep->domain->proto->layouts, tx->layout, chunk);
+		tx->ws = ddtx_layout_windows(pep->pd->layouts, tx->layout, chunk);
 	b->local_ws = tx->ws;
 	tx->umr_started = true;
 	ddtx_list_push_back(&tx->batches, &b->entry);
@@ -467,7 +462,7 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
 	struct ddtx_wire_send_buf buf;
-	int ret = ddtx_wire_send_claim(pep->ep->wire, tx->peer, sizeof(struct ddtx_hdr_data) + 1,
+	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(struct ddtx_hdr_data) + 1,
 				       &buf);
 	if (ret)
 		return ret;
@@ -480,7 +475,7 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	h->offset = tx->sent;
 	h->len = len;
 	ddtx_iov_gather(tx->iov, tx->count, tx->sent, h + 1, len);
-	ddtx_wire_send_commit(pep->ep->wire, &buf, sizeof(*h) + len);
+	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*h) + len);
 	tx->sent += len;
 	return 0;
 }
