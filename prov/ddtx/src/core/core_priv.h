@@ -17,6 +17,9 @@ int ddtx_nosys_control(struct fid *fid, int command, void *arg);
 int ddtx_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 			void *context);
 
+/* fi_cq_strerror / fi_eq_strerror: prov_errno is an FI_E* value (either sign). */
+const char *ddtx_strerror(int prov_errno, char *buf, size_t len);
+
 /* The ddtx domain behind a fid_domain, or NULL (with a warning) if it is not one. */
 struct ddtx_domain *ddtx_domain_of(struct fid_domain *domain);
 /* The ddtx object behind a fid, or NULL if the fid is not one (e.g. another provider's). */

@@ -261,14 +261,7 @@ static int cq_signal(struct fid_cq *fid)
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
 			       char *buf, size_t len)
 {
-	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-
-	if (buf && len) {
-		strncpy(buf, s, len - 1);
-		buf[len - 1] = '\0';
-		return buf;
-	}
-	return s;
+	return ddtx_strerror(prov_errno, buf, len);
 }
 
 static int cq_close(struct fid *fid)

@@ -1,6 +1,6 @@
 /*
  * fi_fabric: the root object.  It only counts what is opened on it (domains, EQs) so that
- * fi_close refuses while those are still open.  Also home of the shared fid stubs.
+ * fi_close refuses while those are still open.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -8,22 +8,6 @@
 #include <time.h>
 
 #include "core/core_priv.h"
-
-int ddtx_nosys_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-int ddtx_nosys_control(struct fid *fid, int command, void *arg)
-{
-	return -FI_ENOSYS;
-}
-
-int ddtx_nosys_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
-			void *context)
-{
-	return -FI_ENOSYS;
-}
 
 /* Yield for the first few rounds (cheap when a peer is about to answer), then nap 50 us. */
 void ddtx_wait_pause(unsigned int *spins)
