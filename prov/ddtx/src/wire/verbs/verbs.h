@@ -487,4 +487,47 @@ void ddtx_vrkey_drop(struct ddtx_verbs_ep *ep, uint32_t peer, uint8_t space, uin
 
 extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
 
+/* Entry points of the wire implementation table (wire_verbs.c), by file. */
+/* domain.c */
+uint64_t ddtx_verbs_random64(void);
+int ddtx_verbs_domain_open(const struct ddtx_wire_params *params,
+			     struct ddtx_wire_domain **out);
+void ddtx_verbs_domain_close(struct ddtx_wire_domain *wdom);
+const struct ddtx_wire_caps *ddtx_verbs_domain_caps(struct ddtx_wire_domain *wdom);
+int ddtx_verbs_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
+			enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+			uint32_t access, struct ddtx_wire_mr **out);
+int ddtx_verbs_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *mr);
+/* endpoint.c */
+int ddtx_verbs_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handlers *handlers,
+			 void *handler_arg, struct ddtx_wire_ep **out);
+void ddtx_verbs_ep_close(struct ddtx_wire_ep *wep);
+int ddtx_verbs_ep_getname(struct ddtx_wire_ep *wep, void *addr, size_t *len);
+int ddtx_verbs_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t len,
+			     ddtx_peer_t *peer);
+int ddtx_verbs_peer_addr(struct ddtx_wire_ep *wep, ddtx_peer_t peer, void *addr, size_t *len);
+bool ddtx_verbs_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer);
+/* send.c */
+int ddtx_verbs_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
+		      size_t hdr_len, const struct iovec *iov, size_t count);
+int ddtx_verbs_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_len,
+			    struct ddtx_wire_send_buf *buf);
+void ddtx_verbs_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *buf,
+			      size_t len);
+/* rma.c */
+int ddtx_verbs_rma_check(struct ddtx_wire_ep *wep, ddtx_peer_t peer, enum ddtx_key_space space,
+			   uint64_t rkey, uint64_t raddr, size_t len, bool write);
+int ddtx_verbs_write(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *local,
+		       size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		       size_t len, void *wr_context);
+int ddtx_verbs_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *local,
+		      size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		      size_t len, void *wr_context);
+int ddtx_verbs_write_mkey(struct ddtx_wire_ep *wep, ddtx_peer_t peer,
+			    const struct ddtx_wire_mkey *local, uint64_t loff,
+			    enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
+			    void *wr_context);
+/* progress.c */
+int ddtx_verbs_ep_progress(struct ddtx_wire_ep *wep);
+
 #endif /* DDTX_WIRE_VERBS_H */
