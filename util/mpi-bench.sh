@@ -62,22 +62,9 @@ export IPATH_NO_BACKTRACE=1
 
 if [ $REPORT_ONLY = 0 ]; then
 # ---- prerequisites ---------------------------------------------------------------------------
-util/install-deps.sh >/dev/null || exit 1
-need=()
 pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
 [ $PLOT = 1 ] && pkgs+=(python3-matplotlib)
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  echo "mpi-bench.sh: installing ${need[*]}"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-util/build-mpich.sh >"$OUT/build-mpich.log" 2>&1 || { tail -20 "$OUT/build-mpich.log"; exit 1; }
-ddtx_build "$BUILD" >"$OUT/build-provider.log" 2>&1 || { tail -20 "$OUT/build-provider.log"; exit 1; }
-tests/mpi/build.sh "$BIN" >"$OUT/build-tests.log" 2>&1 || { tail -20 "$OUT/build-tests.log"; exit 1; }
+ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" mpich "${pkgs[@]}" || exit 1
 
 ARGS=(-batches "$BATCHES")
 [ $QUICK = 1 ] && ARGS+=(-quick)

@@ -80,22 +80,9 @@ SECONDS=0
 elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # ---- prerequisites -------------------------------------------------------------------------
-util/install-deps.sh >/dev/null || { echo "run-mpi-tests.sh: install-deps.sh failed"; exit 1; }
-need=()
-for p in openmpi-bin libopenmpi-dev perl; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
-if stage mpich || stage suite || stage ompi; then
-  util/build-mpich.sh >"$OUT/build-mpich.log" 2>&1 || { tail -20 "$OUT/build-mpich.log"; echo "run-mpi-tests.sh: MPICH build failed"; exit 1; }
-  tail -1 "$OUT/build-mpich.log" | sed 's/^/  /'
-fi
-ddtx_build "$BUILD" >"$OUT/build-provider.log" 2>&1 || { tail -20 "$OUT/build-provider.log"; exit 1; }
-tests/mpi/build.sh "$BIN" >"$OUT/build-tests.log" 2>&1 || { tail -20 "$OUT/build-tests.log"; exit 1; }
+want_mpich=""
+if stage mpich || stage suite || stage ompi; then want_mpich=mpich; fi
+ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" "$want_mpich" openmpi-bin libopenmpi-dev perl || { echo "run-mpi-tests.sh: prerequisites failed"; exit 1; }
 echo "run-mpi-tests.sh: prerequisites ready ($(elapsed))"
 
 MPICH_ENV=(env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH")

@@ -1,10 +1,16 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddtx wire protocol: the messages endpoints exchange through ddtx_wire_send().
  * docs/wire-protocol.md describes each message and the sequence per scheme; keep both in step.
  *
- * Every message starts with struct ddtx_hdr_base.  All fields are host byte order (both ends of
- * the shm wire are on one host; the verbs wire will add a byte-order flag).  A receiver
- * validates the type, version and length of everything it reads before acting on it.
+ * Every message starts with struct ddtx_hdr_base.  All fields travel in the sender's host byte
+ * order, with natural alignment and no implicit padding (the sizes are asserted below, so a
+ * compiler or ABI that lays them out differently fails to build).  Headers therefore only ever
+ * pass between hosts of the same byte order: that is true of every host ddtx runs on today
+ * (x86-64, aarch64 and ppc64le are little-endian), and it is the reason a wire that crosses hosts
+ * must refuse a peer of the other byte order when its address is inserted rather than exchange
+ * headers with it.  A receiver validates the type, version and length of everything it reads
+ * before acting on it.
  */
 #ifndef DDTX_HDR_H
 #define DDTX_HDR_H
@@ -113,6 +119,19 @@ struct ddtx_hdr_rma_data {
 	uint64_t data;
 	uint64_t len;        /* bytes the write moved */
 };
+
+/* The layouts peers exchange: a change here is a protocol change (bump DDTX_PROTO_VERSION). */
+_Static_assert(sizeof(struct ddtx_hdr_base) == 8, "hdr_base layout");
+_Static_assert(sizeof(struct ddtx_hdr_eager) == 40, "hdr_eager layout");
+_Static_assert(sizeof(struct ddtx_hdr_rts) == 64, "hdr_rts layout");
+_Static_assert(sizeof(struct ddtx_desc) == 16, "desc layout");
+_Static_assert(sizeof(struct ddtx_hdr_cts) == 56, "hdr_cts layout");
+_Static_assert(sizeof(struct ddtx_hdr_list_req) == 16, "hdr_list_req layout");
+_Static_assert(sizeof(struct ddtx_hdr_data) == 32, "hdr_data layout");
+_Static_assert(sizeof(struct ddtx_hdr_done) == 24, "hdr_done layout");
+_Static_assert(sizeof(struct ddtx_hdr_ack) == 16, "hdr_ack layout");
+_Static_assert(sizeof(struct ddtx_hdr_rma_data) == 24, "hdr_rma_data layout");
+_Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
 
 static inline size_t ddtx_hdr_min_len(unsigned type)
 {
