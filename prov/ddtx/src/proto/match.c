@@ -1,4 +1,9 @@
-/* Software tag matching: posted receives against arrivals, receives against unexpected ones. */
+/*
+ * Software tag matching: the posted and unexpected queues, arrivals against posted receives,
+ * receives against unexpected messages, FI_PEEK / FI_CLAIM / FI_DISCARD, and cancel.
+ */
+#include <stdlib.h>
+
 #include "proto/proto_internal.h"
 
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from)
@@ -30,4 +35,137 @@ struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_ad
 		return u;
 	}
 	return NULL;
+}
+
+struct ddtx_rx *ddtx_posted_find(struct ddtx_proto_ep *pep, bool tagged, uint64_t tag,
+				 fi_addr_t from)
+{
+	struct ddtx_list *q = tagged ? &pep->posted_tag : &pep->posted_msg;
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(q, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		if (ddtx_match_rx(rx, tagged, tag, from))
+			return rx;
+	}
+	return NULL;
+}
+
+
+struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint8_t type,
+				  uint16_t hflags, uint64_t tag, uint64_t data, size_t len,
+				  size_t payload_len)
+{
+	struct ddtx_unexp *u = malloc(sizeof(*u) + payload_len);
+	if (!u) {
+		DDTX_WARN(FI_LOG_EP_DATA, "out of memory: dropping unexpected message\n");
+		return NULL;
+	}
+	u->peer = src;
+	u->type = type;
+	u->hdr_flags = hflags;
+	u->tag = tag;
+	u->data = data;
+	u->len = len;
+	u->claim_context = NULL;
+	ddtx_list_push_back((hflags & DDTX_HDR_TAGGED) ? &pep->unexp_tag : &pep->unexp_msg,
+			    &u->entry);
+	return u;
+}
+
+/* FI_PEEK (optionally with FI_CLAIM or FI_DISCARD), and FI_CLAIM of a peeked message. */
+ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, uint64_t ignore,
+			void *context, uint64_t flags, const struct iovec *iov, size_t count)
+{
+	if ((flags & FI_CLAIM) && !context)
+		return -FI_EINVAL;
+	ssize_t ret = 0;
+	if (!pep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	if (!pep->attr.directed_recv)
+		src = FI_ADDR_UNSPEC;
+	if (flags & FI_PEEK)
+		ddtx_proto_progress(pep); /* look at what has arrived by now */
+	struct ddtx_unexp *u = ddtx_unexp_find(pep, true, src, tag, ignore,
+					       (flags & FI_PEEK) ? NULL : context);
+	fi_addr_t from = u ? ddtx_addr_of(pep, u->peer) : FI_ADDR_NOTAVAIL;
+	uint64_t cflags = FI_RECV | FI_TAGGED;
+	if (!u) {
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.tag = tag, .err = FI_ENOMSG,
+							.src_addr = FI_ADDR_NOTAVAIL};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
+		goto out;
+	}
+	if (u->hdr_flags & DDTX_HDR_CQ_DATA)
+		cflags |= FI_REMOTE_CQ_DATA;
+	if ((flags & FI_PEEK) && !(flags & FI_DISCARD)) {
+		if (flags & FI_CLAIM)
+			u->claim_context = context;
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.len = u->len, .data = u->data,
+							.tag = u->tag, .src_addr = from};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
+		goto out;
+	}
+	if (flags & FI_DISCARD) {
+		ddtx_list_remove(&u->entry);
+		if (u->type == DDTX_MSG_RTS) {
+			/* Let the sender complete: accept nothing. */
+			struct ddtx_rx tmp = {.tx_id = u->rts.tx_id, .peer = u->peer,
+					      .scheme = FI_DDTX_SCHEME_PACK};
+			ddtx_rndv_send_cts(pep, &tmp, 0, NULL, 0, DDTX_HDR_LAST);
+		} else if (u->hdr_flags & DDTX_HDR_ACK_REQ) {
+			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
+		}
+		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
+							.data = u->data, .tag = u->tag,
+							.src_addr = from};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
+		free(u);
+		goto out;
+	}
+	/* FI_CLAIM: receive the claimed message into iov. */
+	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count);
+	if (!rx) {
+		ret = -FI_ENOMEM;
+		goto out;
+	}
+	rx->context = context;
+	rx->flags = FI_RECV | FI_TAGGED;
+	rx->report = true;
+	rx->src = FI_ADDR_UNSPEC;
+	ddtx_recv_take_unexp(pep, rx, u);
+out:
+	return ret;
+}
+
+bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context)
+{
+	struct ddtx_list *queues[] = {&pep->posted_tag, &pep->posted_msg};
+	for (size_t q = 0; q < 2; q++) {
+		struct ddtx_list_entry *it, *tmp;
+		ddtx_list_foreach_safe(queues[q], it, tmp)
+		{
+			struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+			if (rx->context != context)
+				continue;
+			ddtx_list_remove(&rx->entry);
+			uint64_t flags = rx->flags & (FI_MSG | FI_TAGGED | FI_RECV | FI_MULTI_RECV);
+			const struct ddtx_proto_completion c = {
+				.context = context, .flags = flags, .tag = rx->tag,
+				.err = FI_ECANCELED, .src_addr = FI_ADDR_NOTAVAIL};
+			ddtx_report(pep, DDTX_PROTO_RX, &c);
+			if (rx->multi_children) {
+				/* Slices in flight still point at it: free it with the last one. */
+				rx->multi_released = true;
+			} else {
+				ddtx_rx_free(pep, rx);
+			}
+			return true;
+		}
+	}
+	return false;
 }

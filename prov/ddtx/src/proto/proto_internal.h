@@ -235,20 +235,46 @@ void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err);
 void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 
-/* recv.c */
+/* rx.c: the receive object */
+struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count);
+void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
+void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
+void ddtx_rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb);
+/* A multi-receive slice finished: FI_MULTI_RECV if it was the last of a released buffer. */
+uint64_t ddtx_rx_multi_flags(struct ddtx_proto_ep *pep, struct ddtx_rx *parent);
+void ddtx_rx_multi_consume(struct ddtx_proto_ep *pep, struct ddtx_rx *parent, size_t len);
+/* Report a received message of `offered` bytes, `got` delivered into rx. */
+void ddtx_rx_report(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx, size_t offered,
+		    size_t got, uint64_t tag, uint64_t data, uint16_t hflags, fi_addr_t from,
+		    void *buf, uint64_t extra_flags);
+
+/* recv.c: posting, eager arrivals */
 void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+/* Take an unexpected message into rx; true if rx no longer exists afterwards. */
+bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddtx_unexp *u);
+
+/* rndv_recv.c: the receiver's rendezvous */
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
-void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
-void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
-/* Release a posted receive without data (cancel); returns true if found. */
-bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
+void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			   size_t len);
+void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
+			 const struct ddtx_hdr_rts *rts);
+void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
+			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
 
-/* match.c */
+/* match.c: queues, peek/claim, cancel */
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from);
+struct ddtx_rx *ddtx_posted_find(struct ddtx_proto_ep *pep, bool tagged, uint64_t tag,
+				 fi_addr_t from);
 struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_addr_t src,
 				   uint64_t tag, uint64_t ignore, void *claim_context);
+struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint8_t type,
+				  uint16_t hflags, uint64_t tag, uint64_t data, size_t len,
+				  size_t payload_len);
+/* Release a posted receive without data (cancel); returns true if found. */
+bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
@@ -259,8 +285,6 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
 			 uint64_t ns);
-void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
-			   size_t len);
 
 /* handle.c: fi_ddtx.h layout handles passed as desc[0] */
 struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size_t count);

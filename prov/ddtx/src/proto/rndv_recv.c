@@ -1,0 +1,392 @@
+/*
+ * Receiver side of the rendezvous: decide the scheme, send CTS batches (PACK and SGL accept
+ * ranges, UMR window lists), take DATA and DONE, complete.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/layout.h"
+#include "proto/proto_internal.h"
+
+/* CTS batches kept in flight per receive, and descriptors per batch. */
+#define RX_BATCHES_IN_FLIGHT 2
+#define RX_DESC_PER_BATCH 64
+
+/* A CTS for rx: a batch of ndesc descriptors from offset (UMR: the window list, or none). */
+static void send_cts_full(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
+			  const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags,
+			  uint64_t chunk, uint64_t wset_id)
+{
+	size_t len = sizeof(struct ddtx_hdr_cts) + ndesc * sizeof(*desc);
+	uint8_t small[sizeof(struct ddtx_hdr_cts) + RX_DESC_PER_BATCH * sizeof(struct ddtx_desc)];
+	uint8_t *msg = len <= sizeof(small) ? small : malloc(len);
+	if (!msg) {
+		DDTX_WARN(FI_LOG_EP_DATA, "out of memory for a CTS\n");
+		return;
+	}
+	struct ddtx_hdr_cts *cts = (struct ddtx_hdr_cts *)msg;
+	ddtx_hdr_init(&cts->base, DDTX_MSG_CTS, flags);
+	cts->tx_id = rx->tx_id;
+	cts->rx_id = rx->id;
+	cts->accepted = rx->accepted;
+	cts->offset = offset;
+	cts->scheme = rx->scheme;
+	cts->ndesc = ndesc;
+	cts->chunk = chunk;
+	cts->wset_id = wset_id;
+	if (ndesc)
+		memcpy(cts + 1, desc, ndesc * sizeof(*desc));
+	ddtx_ctrl_send(pep, rx->peer, msg, len);
+	if (msg != small)
+		free(msg);
+}
+
+void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
+			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags)
+{
+	send_cts_full(pep, rx, offset, desc, ndesc, flags, rx->chunk, 0);
+}
+
+/* Entries one receiver key may hold: a posted SGL (SGL) or an mkey window (UMR). */
+static size_t desc_entries(const struct ddtx_proto_ep *pep, const struct ddtx_rx *rx)
+{
+	size_t m = pep->caps->max_mkey_entries;
+	if (rx->scheme == FI_DDTX_SCHEME_UMR)
+		return m;
+	/* Without multi-entry keys a key is one registered piece (verbs on non-mlx5). */
+	return m ? DDTX_MIN(pep->caps->max_sge, m) : 1;
+}
+
+/*
+ * Describe the next part of the receive buffer: register up to RX_DESC_PER_BATCH keys and send
+ * them in one CTS.  UMR descriptors never cross a window boundary (multiples of rx->chunk), so
+ * both sides cut the stream at the same offsets.
+ */
+static int issue_batch(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	size_t entries = desc_entries(pep, rx);
+	struct ddtx_rbatch *rb = calloc(1, sizeof(*rb) + RX_DESC_PER_BATCH * sizeof(rb->mr[0]));
+	struct ddtx_desc desc[RX_DESC_PER_BATCH];
+	struct iovec pieces[entries];
+	if (!rb)
+		return -FI_ENOMEM;
+	rb->offset = rx->cur.pos;
+	int ret = 0;
+	while (rb->nmr < RX_DESC_PER_BATCH && rx->cur.pos < rx->accepted) {
+		size_t want = DDTX_MIN(rx->accepted - rx->cur.pos, pep->caps->max_rma_size);
+		if (rx->scheme == FI_DDTX_SCHEME_UMR)
+			want = DDTX_MIN(want, rx->chunk - rx->cur.pos % rx->chunk);
+		struct ddtx_iov_cursor save = rx->cur;
+		size_t n;
+		size_t got = ddtx_iov_cursor_take(&rx->cur, want, entries, pieces, &n);
+		struct ddtx_wire_mr *mr;
+		ret = ddtx_wire_mr_reg(pep->pd->wire, pieces, n, DDTX_KEY_INTERNAL, NULL, 0,
+				       DDTX_ACC_REMOTE_WRITE | DDTX_ACC_LOCAL_WRITE, &mr);
+		if (ret) {
+			rx->cur = save;
+			break;
+		}
+		desc[rb->nmr].key = mr->key;
+		desc[rb->nmr].len = got;
+		rb->mr[rb->nmr++] = mr;
+		rb->len += got;
+	}
+	if (!rb->nmr) {
+		free(rb);
+		/* Out of keys with nothing in flight cannot resolve itself. */
+		return ret ? ret : -FI_EAGAIN;
+	}
+	ddtx_list_push_back(&rx->rbatches, &rb->entry);
+	ddtx_rndv_send_cts(pep, rx, rb->offset, desc, rb->nmr,
+		 rx->cur.pos >= rx->accepted ? DDTX_HDR_LAST : 0);
+	return 0;
+}
+
+static size_t batches_in_flight(const struct ddtx_rx *rx)
+{
+	size_t n = 0;
+	for (const struct ddtx_list_entry *e = rx->rbatches.head.next; e != &rx->rbatches.head;
+	     e = e->next)
+		n++;
+	return n;
+}
+
+static void rx_fill_batches(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	while (rx->cur.pos < rx->accepted && batches_in_flight(rx) < RX_BATCHES_IN_FLIGHT) {
+		int ret = issue_batch(pep, rx);
+		if (ret && !rx->cur.pos && !batches_in_flight(rx)) {
+			/* Nothing described yet, the sender still waits for its first CTS:
+			 * move this message by packing instead of failing it. */
+			DDTX_INFO(FI_LOG_EP_DATA, "receive %u: no keys for zero copy (%s), "
+				  "packing\n", rx->id, fi_strerror(-ret));
+			rx->scheme = FI_DDTX_SCHEME_PACK;
+			rx->chunk = 0;
+			ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+			return;
+		}
+		if (ret) {
+			if (!batches_in_flight(rx)) {
+				/* Tell the sender to stop, and fail the receive. */
+				ddtx_rndv_send_cts(pep, rx, rx->cur.pos, NULL, 0, DDTX_HDR_LAST);
+				ddtx_rx_fail(pep, rx, ret == -FI_EAGAIN ? FI_ENOSPC : -ret);
+			}
+			return;
+		}
+	}
+}
+
+static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	void *buf = NULL;
+	uint64_t mf = 0;
+	/* Every timed rendezvous between warm layouts teaches the cost model what its scheme
+	 * costs on this wire. */
+	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
+	if (rx->t_start && rx->accepted) {
+		/* Service time, not latency: with several rendezvous in flight, one that waited
+		 * behind the others is timed from when the previous one finished. */
+		uint64_t now = ddtx_time_ns();
+		uint64_t from = DDTX_MAX(rx->t_start, pep->last_rndv_done_ns);
+		pep->last_rndv_done_ns = now;
+		if (warm)
+			ddtx_choose_observe(pep, rx->scheme, rx->accepted,
+					    rx->sender_blocks + rx->layout.nblocks, now - from);
+	}
+	if (rx->parent) {
+		rx->parent->multi_children--;
+		mf = ddtx_rx_multi_flags(pep, rx->parent);
+		buf = rx->iov[0].iov_base;
+	}
+	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
+	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
+	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
+		ddtx_ctrl_ack(pep, rx->peer, rx->tx_id, 0);
+	ddtx_list_remove(&rx->entry);
+	ddtx_rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data, rx->hdr_flags,
+		  rx->from, buf, mf);
+	ddtx_rx_free(pep, rx);
+}
+
+/* A multi-receive buffer matched an RTS: carve a slice receive for this message. */
+static struct ddtx_rx *multi_slice(struct ddtx_proto_ep *pep, struct ddtx_rx *parent, size_t len)
+{
+	size_t got = DDTX_MIN(len, parent->capacity - parent->multi_used);
+	struct iovec iov = {(uint8_t *)parent->iov[0].iov_base + parent->multi_used, got};
+	struct ddtx_rx *rx = ddtx_rx_new(pep, &iov, 1);
+	if (!rx)
+		return NULL;
+	rx->context = parent->context;
+	rx->flags = (parent->flags & ~FI_MULTI_RECV) | FI_MSG;
+	rx->report = parent->report;
+	rx->parent = parent;
+	parent->multi_children++;
+	ddtx_rx_multi_consume(pep, parent, got);
+	return rx;
+}
+
+/* The CTS of a UMR transfer: the window keys, or only the set's id if the peer has them. */
+static void send_umr_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, bool with_list)
+{
+	struct ddtx_window_set *ws = rx->ws;
+	uint16_t flags = DDTX_HDR_LAST | (with_list ? 0 : DDTX_HDR_CACHED);
+	struct ddtx_desc *desc = NULL;
+	if (with_list) {
+		desc = malloc(ws->n * sizeof(*desc));
+		if (!desc) {
+			ddtx_rx_fail(pep, rx, FI_ENOMEM);
+			return;
+		}
+		for (size_t w = 0; w < ws->n; w++) {
+			desc[w].key = ws->mkeys[w]->key;
+			desc[w].len = ws->mkeys[w]->len;
+		}
+	}
+	send_cts_full(pep, rx, 0, desc, with_list ? (uint32_t)ws->n : 0, flags, ws->chunk, ws->id);
+	free(desc);
+	if (with_list)
+		ddtx_window_set_mark_sent(ws, rx->peer);
+}
+
+/*
+ * UMR (UMR paper): both sides cut the payload into windows of chunk bytes; the receiver's
+ * windows come from its local mkey cache (mapped now on a miss), and the CTS carries their
+ * keys only if this peer has not had them yet.  false: UMR is not possible here.
+ */
+static bool start_umr(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
+		      const struct ddtx_hdr_rts *rts)
+{
+	size_t m = pep->caps->max_mkey_entries;
+	if (!rx->cached || !m)
+		return false;
+	size_t chunk = ddtx_umr_chunk(m, rts->min_block, rx->cached->st.min_block);
+	size_t n = (rx->cached->st.total + chunk - 1) / chunk;
+	/* The whole key list must fit one CTS, so a later CTS can name it by id alone. */
+	if (sizeof(struct ddtx_hdr_cts) + n * sizeof(struct ddtx_desc) > pep->caps->max_send_size)
+		return false;
+	rx->ws = ddtx_layout_windows(pep->pd->layouts, rx->cached, chunk);
+	if (!rx->ws)
+		return false;
+	/* One "batch" for the whole payload: the sender's DONE at offset 0 ends it. */
+	struct ddtx_rbatch *rb = calloc(1, sizeof(*rb));
+	if (!rb) {
+		ddtx_rx_fail(pep, rx, FI_ENOMEM);
+		return true;
+	}
+	rb->len = rx->accepted;
+	ddtx_list_push_back(&rx->rbatches, &rb->entry);
+	send_umr_cts(pep, rx, !ddtx_window_set_sent(rx->ws, rx->peer));
+	return true;
+}
+
+void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			   size_t len)
+{
+	const struct ddtx_hdr_list_req *h = buf;
+	struct ddtx_rx *rx = ddtx_optable_get(&pep->rxs, h->rx_id);
+	if (!rx || rx->state != DDTX_RX_RNDV || rx->peer != src || !rx->ws) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale LIST_REQ from peer %u\n", src);
+		return;
+	}
+	send_umr_cts(pep, rx, true);
+}
+
+/* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
+static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
+		       const struct ddtx_hdr_rts *rts)
+{
+	rx->state = DDTX_RX_RNDV;
+	rx->peer = src;
+	rx->from = ddtx_addr_of(pep, src);
+	rx->tx_id = rts->tx_id;
+	rx->msg_tag = rts->tag;
+	rx->msg_data = rts->data;
+	rx->hdr_flags = rts->base.flags;
+	rx->offered = rts->total_len;
+	rx->accepted = DDTX_MIN(rts->total_len, rx->capacity);
+	ddtx_list_push_back(&pep->rx_active, &rx->entry);
+
+	struct ddtx_layout_stats sender = {.total = rts->total_len, .nblocks = rts->nblocks,
+					   .min_block = rts->min_block, .avg_block = rts->avg_block};
+	rx->sender_blocks = rts->nblocks;
+	rx->t_start = ddtx_time_ns();
+	if (!rx->cached && rx->accepted) {
+		bool hit;
+		rx->cached = ddtx_layout_get(pep->pd->layouts, rx->iov, rx->count,
+					     &hit);
+	}
+	if (rx->cached)
+		rx->layout = rx->cached->st;
+	else
+		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
+	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
+					rx->cached, rx->accepted, &rx->explored);
+	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
+		return;
+	if (!rx->accepted) {
+		rx->scheme = FI_DDTX_SCHEME_PACK;
+		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+		rx_finish(pep, rx);
+		return;
+	}
+	if (rx->scheme == FI_DDTX_SCHEME_PACK) {
+		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+		return;
+	}
+	if (rx->scheme == FI_DDTX_SCHEME_UMR) {
+		/* No cached window set: when UMR is forced, map windows batch by batch (keys
+		 * released at each DONE); otherwise descriptor lists do as well. */
+		if (ddtx_scheme_forced(&ddtx_settings, pep->caps) == FI_DDTX_SCHEME_UMR) {
+			rx->chunk = ddtx_umr_chunk(pep->caps->max_mkey_entries, rts->min_block,
+						   rx->layout.min_block);
+		} else {
+			pep->pd->umr_fallbacks++;
+			rx->scheme = FI_DDTX_SCHEME_SGL;
+		}
+	}
+	ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
+	rx_fill_batches(pep, rx);
+}
+
+/* Match an RTS against rx (which the caller took off its queue, or a multi-recv parent). */
+void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
+			 const struct ddtx_hdr_rts *rts)
+{
+	if (rx->flags & FI_MULTI_RECV) {
+		struct ddtx_rx *slice = multi_slice(pep, rx, rts->total_len);
+		if (!slice) {
+			DDTX_WARN(FI_LOG_EP_DATA, "out of memory for a multi-receive slice\n");
+			return;
+		}
+		rx = slice;
+	}
+	start_rndv(pep, rx, src, rts);
+}
+
+void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_rts *rts = buf;
+	bool tagged = rts->base.flags & DDTX_HDR_TAGGED;
+	if (!rts->tx_id || !rts->total_len) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed RTS from peer %u\n", src);
+		return;
+	}
+	struct ddtx_rx *rx = ddtx_posted_find(pep, tagged, rts->tag, ddtx_addr_of(pep, src));
+	if (!rx) {
+		struct ddtx_unexp *u = ddtx_unexp_new(pep, src, DDTX_MSG_RTS, rts->base.flags, rts->tag,
+						 rts->data, rts->total_len, 0);
+		if (u)
+			u->rts = *rts;
+		return;
+	}
+	if (!(rx->flags & FI_MULTI_RECV))
+		ddtx_list_remove(&rx->entry);
+	ddtx_rndv_match_rts(pep, rx, src, rts);
+}
+
+static struct ddtx_rx *rndv_rx(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t rx_id)
+{
+	struct ddtx_rx *rx = ddtx_optable_get(&pep->rxs, rx_id);
+	if (!rx || rx->state != DDTX_RX_RNDV || rx->peer != src)
+		return NULL;
+	return rx;
+}
+
+void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_data *h = buf;
+	struct ddtx_rx *rx = rndv_rx(pep, src, h->rx_id);
+	if (!rx || rx->scheme != FI_DDTX_SCHEME_PACK || h->len != len - sizeof(*h) ||
+	    h->offset > rx->accepted || h->len > rx->accepted - h->offset ||
+	    h->len > rx->accepted - rx->received) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed or stale DATA from peer %u\n", src);
+		return;
+	}
+	ddtx_iov_scatter(rx->iov, rx->count, h->offset, h + 1, h->len);
+	rx->received += h->len;
+	if (rx->received == rx->accepted)
+		rx_finish(pep, rx);
+}
+
+void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_done *h = buf;
+	struct ddtx_rx *rx = rndv_rx(pep, src, h->rx_id);
+	struct ddtx_list_entry *first = rx ? ddtx_list_first(&rx->rbatches) : NULL;
+	struct ddtx_rbatch *rb = first ? ddtx_container_of(first, struct ddtx_rbatch, entry) : NULL;
+	if (!rb || rb->offset != h->offset) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale DONE from peer %u\n", src);
+		return;
+	}
+	ddtx_list_remove(&rb->entry);
+	rx->received += rb->len;
+	ddtx_rbatch_release(pep, rb);
+	if (h->status) {
+		ddtx_rx_fail(pep, rx, h->status < 0 ? -h->status : FI_EIO);
+		return;
+	}
+	if (rx->received == rx->accepted)
+		rx_finish(pep, rx);
+	else
+		rx_fill_batches(pep, rx);
+}
