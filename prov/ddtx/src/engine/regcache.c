@@ -479,6 +479,99 @@ static struct ddtx_reg *hit_locked(struct ddtx_regcache *rc, uintptr_t s, uintpt
 	return r;
 }
 
+/* Miss, phase 1 (lock held): the span to register; LIVE neighbours are merged in while the
+ * union stays cheap, so that a chain of touching regions becomes one. */
+static struct span_ctx choose_span(struct ddtx_regcache *rc, uintptr_t s, uintptr_t e,
+				   uint32_t access, bool merge)
+{
+	struct span_ctx span = { s, e, access };
+	if (!rc->mon || !merge)
+		return span;
+	uintptr_t ps, pe;
+	do {
+		ps = span.s;
+		pe = span.e;
+		ddtx_itree_visit(&rc->index, ps ? ps - 1 : 0, pe + 1, span_fn, &span);
+	} while ((span.s != ps || span.e != pe) &&
+		 (span.e - span.s) - (e - s) <= DDTX_MAX(e - s, MERGE_SLACK_MIN));
+	if ((span.e - span.s) - (e - s) > DDTX_MAX(e - s, MERGE_SLACK_MIN))
+		span = (struct span_ctx){ s, e, access };
+	return span;
+}
+
+/* Miss, phase 1 (lock held): a pending candidate for the span, seen by invalidations while it
+ * is registered unlocked. */
+static struct ddtx_reg *candidate_new(struct ddtx_regcache *rc, const struct span_ctx *span)
+{
+	struct ddtx_reg *cand = calloc(1, sizeof(*cand));
+	if (!cand)
+		return NULL;
+	cand->addr = span->s;
+	cand->len = span->e - span->s;
+	cand->access = span->access;
+	cand->priv.refs = 1;
+	cand->priv.where = W_PENDING;
+	entry_init(&cand->priv.lru);
+	entry_init(&cand->priv.all);
+	entry_init(&cand->priv.scan);
+	ddtx_list_push_back(&rc->pending, &cand->priv.link);
+	return cand;
+}
+
+/* Miss, phase 2 (lock released): watch the candidate's pages, then register them.  A merged
+ * span that cannot be watched shrinks back to the request [s, e).  *watched says whether the
+ * memory monitor will report an unmap of it. */
+static int watch_and_register(struct ddtx_regcache *rc, struct ddtx_reg *cand, uintptr_t s,
+			      uintptr_t e, uint32_t access, bool *watched)
+{
+	*watched = false;
+	if (rc->mon) {
+		*watched = !ddtx_memmon_watch(rc->mon, &cand->priv.watch, cand->addr,
+					      cand->addr + cand->len);
+		if (!*watched && (cand->addr != s || cand->addr + cand->len != e)) {
+			cand->addr = s;
+			cand->len = e - s;
+			cand->access = access;
+			*watched = !ddtx_memmon_watch(rc->mon, &cand->priv.watch, s, e);
+		}
+	}
+	struct iovec iov = { (void *)cand->addr, cand->len };
+	return ddtx_wire_mr_reg(rc->wire, &iov, 1, DDTX_KEY_INTERNAL, NULL, cand->addr,
+				cand->access, &cand->mr);
+}
+
+/* Miss, phase 3 (lock held): index a registered, watched candidate as LIVE; the regions it
+ * covers are superseded (MERGED). */
+static void index_live(struct ddtx_regcache *rc, struct ddtx_reg *cand, struct work *w)
+{
+	struct supersede_ctx sc = { .by = cand };
+	struct ddtx_list_entry *it;
+	ddtx_list_init(&sc.victims);
+	ddtx_itree_visit(&rc->index, cand->addr, cand->addr + cand->len, supersede_fn, &sc);
+	while ((it = ddtx_list_pop_front(&sc.victims))) {
+		unlist(rc, REG_OF(it, priv.scan), DDTX_REG_MERGED, w);
+		rc->st.merges++;
+	}
+	cand->priv.node.start = cand->addr;
+	cand->priv.node.end = cand->addr + cand->len;
+	ddtx_itree_insert(&rc->index, &cand->priv.node);
+	cand->priv.where = W_INDEX;
+	set_state(cand, DDTX_REG_LIVE);
+	rc->st.cached_count++;
+	evict_locked(rc, w);
+}
+
+/* Finish the deferred work, take the lock again and look for a region that now covers [s, e). */
+static struct ddtx_reg *relock_and_hit(struct ddtx_regcache *rc, struct work *w, uintptr_t s,
+				       uintptr_t e, uint32_t access)
+{
+	pthread_mutex_unlock(&rc->lock);
+	finish(rc, w);
+	work_init(w);
+	lock_and_sync(rc, w);
+	return hit_locked(rc, s, e, access);
+}
+
 int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, uint32_t access,
 		      struct ddtx_reg **out)
 {
@@ -496,88 +589,37 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 	work_init(&w);
 	lock_and_sync(rc, &w);
 	r = hit_locked(rc, s, e, access);
-	if (r) {
-		pthread_mutex_unlock(&rc->lock);
-		finish(rc, &w);
-		*out = r;
-		return 0;
-	}
-	rc->st.misses++;
+	if (!r)
+		rc->st.misses++;
 
-	bool nomerge = false;
-	for (int attempt = 0;; attempt++) {
-		struct span_ctx span = { s, e, access };
-		struct iovec iov;
-		bool watched = false;
-
-		/* (1) Choose the span: merge LIVE neighbours when the union stays cheap. */
-		if (rc->mon && !nomerge) {
-			uintptr_t ps, pe;
-
-			do {    /* a chain of touching regions merges as a whole */
-				ps = span.s;
-				pe = span.e;
-				ddtx_itree_visit(&rc->index, ps ? ps - 1 : 0, pe + 1, span_fn,
-						 &span);
-			} while ((span.s != ps || span.e != pe) &&
-				 (span.e - span.s) - (e - s) <= DDTX_MAX(e - s, MERGE_SLACK_MIN));
-			if ((span.e - span.s) - (e - s) > DDTX_MAX(e - s, MERGE_SLACK_MIN))
-				span = (struct span_ctx){ s, e, access };
-		}
-		cand = calloc(1, sizeof(*cand));
+	bool merge = true;
+	for (int attempt = 0; !r; attempt++) {
+		struct span_ctx span = choose_span(rc, s, e, access, merge);
+		cand = candidate_new(rc, &span);
 		if (!cand) {
-			pthread_mutex_unlock(&rc->lock);
-			finish(rc, &w);
-			return -FI_ENOMEM;
+			ret = -FI_ENOMEM;
+			break;
 		}
-		cand->addr = span.s;
-		cand->len = span.e - span.s;
-		cand->access = span.access;
-		cand->priv.refs = 1;
-		cand->priv.where = W_PENDING;
-		entry_init(&cand->priv.lru);
-		entry_init(&cand->priv.all);
-		entry_init(&cand->priv.scan);
-		ddtx_list_push_back(&rc->pending, &cand->priv.link);
 		pthread_mutex_unlock(&rc->lock);
+		bool watched;
+		ret = watch_and_register(rc, cand, s, e, access, &watched);
 
-		/* (2) Watch, then register, with the lock released. */
-		if (rc->mon) {
-			watched = !ddtx_memmon_watch(rc->mon, &cand->priv.watch, cand->addr,
-						     cand->addr + cand->len);
-			if (!watched && (span.s != s || span.e != e)) {
-				cand->addr = s;
-				cand->len = e - s;
-				cand->access = access;
-				watched = !ddtx_memmon_watch(rc->mon, &cand->priv.watch, s, e);
-			}
-		}
-		iov.iov_base = (void *)cand->addr;
-		iov.iov_len = cand->len;
-		ret = ddtx_wire_mr_reg(rc->wire, &iov, 1, DDTX_KEY_INTERNAL, NULL, cand->addr,
-				       cand->access, &cand->mr);
-
-		/* (3) Publish. */
 		pthread_mutex_lock(&rc->lock);
 		ddtx_list_remove(&cand->priv.link);
 		cand->priv.where = W_NONE;
 		if (ret) {
 			bool merged = cand->addr != s || cand->len != e - s;
-
 			pthread_mutex_unlock(&rc->lock);
 			if (rc->mon)
 				ddtx_memmon_unwatch(rc->mon, &cand->priv.watch);
 			free(cand);
-			finish(rc, &w);
+			pthread_mutex_lock(&rc->lock);
 			if (!merged || ret == -FI_ENOMEM)
-				return ret;
-			/* The union failed where the request alone may not: try that. */
-			work_init(&w);
-			lock_and_sync(rc, &w);
-			r = hit_locked(rc, s, e, access);
-			if (r)
 				break;
-			nomerge = true;
+			/* The union failed where the request alone may not: try that. */
+			ret = 0;
+			merge = false;
+			r = relock_and_hit(rc, &w, s, e, access);
 			continue;
 		}
 		ddtx_list_push_back(&rc->all, &cand->priv.all);
@@ -585,24 +627,17 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 		rc->st.registered_count++;
 		sync_locked(rc, &w);
 		if (!rc->mon)
-			watched = false;        /* forked meanwhile */
+			watched = false; /* forked meanwhile */
 		if (cand->priv.doomed) {
 			/* Part of it was unmapped while we registered: the key may cover pages that
 			 * are gone.  Throw it away and start again. */
 			cand->priv.refs = 0;
 			commit_dereg(rc, cand, &w);
 			if (attempt + 1 >= MAX_ATTEMPTS) {
-				pthread_mutex_unlock(&rc->lock);
-				finish(rc, &w);
-				return -FI_EAGAIN;
-			}
-			pthread_mutex_unlock(&rc->lock);
-			finish(rc, &w);
-			work_init(&w);
-			lock_and_sync(rc, &w);
-			r = hit_locked(rc, s, e, access);
-			if (r)
+				ret = -FI_EAGAIN;
 				break;
+			}
+			r = relock_and_hit(rc, &w, s, e, access);
 			continue;
 		}
 		if (!watched) {
@@ -615,35 +650,18 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 		/* Another thread may have published a covering region meanwhile. */
 		r = hit_locked(rc, s, e, access);
 		if (r) {
-			rc->st.hits--;          /* this call was counted as a miss */
+			rc->st.hits--; /* this call was counted as a miss */
 			cand->priv.refs = 0;
 			commit_dereg(rc, cand, &w);
 			break;
 		}
-		{
-			struct supersede_ctx sc = { .by = cand };
-			struct ddtx_list_entry *it;
-
-			ddtx_list_init(&sc.victims);
-			ddtx_itree_visit(&rc->index, cand->addr, cand->addr + cand->len,
-					 supersede_fn, &sc);
-			while ((it = ddtx_list_pop_front(&sc.victims))) {
-				unlist(rc, REG_OF(it, priv.scan), DDTX_REG_MERGED, &w);
-				rc->st.merges++;
-			}
-		}
-		cand->priv.node.start = cand->addr;
-		cand->priv.node.end = cand->addr + cand->len;
-		ddtx_itree_insert(&rc->index, &cand->priv.node);
-		cand->priv.where = W_INDEX;
-		set_state(cand, DDTX_REG_LIVE);
-		rc->st.cached_count++;
-		evict_locked(rc, &w);
+		index_live(rc, cand, &w);
 		r = cand;
-		break;
 	}
 	pthread_mutex_unlock(&rc->lock);
 	finish(rc, &w);
+	if (ret)
+		return ret;
 	*out = r;
 	return 0;
 }
