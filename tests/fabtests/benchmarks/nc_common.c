@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -83,6 +84,18 @@ void nc_default_env(void)
 		setenv("FI_PROVIDER_PATH", NC_DEFAULT_PROV_PATH, 1);
 	if (!getenv("IPATH_NO_BACKTRACE"))
 		setenv("IPATH_NO_BACKTRACE", "1", 1);
+}
+
+void *nc_bench_start(size_t len)
+{
+	nc_default_env();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		return NULL;
+	}
+	return p;
 }
 
 void nc_pin(int rank)
@@ -321,6 +334,18 @@ void nc_fab_err(struct nc_fab *f, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(f->err, sizeof(f->err), fmt, ap);
 	va_end(ap);
+}
+
+int nc_rank_open(struct ft_ctx *ctx, bool pin, const char *scheme, struct nc_fab *f, char *err,
+		 size_t errlen)
+{
+	if (pin)
+		nc_pin(ctx->rank);
+	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+	if (!nc_fab_open(ctx, scheme, f))
+		return 0;
+	snprintf(err, errlen, "rank %d: %.200s", ctx->rank, f->err);
+	return 1;
 }
 
 int nc_fab_open(struct ft_ctx *ctx, const char *scheme, struct nc_fab *f)

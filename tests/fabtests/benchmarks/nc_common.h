@@ -41,6 +41,9 @@ void nc_fmt_bytes(char *buf, size_t n, size_t v);
 void nc_json_str(FILE *f, const char *s);
 /* FI_PROVIDER_PATH defaults to the build tree's provider. */
 void nc_default_env(void);
+/* A benchmark's start after its arguments: nc_default_env, stdout line-buffered, and a zeroed
+ * area of len bytes shared with the ranks it forks (NULL, with a message, if mmap fails). */
+void *nc_bench_start(size_t len);
 /* Pin rank r to the r-th CPU of its affinity mask (nothing with fewer than 2 CPUs). */
 void nc_pin(int rank);
 /* Median of n doubles (sorts them). */
@@ -101,6 +104,10 @@ struct nc_fab {
 /* Open a ddtx endpoint with FI_DDTX_SCHEME=scheme (NULL: leave the environment). */
 int nc_fab_open(struct ft_ctx *ctx, const char *scheme, struct nc_fab *f);
 void nc_fab_close(struct nc_fab *f);
+/* A benchmark rank's start: pin it to its core if asked, let its peer attach (ptrace scope,
+ * for process_vm_writev) and open the endpoint; on failure err says why and it returns 1. */
+int nc_rank_open(struct ft_ctx *ctx, bool pin, const char *scheme, struct nc_fab *f, char *err,
+		 size_t errlen);
 /* Messages a layout needs. */
 size_t nc_fab_nmsg(const struct nc_fab *f, const struct nc_layout *l);
 /* Post the messages of a layout (tags from f->tag on), contexts from ctxs[nc_fab_nmsg]. */

@@ -22,7 +22,6 @@
 #include <getopt.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #define MAX_N 16
@@ -48,12 +47,8 @@ static int rank_main(struct ft_ctx *ctx, void *varg)
 {
 	const struct lc_cfg *c = ((void **)varg)[0];
 	struct lc_shared *sh = ((void **)varg)[1];
-	if (c->pin)
-		nc_pin(ctx->rank);
-	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	struct nc_fab f;
-	if (nc_fab_open(ctx, c->scheme, &f)) {
-		snprintf(sh->err, sizeof(sh->err), "rank %d: %.200s", ctx->rank, f.err);
+	if (nc_rank_open(ctx, c->pin, c->scheme, &f, sh->err, sizeof(sh->err))) {
 		sh->status = 1;
 		return 1;
 	}
@@ -249,17 +244,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nc_layout_cost: bad arguments (see --help)\n");
 		return 2;
 	}
-	nc_default_env();
+	struct lc_shared *sh = nc_bench_start(sizeof(*sh));
+	if (!sh)
+		return 1;
 	char ev[32];
 	snprintf(ev, sizeof(ev), "%zu", eager);
 	setenv("FI_DDTX_EAGER_SIZE", ev, 1);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct lc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED) {
-		perror("mmap");
-		return 1;
-	}
 	printf("nc_layout_cost: blocks of %zu B, stride %zu, FI_DDTX_SCHEME=%s, "
 	       "FI_DDTX_EAGER_SIZE=%zu, %d posts of each kind, median of %d runs\n",
 	       block, stride, scheme, eager, iters, repeat);

@@ -24,7 +24,6 @@
 #include <getopt.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #define MAX_COMP 4
@@ -131,12 +130,8 @@ static int rank_main(struct ft_ctx *ctx, void *varg)
 {
 	const struct run_cfg *c = ((void **)varg)[0];
 	struct rank_shared *sh = ((void **)varg)[1];
-	if (c->pin)
-		nc_pin(ctx->rank);
-	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
 	struct nc_fab f;
-	if (nc_fab_open(ctx, c->scheme, &f)) {
-		snprintf(sh->loop.err, sizeof(sh->loop.err), "rank %d: %.200s", ctx->rank, f.err);
+	if (nc_rank_open(ctx, c->pin, c->scheme, &f, sh->loop.err, sizeof(sh->loop.err))) {
 		sh->loop.status = 1;
 		return 1;
 	}
@@ -283,14 +278,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nc_mix: bad arguments (see --help)\n");
 		return 2;
 	}
-	nc_default_env();
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct rank_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED) {
-		perror("mmap");
+	struct rank_shared *sh = nc_bench_start(sizeof(*sh));
+	if (!sh)
 		return 1;
-	}
 	FILE *jf = NULL;
 	if (json) {
 		jf = fopen(json, "w");
