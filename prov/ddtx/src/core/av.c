@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_priv.h"
+#include "core/av.h"
+#include "core/eq.h"
+#include "core/nosys.h"
 
 #define AV_MIN_CAPACITY 64
 

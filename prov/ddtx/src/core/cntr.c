@@ -4,7 +4,9 @@
  */
 #include <stdlib.h>
 
-#include "core/core_priv.h"
+#include "core/cntr.h"
+#include "core/nosys.h"
+#include "core/wait.h"
 
 void ddtx_cntr_inc(struct ddtx_cntr *cntr)
 {

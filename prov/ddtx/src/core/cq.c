@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_priv.h"
+#include "core/cq.h"
+#include "core/nosys.h"
+#include "core/wait.h"
 
 #define CQ_MIN_CAPACITY 256
 

@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_priv.h"
+#include "core/av.h"
+#include "core/cntr.h"
+#include "core/cq.h"
+#include "core/ep.h"
+#include "core/mr.h"
+#include "core/nosys.h"
 
 static struct fi_ops domain_fid_ops;
 

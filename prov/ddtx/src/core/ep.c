@@ -6,9 +6,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <rdma/fi_atomic.h>
 
-#include "core/core_priv.h"
+#include "core/ep.h"
+#include "core/nosys.h"
 
 /* Default FI_OPT_MIN_MULTI_RECV: one eager message still fits in what is left. */
 #define DDTX_DEFAULT_MIN_MULTI_RECV 16384
@@ -249,18 +249,6 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 	return 0;
 }
 
-static int ep_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
-		     struct fid_ep **tx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
-		     struct fid_ep **rx_ep, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static ssize_t ep_size_left(struct fid_ep *ep)
 {
 	return -FI_ENOSYS; /* deprecated calls */
@@ -271,8 +259,8 @@ static struct fi_ops_ep ep_ops = {
 	.cancel = ep_cancel,
 	.getopt = ep_getopt,
 	.setopt = ep_setopt,
-	.tx_ctx = ep_tx_ctx,
-	.rx_ctx = ep_rx_ctx,
+	.tx_ctx = ddtx_nosys_tx_ctx,
+	.rx_ctx = ddtx_nosys_rx_ctx,
 	.rx_size_left = ep_size_left,
 	.tx_size_left = ep_size_left,
 };
@@ -304,146 +292,17 @@ static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 	return -FI_ENOSYS;
 }
 
-static int ep_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_listen(struct fid_pep *pep)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_accept(struct fid_ep *ep, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_shutdown(struct fid_ep *ep, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int ep_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
-		   void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = ep_setname,
 	.getname = ep_getname,
 	.getpeer = ep_getpeer,
-	.connect = ep_connect,
-	.listen = ep_listen,
-	.accept = ep_accept,
-	.reject = ep_reject,
-	.shutdown = ep_shutdown,
-	.join = ep_join,
-};
-
-/* ---- atomics: not offered (FI_ATOMIC is refused by fi_getinfo) ---- */
-
-static ssize_t at_write(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-			fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc, size_t count,
-			 fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			 enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_inject(struct fid_ep *ep, const void *buf, size_t count, fi_addr_t dest_addr,
-			 uint64_t addr, uint64_t key, enum fi_datatype datatype, enum fi_op op)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_readwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-			    void *result, void *result_desc, fi_addr_t dest_addr, uint64_t addr,
-			    uint64_t key, enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_readwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
-			     size_t count, struct fi_ioc *resultv, void **result_desc,
-			     size_t result_count, fi_addr_t dest_addr, uint64_t addr,
-			     uint64_t key, enum fi_datatype datatype, enum fi_op op,
-			     void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-			       struct fi_ioc *resultv, void **result_desc, size_t result_count,
-			       uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_compwrite(struct fid_ep *ep, const void *buf, size_t count, void *desc,
-			    const void *compare, void *compare_desc, void *result,
-			    void *result_desc, fi_addr_t dest_addr, uint64_t addr, uint64_t key,
-			    enum fi_datatype datatype, enum fi_op op, void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_compwritev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc,
-			     size_t count, const struct fi_ioc *comparev, void **compare_desc,
-			     size_t compare_count, struct fi_ioc *resultv, void **result_desc,
-			     size_t result_count, fi_addr_t dest_addr, uint64_t addr,
-			     uint64_t key, enum fi_datatype datatype, enum fi_op op,
-			     void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static ssize_t at_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *msg,
-			       const struct fi_ioc *comparev, void **compare_desc,
-			       size_t compare_count, struct fi_ioc *resultv, void **result_desc,
-			       size_t result_count, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
-static int at_valid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count)
-{
-	return -FI_ENOSYS;
-}
-
-static struct fi_ops_atomic ep_atomic_ops = {
-	.size = sizeof(struct fi_ops_atomic),
-	.write = at_write,
-	.writev = at_writev,
-	.writemsg = at_writemsg,
-	.inject = at_inject,
-	.readwrite = at_readwrite,
-	.readwritev = at_readwritev,
-	.readwritemsg = at_readwritemsg,
-	.compwrite = at_compwrite,
-	.compwritev = at_compwritev,
-	.compwritemsg = at_compwritemsg,
-	.writevalid = at_valid,
-	.readwritevalid = at_valid,
-	.compwritevalid = at_valid,
+	.connect = ddtx_nosys_connect,
+	.listen = ddtx_nosys_listen,
+	.accept = ddtx_nosys_accept,
+	.reject = ddtx_nosys_reject,
+	.shutdown = ddtx_nosys_shutdown,
+	.join = ddtx_nosys_join,
 };
 
 /* ---- life cycle ---- */
@@ -586,7 +445,7 @@ static void ep_init_fid(struct ddtx_ep *ep, void *context)
 	ep->fid.msg = &ddtx_msg_ops;
 	ep->fid.tagged = &ddtx_tagged_ops;
 	ep->fid.rma = &ddtx_rma_ops;
-	ep->fid.atomic = &ep_atomic_ops;
+	ep->fid.atomic = &ddtx_nosys_atomic_ops;
 	ep->fid.collective = NULL;
 }
 

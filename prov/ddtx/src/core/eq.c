@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_priv.h"
+#include "core/eq.h"
+#include "core/nosys.h"
+#include "core/wait.h"
 
 struct eq_event {
 	struct ddtx_list_entry entry;

@@ -2,23 +2,13 @@
  * fi_fabric: the root object.  It only counts what is opened on it (domains, EQs) so that
  * fi_close refuses while those are still open.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/core_priv.h"
-
-/* Yield for the first few rounds (cheap when a peer is about to answer), then nap 50 us. */
-void ddtx_wait_pause(unsigned int *spins)
-{
-	if ((*spins)++ < 64) {
-		sched_yield();
-		return;
-	}
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 50000 };
-	nanosleep(&ts, NULL);
-}
+#include "core/domain.h"
+#include "core/eq.h"
+#include "core/fabric.h"
+#include "core/nosys.h"
 
 static int fabric_close(struct fid *fid)
 {

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "common/iov_check.h"
-#include "core/core_priv.h"
+#include "core/mr.h"
+#include "core/nosys.h"
 
 /*
  * No Linux user address space reaches beyond 2^56 (x86-64 5-level paging is the largest), so

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_ops_msg: untagged send and receive, each one locked call into proto. */
-#include "core/core_priv.h"
+#include "core/ep.h"
 
 static ssize_t ep_recv(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 		       fi_addr_t src, void *context, uint64_t flags)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/core.h"
+#include "core/fabric.h"
 
 struct ddtx_settings ddtx_settings = {
 	.scheme = DDTX_SCHEME_SETTING_AUTO,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_ops_rma: the fi_write and fi_read families, each one locked call into proto. */
 #include "common/iov_check.h"
-#include "core/core_priv.h"
+#include "core/ep.h"
 
 static ssize_t rma_msg(struct ddtx_ep *ep, const struct fi_msg_rma *msg, uint64_t flags,
 		       bool write)

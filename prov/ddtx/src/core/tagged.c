@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_ops_tagged: tagged send and receive, including FI_PEEK / FI_CLAIM, each one locked call. */
-#include "core/core_priv.h"
+#include "core/ep.h"
 
 static ssize_t ep_trecv(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,

@@ -1,0 +1,24 @@
+/* fi_mr: application memory regions; the keys and registrations are proto's. */
+#ifndef DDTX_CORE_MR_H
+#define DDTX_CORE_MR_H
+
+#include "core/domain.h"
+
+struct ddtx_mr {
+	struct fid_mr fid;               /* fid.key is what fi_mr_key() returns */
+	struct ddtx_domain *domain;
+	struct ddtx_proto_mr *pmr;
+	uint64_t access;                 /* FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_* */
+	uint64_t flags;
+};
+
+int ddtx_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
+		uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		void *context);
+int ddtx_mr_regv(struct fid *fid, const struct iovec *iov, size_t count, uint64_t access,
+		 uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,
+		 void *context);
+int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags,
+		    struct fid_mr **mr);
+
+#endif /* DDTX_CORE_MR_H */
