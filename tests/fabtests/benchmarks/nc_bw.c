@@ -19,7 +19,7 @@
  * gaps included.  Figures are printed whatever they are: the program fails only on bad options
  * or corrupted data, never on a timing.
  */
-#include "ft_harness.h"
+#include "nc_common.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,15 +36,11 @@
 
 #include <rdma/fi_ddtx.h>
 
-#ifndef NC_DEFAULT_PROV_PATH
-#define NC_DEFAULT_PROV_PATH ""
-#endif
-
 #define NC_CMA_IOV_MAX 1024         /* UIO_MAXIOV: entries per side of one process_vm_writev */
 #define NC_MAX_ITERS 1000000
 /* Tags name the transfer (its sequence number, which both sides count alike) and the message
  * within it; never the window slot, which each side refills in its own completion order. */
-#define NC_TAG_ACK ((uint64_t)1 << 56)
+#define BW_TAG_ACK ((uint64_t)1 << 56)
 #define NC_TAG(seq, c) ((((uint64_t)(seq) & 0xFFFFFFFFu) << 24) | (uint64_t)(c))
 
 enum nc_kind { K_CMA_STRIDED, K_CMA_CONTIG, K_CMA_2CORE, K_APP_PACK, K_DDTX };
@@ -96,42 +92,6 @@ struct nc_arg {
 };
 
 /* ------------------------------------------------------------------------------------------ */
-
-static size_t parse_size(const char *s, bool *ok)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s) {
-		*ok = false;
-		return 0;
-	}
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v <<= 10; end++; break;
-	case 'M': v <<= 20; end++; break;
-	case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		*ok = false;
-	return (size_t)v;
-}
-
-static void fmt_bytes(char *buf, size_t n, size_t v)
-{
-	if (v >= (1u << 30) && v % (1u << 30) == 0)
-		snprintf(buf, n, "%zuG", v >> 30);
-	else if (v >= (1u << 20) && v % (1u << 20) == 0)
-		snprintf(buf, n, "%zuM", v >> 20);
-	else if (v >= 1024 && v % 1024 == 0)
-		snprintf(buf, n, "%zuK", v >> 10);
-	else
-		snprintf(buf, n, "%zu", v);
-}
 
 static void *alloc_buf(size_t len)
 {
@@ -216,27 +176,6 @@ static void set_err(struct nc_shared *sh, int status, const char *fmt, ...)
 	va_end(ap);
 	if (!sh->res.status || status == 2)
 		sh->res.status = status;
-}
-
-static void pin_rank(const struct nc_cfg *cfg, int rank)
-{
-	if (!cfg->pin)
-		return;
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2)
-		return;
-	int want = rank % CPU_COUNT(&set), seen = 0;
-	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (!CPU_ISSET(c, &set))
-			continue;
-		if (seen++ == want) {
-			cpu_set_t one;
-			CPU_ZERO(&one);
-			CPU_SET(c, &one);
-			sched_setaffinity(0, sizeof(one), &one);
-			return;
-		}
-	}
 }
 
 /* Number of timed iterations: given, or enough for about cfg->seconds after a warm-up that took
@@ -439,7 +378,7 @@ struct nc_op {
 	bool send;
 };
 
-struct nc_fab {
+struct bw_fab {
 	struct ft_ep fe;
 	fi_addr_t peer;
 	bool app_pack;
@@ -460,7 +399,7 @@ struct nc_fab {
 	struct fi_ddtx_ops *dops;
 };
 
-static int fab_progress(struct nc_fab *f)
+static int fab_progress(struct bw_fab *f)
 {
 	struct fi_cq_tagged_entry e[16];
 	ssize_t n = fi_cq_read(f->fe.cq, e, 16);
@@ -498,7 +437,7 @@ static int fab_progress(struct nc_fab *f)
 		r_;                                                                         \
 	})
 
-static int fab_send(struct nc_fab *f, int slot, int seq)
+static int fab_send(struct bw_fab *f, int slot, int seq)
 {
 	struct nc_op *ops = &f->sops[(size_t)slot * f->nmsg];
 	f->spend[slot] = f->nmsg;
@@ -530,7 +469,7 @@ static int fab_send(struct nc_fab *f, int slot, int seq)
 	return 0;
 }
 
-static int fab_recv(struct nc_fab *f, int slot, int seq)
+static int fab_recv(struct bw_fab *f, int slot, int seq)
 {
 	struct nc_op *ops = &f->rops[(size_t)slot * f->nmsg];
 	f->rpend[slot] = f->nmsg;
@@ -558,13 +497,13 @@ static int fab_recv(struct nc_fab *f, int slot, int seq)
 }
 
 /* Unpack a completed receive slot (application packing only). */
-static void fab_recv_done(struct nc_fab *f, int slot)
+static void fab_recv_done(struct bw_fab *f, int slot)
 {
 	if (f->app_pack)
 		unpack(f->riov, f->n, f->rpb[slot]);
 }
 
-static int fab_wait_slot(struct nc_fab *f, size_t *pend, double deadline)
+static int fab_wait_slot(struct bw_fab *f, size_t *pend, double deadline)
 {
 	while (*pend) {
 		if (fab_progress(f))
@@ -581,7 +520,7 @@ static int fab_wait_slot(struct nc_fab *f, size_t *pend, double deadline)
 }
 
 /* Ping-pong of `iters` round trips (rank 1 has slot 0's receive posted on entry and on exit). */
-static int fab_pingpong(struct ft_ctx *ctx, struct nc_fab *f, int iters)
+static int fab_pingpong(struct ft_ctx *ctx, struct bw_fab *f, int iters)
 {
 	double deadline = ft_now() + f->cfg->timeout;
 	for (int i = 0; i < iters; i++) {
@@ -604,7 +543,7 @@ static int fab_pingpong(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 }
 
 /* Rank 0 streams `iters` transfers with up to `window` in flight; rank 1 answers with an ack. */
-static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
+static int fab_stream(struct ft_ctx *ctx, struct bw_fab *f, int iters)
 {
 	double deadline = ft_now() + f->cfg->timeout;
 	int w = f->window < iters ? f->window : iters;
@@ -619,7 +558,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 		}
 	} else {
 		ssize_t r = FAB_POST(f, fi_trecv(f->fe.ep, &f->ack_buf, sizeof(f->ack_buf), NULL,
-						 f->peer, NC_TAG_ACK, 0, &f->ack_op.fctx));
+						 f->peer, BW_TAG_ACK, 0, &f->ack_op.fctx));
 		if (r) {
 			set_err(f->sh, 1, "fi_trecv(ack): %s", fi_strerror((int)-r));
 			goto fail;
@@ -665,7 +604,7 @@ static int fab_stream(struct ft_ctx *ctx, struct nc_fab *f, int iters)
 	}
 	if (ctx->rank == 1) {
 		ssize_t r = FAB_POST(f, fi_tsend(f->fe.ep, &f->ack_sbuf, sizeof(f->ack_sbuf), NULL,
-						 f->peer, NC_TAG_ACK, &f->ack_op.fctx));
+						 f->peer, BW_TAG_ACK, &f->ack_op.fctx));
 		if (r) {
 			set_err(f->sh, 1, "fi_tsend(ack): %s", fi_strerror((int)-r));
 			goto fail;
@@ -687,47 +626,17 @@ fail:
 	return -1;
 }
 
-static void ddtx_snapshot(struct nc_fab *f, struct fi_ddtx_stats *st)
+static void ddtx_snapshot(struct bw_fab *f, struct fi_ddtx_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	if (f->dops)
 		f->dops->stats(f->fe.domain, st);
 }
 
-/* "sgl", or "pack 50% sgl 50%" when several schemes moved the timed loop's bytes. */
-static void ddtx_used(struct nc_fab *f, const struct fi_ddtx_stats *a,
-		      const struct fi_ddtx_stats *b, char *out, size_t outlen)
-{
-	if (!f->dops) {
-		snprintf(out, outlen, "?");
-		return;
-	}
-	uint64_t tot = 0;
-	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
-		tot += b->bytes[s] - a->bytes[s];
-	if (!tot) {
-		snprintf(out, outlen, "none");
-		return;
-	}
-	out[0] = 0;
-	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
-		uint64_t d = b->bytes[s] - a->bytes[s];
-		if (!d)
-			continue;
-		const char *nm = f->dops->scheme_name ? f->dops->scheme_name(s) : "?";
-		size_t l = strlen(out);
-		if (d * 100 >= tot * 99)
-			snprintf(out + l, outlen - l, "%s%s", l ? " " : "", nm);
-		else
-			snprintf(out + l, outlen - l, "%s%s:%d%%", l ? " " : "", nm,
-				 (int)(d * 100 / tot));
-	}
-}
-
 static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct nc_case *cs,
 		      struct nc_shared *sh)
 {
-	struct nc_fab f0 = {0}, *f = &f0;
+	struct bw_fab f0 = {0}, *f = &f0;
 	f->cfg = cfg;
 	f->sh = sh;
 	f->app_pack = cs->kind == K_APP_PACK;
@@ -839,8 +748,12 @@ static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct
 	double t = ft_now() - t0;
 	ddtx_snapshot(f, &st1);
 
-	if (cs->kind == K_DDTX && ctx->rank == 1)
-		ddtx_used(f, &st0, &st1, sh->used_rx, sizeof(sh->used_rx));
+	if (cs->kind == K_DDTX && ctx->rank == 1) {
+		if (f->dops)
+			nc_used(f->dops, &st0, &st1, sh->used_rx, sizeof(sh->used_rx));
+		else
+			snprintf(sh->used_rx, sizeof(sh->used_rx), "?");
+	}
 	ft_barrier(ctx);
 	if (ctx->rank == 0) {
 		sh->res.iters = iters;
@@ -871,7 +784,8 @@ out:
 static int rank_main(struct ft_ctx *ctx, void *varg)
 {
 	struct nc_arg *a = varg;
-	pin_rank(a->cfg, ctx->rank);
+	if (a->cfg->pin)
+		nc_pin(ctx->rank);
 	/* Let the peer attach with process_vm_writev under Yama ptrace_scope=1 (harmless
 	 * elsewhere); applies to every case so that shm can use its CMA path as well. */
 	prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
@@ -897,20 +811,6 @@ static const char *mode_name(enum nc_mode m)
 	return m == M_PINGPONG ? "pingpong" : "bw";
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 static const struct nc_row *find_row(const struct nc_row *rows, int nrows, const struct nc_row *r,
 				     const char *name)
 {
@@ -925,9 +825,9 @@ static const struct nc_row *find_row(const struct nc_row *rows, int nrows, const
 static void print_header(const struct nc_cfg *cfg, enum nc_mode mode, int repeat)
 {
 	char b[24], s[24], t[24];
-	fmt_bytes(b, sizeof(b), cfg->block);
-	fmt_bytes(s, sizeof(s), cfg->stride);
-	fmt_bytes(t, sizeof(t), cfg->bytes);
+	nc_fmt_bytes(b, sizeof(b), cfg->block);
+	nc_fmt_bytes(s, sizeof(s), cfg->stride);
+	nc_fmt_bytes(t, sizeof(t), cfg->bytes);
 	printf("\n# %s: %zu blocks of %s, stride %s, %s per transfer (%s)\n", mode_name(mode),
 	       cfg->count, b, s, t,
 	       mode == M_PINGPONG ? "time = half a round trip"
@@ -969,32 +869,32 @@ static void write_json(const char *path, const struct nc_row *rows, int nrows)
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	fprintf(f, "{\n  \"benchmark\": \"nc_bw\",\n  \"host\": ");
-	json_str(f, host);
+	nc_json_str(f, host);
 	fprintf(f, ",\n  \"cpus\": %ld,\n  \"results\": [\n", sysconf(_SC_NPROCESSORS_ONLN));
 	for (int i = 0; i < nrows; i++) {
 		const struct nc_row *r = &rows[i];
 		const struct nc_row *cma = find_row(rows, nrows, r, "cma-strided");
 		const struct nc_row *shm = find_row(rows, nrows, r, "shm");
 		fprintf(f, "    {\"case\": ");
-		json_str(f, r->cs.name);
+		nc_json_str(f, r->cs.name);
 		fprintf(f, ", \"provider\": ");
-		json_str(f, r->cs.prov);
+		nc_json_str(f, r->cs.prov);
 		fprintf(f, ", \"scheme\": ");
-		json_str(f, r->cs.scheme);
+		nc_json_str(f, r->cs.scheme);
 		fprintf(f, ", \"mode\": \"%s\", \"block\": %zu, \"count\": %zu, \"stride\": %zu, "
 			   "\"bytes\": %zu, \"status\": ",
 			mode_name(r->cs.mode), r->cfg.block, r->cfg.count, r->cfg.stride, r->cfg.bytes);
-		json_str(f, r->res.status == 0 ? "ok" : r->res.status == FT_SKIP ? "skipped"
+		nc_json_str(f, r->res.status == 0 ? "ok" : r->res.status == FT_SKIP ? "skipped"
 						   : r->res.status == 2		  ? "data-mismatch"
 										  : "error");
 		if (r->res.status) {
 			fprintf(f, ", \"error\": ");
-			json_str(f, r->res.err);
+			nc_json_str(f, r->res.err);
 			fprintf(f, "}%s\n", i + 1 < nrows ? "," : "");
 			continue;
 		}
 		fprintf(f, ", \"moved_by\": ");
-		json_str(f, r->res.used);
+		nc_json_str(f, r->res.used);
 		fprintf(f, ", \"iov_limit\": %zu, \"msgs_per_transfer\": %zu, \"iters\": %d, "
 			   "\"time_us\": %.3f, \"gbps\": %.4f, \"ratio_cma_strided\": %.4f, "
 			   "\"ratio_shm\": %.4f, \"runs\": %d, \"gbps_min\": %.4f, \"gbps_max\": %.4f, "
@@ -1121,9 +1021,9 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "b:n:s:S:i:t:w:W:m:c:p:r:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b': snprintf(blocks_s, sizeof(blocks_s), "%s", optarg); break;
-		case 'n': count = parse_size(optarg, &ok); break;
-		case 's': size = parse_size(optarg, &ok); break;
-		case 'S': stride = parse_size(optarg, &ok); break;
+		case 'n': count = nc_parse_size(optarg, &ok); break;
+		case 's': size = nc_parse_size(optarg, &ok); break;
+		case 'S': stride = nc_parse_size(optarg, &ok); break;
 		case 'i': base.iters = atoi(optarg); ok &= base.iters > 0; break;
 		case 't': base.seconds = atof(optarg); ok &= base.seconds > 0; break;
 		case 'w': base.warmup = atoi(optarg); ok &= base.warmup >= 0; break;
@@ -1145,7 +1045,7 @@ int main(int argc, char **argv)
 		case O_NOVERIFY: base.verify = false; break;
 		case O_NOPIN: base.pin = false; break;
 		case O_TIMEOUT: base.timeout = atoi(optarg); ok &= base.timeout > 0; break;
-		case O_IOVLIM: base.iov_limit = parse_size(optarg, &ok); break;
+		case O_IOVLIM: base.iov_limit = nc_parse_size(optarg, &ok); break;
 		case 'h': usage(argv[0]); return 0;
 		default: ok = false; break;
 		}
@@ -1154,10 +1054,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nc_bw: bad arguments (see --help)\n");
 		return 2;
 	}
-	if (!getenv("FI_PROVIDER_PATH") && NC_DEFAULT_PROV_PATH[0])
-		setenv("FI_PROVIDER_PATH", NC_DEFAULT_PROV_PATH, 1);
-	if (!getenv("IPATH_NO_BACKTRACE"))
-		setenv("IPATH_NO_BACKTRACE", "1", 1);
+	nc_default_env();
 
 	char *blocks[32], *schemes[8], *provs[16];
 	int nb = split(blocks_s, blocks, 32), nsch = split(schemes_s, schemes, 8),
@@ -1220,7 +1117,7 @@ int main(int argc, char **argv)
 	       getenv("FI_PROVIDER_PATH") ? getenv("FI_PROVIDER_PATH") : "(unset)");
 	for (int b = 0; b < nb; b++) {
 		struct nc_cfg cfg = base;
-		cfg.block = parse_size(blocks[b], &ok);
+		cfg.block = nc_parse_size(blocks[b], &ok);
 		if (!ok || !cfg.block) {
 			fprintf(stderr, "nc_bw: bad block length '%s'\n", blocks[b]);
 			return 2;

@@ -56,7 +56,9 @@ int nc_parse_sizes(const char *s, size_t *out, int max, bool *ok)
 
 void nc_fmt_bytes(char *buf, size_t n, size_t v)
 {
-	if (v >= (1u << 20) && v % (1u << 20) == 0)
+	if (v >= (1u << 30) && v % (1u << 30) == 0)
+		snprintf(buf, n, "%zuG", v >> 30);
+	else if (v >= (1u << 20) && v % (1u << 20) == 0)
 		snprintf(buf, n, "%zuM", v >> 20);
 	else if (v >= 1024 && v % 1024 == 0)
 		snprintf(buf, n, "%zuK", v >> 10);
@@ -558,8 +560,8 @@ int nc_fab_handle(struct nc_fab *f, struct nc_layout *l)
 	return 0;
 }
 
-void nc_used(const struct nc_fab *f, const struct fi_ddtx_stats *a, const struct fi_ddtx_stats *b,
-	     char *out, size_t outlen)
+void nc_used(const struct fi_ddtx_ops *dops, const struct fi_ddtx_stats *a,
+	     const struct fi_ddtx_stats *b, char *out, size_t outlen)
 {
 	uint64_t tot = 0;
 	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
@@ -573,7 +575,7 @@ void nc_used(const struct nc_fab *f, const struct fi_ddtx_stats *a, const struct
 		uint64_t d = b->bytes[s] - a->bytes[s];
 		if (!d)
 			continue;
-		const char *nm = f->dops && f->dops->scheme_name ? f->dops->scheme_name(s) : "?";
+		const char *nm = dops && dops->scheme_name ? dops->scheme_name(s) : "?";
 		size_t l = strlen(out);
 		if (d * 100 >= tot * 99)
 			snprintf(out + l, outlen - l, "%s%s", l ? " " : "", nm);
@@ -773,7 +775,7 @@ int nc_loop(struct ft_ctx *ctx, struct nc_fab *f, struct nc_layout *comps, int k
 	nc_fab_stats(f, &st1);
 	stats_delta(&sh->delta[ctx->rank], &st0, &st1);
 	if (ctx->rank == 1)
-		nc_used(f, &st0, &st1, sh->used, sizeof(sh->used));
+		nc_used(f->dops, &st0, &st1, sh->used, sizeof(sh->used));
 	if (ctx->rank == 0) {
 		sh->t_xfer = total / (double)est_xfers;
 		sh->t_first = first / (double)groups;

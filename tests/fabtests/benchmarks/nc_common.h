@@ -124,8 +124,8 @@ void nc_fab_stats(const struct nc_fab *f, struct fi_ddtx_stats *st);
 /* Create l->handle through the extension (0), or a negative error (-FI_ENOSYS: none). */
 int nc_fab_handle(struct nc_fab *f, struct nc_layout *l);
 /* "pack", "umr", or "pack:40% umr:60%": which schemes moved the bytes between two snapshots. */
-void nc_used(const struct nc_fab *f, const struct fi_ddtx_stats *a, const struct fi_ddtx_stats *b,
-	     char *out, size_t outlen);
+void nc_used(const struct fi_ddtx_ops *dops, const struct fi_ddtx_stats *a,
+	     const struct fi_ddtx_stats *b, char *out, size_t outlen);
 /* Printf into f->err (first error wins). */
 void nc_fab_err(struct nc_fab *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
