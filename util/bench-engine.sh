@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # DDT engine benchmarks of issue 3, printed as tables, with JSON (and PNG with --plot):
 #   (a) nc_crossover   crossover map: block length 64 B..64 KiB x layout reuse 1..1000, per
 #                      scheme (pack, sgl, umr, auto), 1 MiB per transfer; winner and margin

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds ddtx into ./build (installing what is missing) and runs the noncontiguous benchmark
 # with the configurations: 32 MiB as 64 B and as 4 KiB blocks, stride 2 x block, against
 # ddtx (pack, sgl, umr, auto), libfabric's shm and tcp with application packing, and bare

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds MPICH 4.0.2 with the ch4:ofi device against Debian's libfabric, from Debian's own source
 # package, and installs it under a fixed prefix outside the repository.  Does nothing when that
 # install already exists (delete the prefix to rebuild).

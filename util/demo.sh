@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the demonstration:
 # two processes exchange noncontiguous layouts through ddtx, once per scheme, and print the
 # scheme ddtx used, the bytes moved, the throughput and the data check.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what ddtx needs to build and test on Debian 12. Does nothing for packages already present.
 #   util/install-deps.sh [--plots]     --plots adds python3-matplotlib for util/plot_bench.py
 set -euo pipefail

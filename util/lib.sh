@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Shared by util/demo.sh, util/run-tests.sh and util/bench.sh; source it, do not run it.
 
 # Repository root (this file lives in util/).

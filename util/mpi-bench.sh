@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # MPI-level noncontiguous benchmarks over several MPI stacks, side by side, in one invocation:
 #
 #   util/mpi-bench.sh [--quick] [--plot] [--cases PATTERNS] [--vec B:C[:S],...]

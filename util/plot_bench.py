@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Plot nc_bw results: one bar chart of GB/s per (mode, block length), cases side by side.
 
     util/plot_bench.py nc_bw.json [-o out.png]

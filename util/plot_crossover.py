@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Plot the DDT engine benchmarks: the crossover heat maps (nc_crossover), and optionally auto
 against the fixed schemes on the mixes (nc_mix) and the layout-cache hit/miss cost
 (nc_layout_cost).

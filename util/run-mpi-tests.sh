@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs ddtx under real MPI consumers (MPICH 4.0.2 ch4:ofi and Open MPI 4.1) on one host:
 #
 #   util/run-mpi-tests.sh [--only STAGES] [--dirs D1,D2,...] [--maxnp N] [--timeout S]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
 # then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
 # ThreadSanitizer into ./build-tsan for the tests that run several threads.

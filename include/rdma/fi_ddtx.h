@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddtx provider extensions, reached through fi_open_ops() on a ddtx domain:
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds the MPI-level tests and benchmarks of tests/mpi with each MPI stack that is installed
 # (they are not part of the Meson build, so a machine without MPI still builds the provider):
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mpi_check: a point-to-point and datatype test set that checks every byte it moves.  Works with
  * any MPI (built with MPICH's and Open MPI's mpicc by tests/mpi/build.sh) and 2 or more ranks.

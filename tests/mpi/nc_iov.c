@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_iov: noncontiguous MPI messages of a chosen number of pieces, checked byte for byte.
  *

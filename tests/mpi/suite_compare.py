@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Compare MPICH test-suite runs (TAP files written by test/mpi's runtests -tapfile=...).
 
     suite_compare.py NAME=FILE.tap NAME=FILE.tap [...] [--reference NAME] [--subject NAME]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_bw: noncontiguous ping-pong and bandwidth between two processes.
  *

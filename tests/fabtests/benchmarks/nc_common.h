@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Pieces shared by the DDT engine benchmarks (nc_crossover, nc_mix, nc_layout_cost):
  *

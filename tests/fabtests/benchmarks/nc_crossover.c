@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_crossover: the crossover map of the LAH paper on this machine.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_layout_cost: what a layout-cache hit costs against a miss, per block, seen from outside
  * (benchmark c of the engine issue; target: a hit costs under 10 ns per block).

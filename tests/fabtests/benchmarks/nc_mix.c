@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_mix: the adaptive scheme choice against every fixed scheme on workloads that mix
  * small-block and large-block layouts (benchmark b of the engine issue).

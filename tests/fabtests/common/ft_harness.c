@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "ft_harness.h"
 
 #include <errno.h>

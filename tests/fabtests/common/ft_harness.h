@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Test and benchmark harness: runs N real processes (fork before libfabric is touched), gives
  * them a barrier and an all-gather over shared memory for out-of-band address exchange, and

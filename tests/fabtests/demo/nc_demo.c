@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_demo: two processes exchange noncontiguous layouts through the ddtx provider.
  *

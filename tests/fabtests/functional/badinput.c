@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Bad input gets a clear error and changes nothing:
  *  - NULL buffers / iovs / messages where forbidden, iov counts of 1025 -> -FI_EINVAL and no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * engine: the DDT engine seen through the public API (issue 3), real processes, every byte
  * checked (gaps included):

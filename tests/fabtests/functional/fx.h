@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Helpers shared by the functional test programs (on top of ../common/ft_harness.h):
  *  - a test runner (named sub-tests, each one ft_spawn of real processes),

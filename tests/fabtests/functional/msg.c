@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Untagged messages: send/sendv/sendmsg/inject/senddata/injectdata with recv/recvv/recvmsg,
  * iov lists on both sides, remote CQ data, FI_SOURCE, the eager edge, 1 MiB and 256 MiB

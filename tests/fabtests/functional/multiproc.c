@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Many processes (16 and more), each exchanging with every peer: tagged messages of random
  * sizes (eager and rendezvous, iov lists), partly directed and partly wildcard receives, half

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Object semantics: fi_getinfo answers, AV table and map (insert/remove/lookup/straddr and use),
  * named AV refusal, CQ formats (entry layout and stride), readfrom (also FI_ADDR_NOTAVAIL),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Randomised property test: the sender's and the receiver's iov lists cut the same byte stream
  * differently (1 to 1024 entries each side, random gaps, random sizes from 1 B to a few MiB,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RMA: fi_write/writev/writemsg/read/readv/readmsg with up to 1024 local iov and 1024 rma_iov
  * entries, inject writes, writedata (remote CQ data at the target), FI_DELIVERY_COMPLETE,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tagged messages: the tsend/trecv families, posted and unexpected queues, ignore bits,
  * directed receive among several senders (with FI_SOURCE), FI_PEEK (FI_ENOMSG when absent),

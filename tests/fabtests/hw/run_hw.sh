@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Hardware suite: the provider's functional tests over the verbs wire (FI_DDTX_WIRE=verbs).
 #
 # Runs whenever `ibv_devices` lists an RDMA device (mlx5, soft-RoCE rxe, ...); otherwise

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit tests of the engine's pure logic against independent references: the iov cursor
  * (pieces bounded in bytes and entries), gather/scatter at byte offsets, layout statistics,

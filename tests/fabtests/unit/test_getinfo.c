@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit test of ddtx's fi_getinfo hint matching, calling ddtx_getinfo() directly (no
  * libfabric provider loading involved).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmem against a real CUDA driver: what ddtx_hmem_detect says about device, managed, pinned and
  * plain host memory; buffer ids across free and re-allocation (the registration-cache validity

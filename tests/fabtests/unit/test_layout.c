@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The layout cache, local mkey cache (window sets), mkey pool and registration thread against
  * a real shm wire domain and registration cache: hits, misses, evictions, invalidation after

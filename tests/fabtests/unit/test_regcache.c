@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Registration cache and memory monitor, against the real shm wire (a software HCA with a key
  * table).  Whether a key is still registered is asked of the wire itself: an endpoint that

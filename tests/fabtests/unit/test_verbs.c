@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit tests of the verbs wire's pure functions (wire/verbs/verbs_pure.h), each checked
  * against an independent reference on random inputs; no RDMA device is needed:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Unit tests of the shm wire (wire/wire.h, wire/shm/).  Multi-process tests fork real
  * processes and exchange address blobs and key descriptions through pipes.

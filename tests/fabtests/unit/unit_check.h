@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The check macro of the unit tests: count a failure, say where, stop after 20. */
 #ifndef DDTX_UNIT_CHECK_H
 #define DDTX_UNIT_CHECK_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Table (and optional plot) of mpi_nc_bench results from several MPI stacks.
 
     mpi_bench_report.py RESULTS.txt [--stacks a,b,...] [--plot FILE.png] [--json FILE]

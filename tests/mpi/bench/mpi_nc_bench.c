@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mpi_nc_bench: MPI-level noncontiguous latency benchmark, for any MPI.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Forced include (-include) for building MPICH's test suite with Open MPI 4.1: MPICH's tests and
  * their dtpools library still call MPI-1 functions that MPI-3.0 removed and that Debian's Open MPI

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * consumer_check: checks, at the libfabric level, what MPICH 4.0.2 ch4:ofi and Open MPI 4.1's ofi
  * MTL require of a provider they have no settings for, making the calls the way they make them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The AVL interval tree of itree.h. */
 #include "common/itree.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * An intrusive interval tree: an AVL tree of half-open intervals [start, end) ordered by start,
  * each node augmented with the largest end in its subtree, so a stabbing or overlap query costs

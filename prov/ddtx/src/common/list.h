@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* A minimal intrusive doubly linked list (libfabric's dlist is not exported to providers). */
 #ifndef DDTX_LIST_H
 #define DDTX_LIST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Operation ids carried in protocol headers: an index into a table plus a generation, so a
  * stale, duplicated or forged id from a peer never reaches a freed or reused operation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Address vector.  Both FI_AV_TABLE and FI_AV_MAP hand out the entry index as fi_addr_t
  * (map addresses are opaque, so an index is a valid choice).  Removed entries are never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_av: peer addresses by fi_addr_t, and back (FI_SOURCE). */
 #ifndef DDTX_CORE_AV_H
 #define DDTX_CORE_AV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Completion counters (FI_CNTR_EVENTS_COMP).  Values are atomics so reads need no lock;
  * reading and waiting drive progress, since ddtx has no progress thread.

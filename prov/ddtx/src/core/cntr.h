@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_cntr: completion and error counts of the operations bound to it. */
 #ifndef DDTX_CORE_CNTR_H
 #define DDTX_CORE_CNTR_H

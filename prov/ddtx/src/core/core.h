@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ddtx provider as libfabric sees it: what it offers (capabilities, flags, sizes), fi_getinfo
  * and its template, and the FI_DDTX_* settings.  Each libfabric object has its own header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Completion queue.  Completions are stored in one ring in the order they happened; an error
  * completion occupies a placeholder slot in the ring and its details wait in cq->errors, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_cq: completions in the order they happen, errors beside them, never dropped. */
 #ifndef DDTX_CORE_CQ_H
 #define DDTX_CORE_CQ_H

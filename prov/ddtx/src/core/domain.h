@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_domain: the lock every call of its objects takes, its endpoints, and proto's domain. */
 #ifndef DDTX_CORE_DOMAIN_H
 #define DDTX_CORE_DOMAIN_H

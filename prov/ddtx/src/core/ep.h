@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_endpoint: bindings, options, enable; its data calls are msg.c, tagged.c and rma.c over proto. */
 #ifndef DDTX_CORE_EP_H
 #define DDTX_CORE_EP_H

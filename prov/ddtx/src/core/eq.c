@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Event queue.  ddtx has no connection management, so only fi_eq_write puts events here; the
  * EQ still has to exist (fi_ep_bind of an EQ, applications that open one unconditionally) and

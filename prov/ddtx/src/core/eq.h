@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_eq: the event queue (ddtx raises only errors and AV events on it). */
 #ifndef DDTX_CORE_EQ_H
 #define DDTX_CORE_EQ_H

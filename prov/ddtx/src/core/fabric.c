@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_fabric: the root object.  It only counts what is opened on it (domains, EQs) so that
  * fi_close refuses while those are still open.

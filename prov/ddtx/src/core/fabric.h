@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_fabric: the root object; it counts the domains and EQs opened on it. */
 #ifndef DDTX_CORE_FABRIC_H
 #define DDTX_CORE_FABRIC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_getinfo: one template fi_info, checked against the caller's hints and then narrowed to
  * what was asked.  libfabric's attribute-matching helpers are not exported to external

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The entry point libfabric looks up after dlopen()ing libddtx-fi.so (compiled into the module only). */
 #include "core/core.h"
 

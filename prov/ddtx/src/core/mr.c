@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_mr_reg: checks the caller's arguments and hands the registration to the data path.  The
  * key is the caller's (or the wire's with FI_MR_PROV_KEY), the address peers name is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_mr: application memory regions; the keys and registrations are proto's. */
 #ifndef DDTX_CORE_MR_H
 #define DDTX_CORE_MR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* What core's objects share without holding it: -FI_ENOSYS stubs and one strerror. */
 #ifndef DDTX_CORE_NOSYS_H
 #define DDTX_CORE_NOSYS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The fi_provider object and the FI_DDTX_* settings.  Kept out of init.c so that the static
  * library (and the unit tests linked to it) has the provider and its settings too.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Blocking waits: how fi_cq_sread, fi_cntr_wait and fi_eq_sread pass the time. */
 #include <sched.h>
 #include <time.h>

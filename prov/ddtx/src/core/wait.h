@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Blocking waits (fi_cq_sread, fi_cntr_wait, fi_eq_sread): how they pass the time. */
 #ifndef DDTX_CORE_WAIT_H
 #define DDTX_CORE_WAIT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The cost model behind "auto": for each scheme, the time of a transfer is modelled as
  *     t = a + b * (bytes / 4 KiB) + c * blocks        (nanoseconds)

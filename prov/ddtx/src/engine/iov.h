@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iov lists: totals, layout statistics, byte-offset gather/scatter and a cursor that cuts a
  * list into pieces bounded in bytes and entries (the shape of every work request).

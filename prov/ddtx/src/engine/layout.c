@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The layout cache: layouts by identity (entries relative to their base), references, eviction,
  * and invalidation when their memory goes away.  Locking: see layout_cache.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Layouts and the layout cache (LAH paper).  A layout is an iov list; its identity is a hash of
  * its entries relative to its base (lengths and offsets), so the same shape at the same base is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The layout cache's state, shared by its three files: layout.c (the cache: lookup, references,
  * eviction, invalidation), window_set.c (mkey windows over a layout) and layout_reg.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Registering a layout's memory, now or on the registration thread. */
 #include <sched.h>
 #include <stdlib.h>

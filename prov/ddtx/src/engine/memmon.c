@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The memory monitor of memmon.h: a process-wide userfaultfd in write-protect mode, used only
  * for its UNMAP / REMOVE / REMAP events.

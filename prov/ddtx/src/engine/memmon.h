@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The memory monitor: tells registration caches when registered memory is unmapped or returned
  * to the system, so that a freed and re-mapped address never reaches a stale registration.

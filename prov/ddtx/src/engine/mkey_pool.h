@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The mkey pool: multi-entry keys are slow to create on hardware (about 200 us each), so a
  * stock is created when the domain opens and a background thread refills it whenever a get

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Registration cache: registered memory regions of one wire domain (key space
  * DDTX_KEY_INTERNAL), kept in an interval tree, reference counted, evicted least recently used

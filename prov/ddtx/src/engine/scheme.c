@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 #include "engine/scheme.h"
 #include "common/minmax.h"
 

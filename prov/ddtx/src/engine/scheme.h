@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Scheme vocabulary shared by both sides: the scheme FI_DDTX_SCHEME forces, the UMR window
  * length, names.  The choice itself (proto/choose.c) uses the layout cache and the cost model.

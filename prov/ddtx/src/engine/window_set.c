@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Window sets: a layout cut into windows of `chunk` bytes, each an mkey mapped over its pieces
  * (the local mkey cache of the UMR scheme).

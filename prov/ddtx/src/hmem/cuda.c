@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * CUDA driver API through dlopen("libcuda.so.1").  Only the few entry points the wires need are
  * resolved; the constants below are the driver API's (cuda.h), defined here so that nothing

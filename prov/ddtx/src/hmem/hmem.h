@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * hmem: which memory an address belongs to (host or a CUDA device), and what a wire needs to
  * register device memory (a dma-buf file descriptor).  CUDA is reached through dlopen of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Which scheme moves a rendezvous (LAH paper, with measured costs instead of a fixed
  * threshold).  The sender proposes in the RTS: zero copy only when its layout is registered.

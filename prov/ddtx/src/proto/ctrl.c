@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Control messages (CTS, DONE, RMA_DATA): sent at once when the peer's receive queue has room,
  * otherwise queued in order and retried by progress.  Messages that affect matching order

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Layout handles (fi_ddtx.h): a runtime describes a layout once, relative to a base, and
  * passes the handle as desc[0] with a single {base, size} iov.  The handle keeps the absolute

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Software tag matching: the posted and unexpected queues, arrivals against posted receives,
  * receives against unexpected messages, FI_PEEK / FI_CLAIM / FI_DISCARD, and cancel.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Domain-wide data-path state: the DDT engine's caches, mkey pool and cost model, shared by the
  * endpoints of a domain (all under the domain lock, except what the engine locks itself).

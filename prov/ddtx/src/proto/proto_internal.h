@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Data-path state shared by the files of proto/ (not seen outside proto/). */
 #ifndef DDTX_PROTO_INTERNAL_H
 #define DDTX_PROTO_INTERNAL_H

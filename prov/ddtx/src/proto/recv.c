@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* Receiving: posting a receive, matching it against unexpected messages, and eager delivery. */
 #include <stdlib.h>
 #include <string.h>

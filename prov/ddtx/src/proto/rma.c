@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RMA: fi_write and fi_read families with iov lists on both sides.  Remote segments are application keys
  * (DDTX_KEY_APP), so the remote side cannot be re-keyed: each rma_iov segment is moved by

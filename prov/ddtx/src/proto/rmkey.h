@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The remote mkey cache (UMR paper): per endpoint, the key lists of peers' window sets, so a
  * repeated CTS can omit its list.  Keyed by (peer, window-set id); ids are never reused by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Receiver side of the rendezvous: decide the scheme, send CTS batches (PACK and SGL accept
  * ranges, UMR window lists), take DATA and DONE, complete.

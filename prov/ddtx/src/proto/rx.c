@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* The receive object: allocation and release, multi-receive slices, and reporting a receive. */
 #include <stdlib.h>
 #include <string.h>

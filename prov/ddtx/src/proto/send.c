@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Sender side of messaging: eager sends, RTS, and the transfer that follows the receiver's CTS
  * (PACK: streamed DATA chunks; SGL/UMR: one batch of writes per CTS, then DONE).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The public wire calls, dispatched to the implementation that opened the domain.  Argument
  * checks that every implementation would repeat (NULL handles) are made once here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The wire interface: what ddtx's engine and protocols see of a NIC.
  *

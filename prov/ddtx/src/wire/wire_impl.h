@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What a wire implementation provides: the operations of wire.h as a table.  wire.c dispatches
  * the public calls through it, so the engine and protocols never know which NIC they drive.

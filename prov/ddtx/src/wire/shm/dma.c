@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The DMA engine of the software HCA: cross-memory attach (process_vm_writev / readv) with iov
  * lists on both sides.  One call takes at most IOV_MAX entries per side and well under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Multi-entry keys of the software HCA.  A mapped mkey is a key-table entry in the internal key
  * space whose segments are the mapped pieces, exactly what a peer's writer resolves; mapping

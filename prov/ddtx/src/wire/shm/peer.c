@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The peer table of a shm endpoint: dense handles, a uid index, lazy mapping of a peer's
  * endpoint region (read-write: its receive ring) and domain region (read-only: its key table),

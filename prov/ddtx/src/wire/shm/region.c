@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Shared-memory files of the shm wire: unguessable names, creation (0600, O_EXCL), mapping of
  * a peer's regions with owner checks, process identity (pid + start time) and the removal of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The receive ring: a bounded multi-producer / single-consumer queue in the endpoint region
  * (Vyukov's sequence-number design).  Slot i starts with sequence i.  A producer claims

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shm wire: a software HCA on one host.  Private to wire/shm/.
  *

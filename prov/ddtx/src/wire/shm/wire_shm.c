@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The shm wire's entry points (wire/wire.h): a software HCA on one host.
  *

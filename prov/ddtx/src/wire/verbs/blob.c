@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the verbs wire puts on the network besides payload (pure): the address blob, the
  * message header, the immediate data of a SEND, and the payloads of the key-resolution and RC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Strided layout detection for mlx5dv_wr_mr_interleaved (pure).
  *

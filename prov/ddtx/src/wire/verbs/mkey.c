@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The wire interface's multi-entry keys (wire.h: ddtx_wire_mkey_*) on mlx5 UMR.
  *

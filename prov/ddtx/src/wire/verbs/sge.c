@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Registered-region index and SGE list building (pure: no device, no rdma-core).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * UMR (mlx5): indirect memory keys mapped onto lists of registered regions.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The verbs wire (rdma-core libibverbs, mlx5dv where present).  Private to wire/verbs/.
  *

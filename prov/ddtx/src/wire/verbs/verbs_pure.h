@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The verbs wire's pure functions: everything that builds work requests or parses what a peer
  * sent, kept free of rdma-core and device state so that it is compiled on every build and
