@@ -130,9 +130,10 @@ int ddtx_shm_dma(pid_t pid, bool write, const struct iovec *local, size_t lcount
 			if (err == EINTR)
 				continue;
 			if (err == ESRCH || err == EPERM) {
+				/* the caller decides with a liveness check whether the peer is gone */
 				DDTX_WARN(FI_LOG_EP_DATA, "shm: process_vm_%sv to pid %d failed: %s\n",
 					  write ? "write" : "read", (int)pid, strerror(err));
-				return -DDTX_SHM_ESRCH;
+				return err == ESRCH ? -DDTX_SHM_ESRCH : -FI_EPERM;
 			}
 			DDTX_WARN(FI_LOG_EP_DATA, "shm: process_vm_%sv to pid %d failed after %zu of "
 				  "%zu bytes: %s\n", write ? "write" : "read", (int)pid, done, len,

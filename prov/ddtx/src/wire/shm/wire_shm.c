@@ -616,9 +616,14 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 		goto done;
 	}
 	status = ddtx_shm_dma((pid_t)p->addr.pid, write, local, lcount, ep->riov, rcount, len);
-	if (status == -DDTX_SHM_ESRCH) {
-		ddtx_shm_peer_mark_dead(p, "cross-memory attach refused");
-		status = -FI_EIO;
+	if (status == -DDTX_SHM_ESRCH || status == -FI_EPERM) {
+		/* Only a peer whose process is really gone is dead; a live one that refused this
+		 * access fails the work request alone, so both sides of the transfer learn of it
+		 * (marked dead, the peer's control messages were dropped and its receive hung). */
+		if (ddtx_shm_peer_check(p))
+			DDTX_WARN(FI_LOG_EP_DATA, "shm: %s to live peer pid %u refused: %s\n", op,
+				  p->addr.pid, fi_strerror(-status));
+		status = status == -FI_EPERM ? -FI_EACCES : -FI_EIO;
 	}
 done:
 	cq_push(ep, wr_context, status);
