@@ -38,6 +38,10 @@
 #include "wire/verbs/verbs_pure.h"
 #include "wire/wire_impl.h"
 
+/* Senders an endpoint learns from their messages alone (DC: any host may write to it).  A large
+ * job's every rank fits; a flood of forged addresses does not grow the table past it. */
+#define DDTX_VERBS_MAX_INBOUND_PEERS (1u << 20)
+
 struct ddtx_vbuf;
 struct ddtx_verbs_ep;
 
@@ -418,6 +422,7 @@ struct ddtx_verbs_ep {
 	/* peers */
 	struct ddtx_vpeer **peers;       /* each allocated alone: they hold list heads */
 	uint32_t npeers, peers_cap;
+	uint32_t inbound_peers;                  /* of npeers, learned from their messages */
 	struct ddtx_hindex uid_index;    /* uid -> peer */
 	struct ddtx_list busy;           /* peers with queued items */
 	/* completions for on_complete, delivered by progress */
