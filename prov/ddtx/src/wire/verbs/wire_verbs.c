@@ -20,6 +20,7 @@ const struct ddtx_wire_impl ddtx_verbs_wire_impl = {
 	.domain_caps = ddtx_verbs_domain_caps,
 	.mr_reg = ddtx_verbs_mr_reg,
 	.mr_dereg = ddtx_verbs_mr_dereg,
+	.key_check = ddtx_verbs_key_check,
 	.ep_open = ddtx_verbs_ep_open,
 	.ep_close = ddtx_verbs_ep_close,
 	.ep_getname = ddtx_verbs_ep_getname,
