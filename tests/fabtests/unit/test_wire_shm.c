@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -970,6 +971,22 @@ static void test_stale(void)
 	shm_unlink(live_reused);
 	shm_unlink(live_creating);
 	shm_unlink(live_ok);
+
+	/* A region whose pid this namespace cannot see (the dead child's) but whose owner lock
+	 * is held, as by a live process in another pid namespace sharing /dev/shm: kept until
+	 * the lock goes. */
+	char foreign[DDTX_SHM_NAME_MAX], path[DDTX_SHM_NAME_MAX + 16];
+	ddtx_shm_random(r, sizeof(r));
+	ddtx_shm_format_name(foreign, (uint32_t)pid, r);
+	make_fake_region(foreign, (uint32_t)pid, 12345, true);
+	snprintf(path, sizeof(path), "/dev/shm%s", foreign);
+	int lfd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(lfd >= 0 && flock(lfd, LOCK_SH) == 0, "lock %s: %s", path, strerror(errno));
+	ddtx_wire_cleanup_stale();
+	CHECK(region_exists(foreign), "a region whose owner holds its lock was removed");
+	close(lfd);
+	ddtx_wire_cleanup_stale();
+	CHECK(!region_exists(foreign), "a region of a dead pid with no lock holder was kept");
 	ddtx_wire_ep_close(ep);
 	ddtx_wire_domain_close(dom);
 }

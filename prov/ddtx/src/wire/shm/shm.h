@@ -149,6 +149,8 @@ struct ddtx_shm_map {
 	void *addr;
 	size_t size;
 	char name[DDTX_SHM_NAME_MAX];
+	int owner_fd;                            /* own regions: fd + 1 holding a shared flock
+						  * while the region lives (0: none) */
 };
 
 int ddtx_shm_random(void *buf, size_t len);
