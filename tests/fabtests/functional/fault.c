@@ -22,11 +22,15 @@
 
 #include "fx.h"
 
+/* Under ASan, LeakSanitizer checks each rank precisely; RSS is not checked there, as the
+ * allocator's quarantine keeps freed memory resident (hundreds of MB after PACK rounds). */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #define LEAK_CHECK() __lsan_do_recoverable_leak_check()
+#define RSS_CHECKED false
 #else
 #define LEAK_CHECK() 0
+#define RSS_CHECKED true
 #endif
 
 #define PLAN_ENV "FI_DDTX_TEST_FAULTS"
@@ -292,7 +296,7 @@ static int alive_rank(struct ft_ctx *ctx, void *arg)
 	long rss_end = rss_kb();
 	printf("  rank %d: RSS %ld kB after 2 faulted rounds, %ld kB after %d\n", ctx->rank,
 	       rss_warm, rss_end, rounds);
-	FT_CHECK(rss_end - rss_warm < 8192, "RSS grew by %ld kB over %d faulted rounds",
+	FT_CHECK(!RSS_CHECKED || rss_end - rss_warm < 8192, "RSS grew by %ld kB over %d faulted rounds",
 		 rss_end - rss_warm, rounds - 2);
 	FT_CHECK(fx_shm_files(getpid(), NULL, 0) == shm_files, "the number of own /dev/shm files "
 		 "changed from %d", shm_files);
@@ -399,7 +403,7 @@ static int survivor(struct ft_ctx *ctx, const struct scen *s)
 	}
 	long rss1 = rss_kb();
 	printf("  %s: RSS %ld kB before the death, %ld kB after\n", side, rss0, rss1);
-	FT_CHECK(rss1 - rss0 < 16384, "RSS grew by %ld kB across the peer's death", rss1 - rss0);
+	FT_CHECK(!RSS_CHECKED || rss1 - rss0 < 16384, "RSS grew by %ld kB across the peer's death", rss1 - rss0);
 	FT_CHECK(fx_shm_files(getpid(), NULL, 0) == shm_files, "own /dev/shm files: %d, were %d",
 		 fx_shm_files(getpid(), NULL, 0), shm_files);
 	/* the dead peer's files are removed by the next domain opened on this host */
