@@ -112,6 +112,11 @@ size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd)
 	return ddtx_wire_domain_caps(pd->wire)->addr_len;
 }
 
+int ddtx_proto_addr_check(struct ddtx_proto_domain *pd, const void *addr, size_t len)
+{
+	return ddtx_wire_addr_check(pd->wire, addr, len);
+}
+
 void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats *st)
 {
 	*st = pd->stats;

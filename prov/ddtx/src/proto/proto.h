@@ -83,6 +83,8 @@ void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats 
 const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme);
 /* Bytes of an endpoint address of this domain's wire. */
 size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd);
+/* Is addr a well-formed address of this domain's wire (format only)?  0 or -FI_EINVAL. */
+int ddtx_proto_addr_check(struct ddtx_proto_domain *pd, const void *addr, size_t len);
 
 /* Application memory registration (fi_mr_reg): access is FI_READ | FI_WRITE | FI_REMOTE_* ... */
 int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
