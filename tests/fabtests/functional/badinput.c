@@ -1292,7 +1292,18 @@ static int t_bad_addr(struct ft_ctx *ctx, void *arg)
 				break;
 			}
 			fi_addr_t fa = FI_ADDR_NOTAVAIL;
-			int r = fi_av_insert(fx.av, blob, 1, &fa, 0, NULL);
+			int serr = 1;
+			int r = fi_av_insert(fx.av, blob, 1, &fa, FI_SYNC_ERR, &serr);
+			/* A malformed blob (variants 0-2) is refused at insert; a well-formed one
+			 * naming no live endpoint (3-6) can only fail when it is used. */
+			if (v <= 2)
+				soft(r == 0 && fa == FI_ADDR_NOTAVAIL && serr == -FI_EINVAL,
+				     "address with %s: fi_av_insert returned %d, fi_addr %llu, error "
+				     "%d (want 0, FI_ADDR_NOTAVAIL, -FI_EINVAL)", name, r,
+				     (unsigned long long)fa, serr);
+			else
+				soft(r == 1 && serr == 0, "address with %s: well formed, yet "
+				     "fi_av_insert returned %d (error %d)", name, r, serr);
 			if (r != 1) {
 				printf("  address with %s: refused by fi_av_insert (%d)\n", name, r);
 			} else {
