@@ -26,7 +26,9 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -1463,6 +1465,12 @@ struct um_keys {
 static int t_mr_unmapped(struct ft_ctx *ctx, void *arg)
 {
 	uint64_t mode = (uint64_t)(uintptr_t)arg;
+	const char *mon = getenv("FI_DDTX_MR_MONITOR");
+	if (mon && (!strcmp(mon, "0") || !strcasecmp(mon, "false") || !strcasecmp(mon, "no") ||
+		    !strcasecmp(mon, "off"))) {
+		printf("SKIP: FI_DDTX_MR_MONITOR=%s: MR keys are not revoked (fi_ddtx(7))\n", mon);
+		return FT_SKIP;
+	}
 	if (!uffd_monitor_possible()) {
 		printf("SKIP: no userfaultfd write-protect monitor here: MR keys are not revoked\n");
 		return FT_SKIP;
