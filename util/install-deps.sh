@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what ddtx needs to build and test on Debian 12. Does nothing for packages already present.
-#   util/install-deps.sh [--plots]     --plots adds python3-matplotlib for util/plot_bench.py
+#   util/install-deps.sh [--plots] [--fuzz]
+#     --plots adds python3-matplotlib for util/plot_bench.py
+#     --fuzz  adds clang-14 and libclang-rt-14-dev (libFuzzer) for util/fuzz.sh
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libfabric-dev libfabric-bin libibverbs-dev python3)
 for arg in "$@"; do
   case $arg in
     --plots) pkgs+=(python3-matplotlib) ;;
+    --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
     *) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done

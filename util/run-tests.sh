@@ -2,23 +2,28 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
 # then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
-# ThreadSanitizer into ./build-tsan for the tests that run several threads.
+# ThreadSanitizer into ./build-tsan for the tests that run several threads, and fuzzes the
+# protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs.
 # The last line printed is always "<passed> passed, <failed> failed", counting each test once:
 # a test fails if it failed in either build; a build that does not compile counts as a failure.
-#   util/run-tests.sh [--no-asan] [--no-tsan]          (or DDTX_ASAN=0, DDTX_TSAN=0)
+#   util/run-tests.sh [--no-asan] [--no-tsan] [--no-fuzz]   (or DDTX_ASAN=0, DDTX_TSAN=0,
+#                                                            DDTX_FUZZ=0; DDTX_FUZZ_SECS=60)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
 
 asan=${DDTX_ASAN:-1}
 tsan=${DDTX_TSAN:-1}
+fuzz=${DDTX_FUZZ:-1}
+fuzz_secs=${DDTX_FUZZ_SECS:-60}
 for arg in "$@"; do
   case $arg in
     --no-asan) asan=0 ;;
     --asan) asan=1 ;;
     --no-tsan) tsan=0 ;;
     --tsan) tsan=1 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-fuzz) fuzz=0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +70,23 @@ if [ "$tsan" = 1 ]; then
               engine-umr_caches engine-umr_pool_pressure engine-reuse_after_free_send_auto)
   run_suite build-tsan 6 -Db_sanitize=thread -Db_lundef=false
   only_tests=()
+fi
+if [ "$fuzz" = 1 ]; then
+  # The protocol fuzzer for a bounded time (util/fuzz.sh), when clang and libFuzzer install;
+  # counted as one test, written where the summary below reads test results.
+  echo "=== build-fuzz: libFuzzer on the protocol decoder, ${fuzz_secs} s"
+  if util/install-deps.sh --fuzz >/dev/null 2>&1; then
+    mkdir -p build-fuzz/meson-logs
+    rm -f build-fuzz/meson-logs/testlog.json
+    if util/fuzz.sh "$fuzz_secs" > build-fuzz/fuzz.log 2>&1; then res=OK; else res=FAIL; fi
+    grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|==.*ERROR|SUMMARY)" \
+      build-fuzz/fuzz.log || tail -20 build-fuzz/fuzz.log
+    echo "{\"name\": \"ddtx:fuzz / fuzz_proto_${fuzz_secs}s\", \"result\": \"$res\"}" \
+      > build-fuzz/meson-logs/testlog.json
+    builds+=(build-fuzz)
+  else
+    echo "=== build-fuzz: clang-14 / libclang-rt-14-dev not installable here: fuzzing skipped"
+  fi
 fi
 echo "=== elapsed $(( $(date +%s) - start )) s"
 

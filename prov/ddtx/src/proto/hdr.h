@@ -17,8 +17,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <rdma/fi_errno.h>
 
-#define DDTX_PROTO_VERSION 1
+#define DDTX_PROTO_VERSION 2   /* 2: RMA_DATA names the target key and address */
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -118,6 +119,9 @@ struct ddtx_hdr_rma_data {
 	struct ddtx_hdr_base base;
 	uint64_t data;
 	uint64_t len;        /* bytes the write moved */
+	uint64_t key;        /* the target's application key of the write's first segment */
+	uint64_t addr;       /* that segment's address (as the key addresses it) */
+	uint64_t seg_len;    /* and length: the target reports only writes into its own keys */
 };
 
 /* The layouts peers exchange: a change here is a protocol change (bump DDTX_PROTO_VERSION). */
@@ -130,7 +134,7 @@ _Static_assert(sizeof(struct ddtx_hdr_list_req) == 16, "hdr_list_req layout");
 _Static_assert(sizeof(struct ddtx_hdr_data) == 32, "hdr_data layout");
 _Static_assert(sizeof(struct ddtx_hdr_done) == 24, "hdr_done layout");
 _Static_assert(sizeof(struct ddtx_hdr_ack) == 16, "hdr_ack layout");
-_Static_assert(sizeof(struct ddtx_hdr_rma_data) == 24, "hdr_rma_data layout");
+_Static_assert(sizeof(struct ddtx_hdr_rma_data) == 48, "hdr_rma_data layout");
 _Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
 
 static inline size_t ddtx_hdr_min_len(unsigned type)
@@ -146,6 +150,25 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_LIST_REQ: return sizeof(struct ddtx_hdr_list_req);
 	default: return 0;
 	}
+}
+
+/*
+ * The error a peer's status field (DONE, ACK) stands for, as a positive FI_E* value for the local
+ * application.  A peer chooses the number, so only the codes ddtx itself sends pass through;
+ * anything else (including INT32_MIN, whose negation overflows) becomes FI_EIO.
+ */
+static inline int ddtx_hdr_status_err(int32_t status)
+{
+	static const int known[] = {
+		FI_EIO, FI_EACCES, FI_EKEYREJECTED, FI_ENOMEM, FI_ENOSPC, FI_EINVAL, FI_ETRUNC,
+		FI_ECANCELED, FI_EMSGSIZE, FI_EAGAIN, FI_ENOENT, FI_ETIMEDOUT, FI_EREMOTEIO,
+	};
+	if (status >= 0)
+		return status ? FI_EIO : 0;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (status == -known[i])
+			return known[i];
+	return FI_EIO;
 }
 
 #endif /* DDTX_HDR_H */

@@ -78,6 +78,7 @@ int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_own
 	ddtx_list_init(&pep->unexp_msg);
 	ddtx_list_init(&pep->unexp_tag);
 	ddtx_list_init(&pep->tx_active);
+	ddtx_list_init(&pep->tx_failed);
 	ddtx_list_init(&pep->rx_active);
 	ddtx_list_init(&pep->rma_active);
 	ddtx_list_init(&pep->ctrl);
@@ -127,8 +128,10 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	/* Close the wire first: no callback may reach the state freed below. */
 	ddtx_wire_ep_close(pep->wire);
 	pep->wire = NULL;
-	while ((it = ddtx_list_pop_front(&pep->tx_active)))
-		ddtx_tx_free(pep, ddtx_container_of(it, struct ddtx_tx, entry));
+	struct ddtx_list *txq[] = {&pep->tx_active, &pep->tx_failed};
+	for (size_t i = 0; i < 2; i++)
+		while ((it = ddtx_list_pop_front(txq[i])))
+			ddtx_tx_free(pep, ddtx_container_of(it, struct ddtx_tx, entry));
 	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->posted_msg, &pep->posted_tag};
 	for (size_t i = 0; i < 3; i++)
 		while ((it = ddtx_list_pop_front(rxq[i])))

@@ -42,7 +42,12 @@ enum ddtx_wr_kind { DDTX_WR_BATCH = 1, DDTX_WR_RMA = 2 };
 
 struct ddtx_tx;
 
-/* A CTS batch of receiver descriptors being written by the sender (SGL/UMR). */
+/*
+ * A CTS batch of receiver descriptors being written by the sender (SGL/UMR).  The wire holds its
+ * address as the context of every write it posted (writes_pending of them) until it reports their
+ * completions, so a batch, and the transfer it belongs to, outlive a failure of the transfer
+ * until writes_pending is 0 (see ddtx_tx_fail).
+ */
 struct ddtx_batch {
 	enum ddtx_wr_kind kind;          /* DDTX_WR_BATCH */
 	struct ddtx_list_entry entry;    /* ddtx_tx.batches */
@@ -62,6 +67,7 @@ enum ddtx_tx_state {
 	DDTX_TX_PACK,                    /* streaming DATA chunks */
 	DDTX_TX_ZCOPY,                   /* writing CTS batches */
 	DDTX_TX_WAIT_ACK,                /* FI_DELIVERY_COMPLETE: all sent, waiting for ACK */
+	DDTX_TX_FAILED,                  /* reported; kept only until its posted writes finish */
 };
 
 /* A rendezvous send in flight. */
@@ -81,8 +87,11 @@ struct ddtx_tx {
 	enum fi_ddtx_scheme scheme;
 	size_t accepted;                 /* bytes the receiver takes */
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
+	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
+	size_t chunk;                    /* UMR: the window length of the first CTS */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
+	bool abandoned;                  /* the receiver gave up (empty CTS): fail once idle */
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
 	struct ddtx_window_set *ws;      /* UMR: local windows */
@@ -171,6 +180,7 @@ struct ddtx_rma {
 	bool report;
 	bool remote_data;                /* send DDTX_MSG_RMA_DATA once the writes land */
 	uint64_t data;
+	struct fi_rma_iov first;         /* the first remote segment, named in RMA_DATA */
 	size_t total;
 	size_t writes_pending;
 	int status;
@@ -196,6 +206,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list posted_msg, posted_tag;   /* struct ddtx_rx */
 	struct ddtx_list unexp_msg, unexp_tag;     /* struct ddtx_unexp */
 	struct ddtx_list tx_active;                /* struct ddtx_tx */
+	struct ddtx_list tx_failed;                /* struct ddtx_tx reported, writes in flight */
 	struct ddtx_list rx_active;                /* struct ddtx_rx in DDTX_RX_RNDV */
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */

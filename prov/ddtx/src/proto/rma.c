@@ -20,6 +20,9 @@ static void rma_finish(struct ddtx_proto_ep *pep, struct ddtx_rma *op)
 			ddtx_hdr_init(&h.base, DDTX_MSG_RMA_DATA, DDTX_HDR_CQ_DATA);
 			h.data = op->data;
 			h.len = op->total;
+			h.key = op->first.key;
+			h.addr = op->first.addr;
+			h.seg_len = op->first.len;
 			ddtx_ctrl_send(pep, op->peer, &h, sizeof(h));
 		}
 		ddtx_count_scheme(pep, FI_DDTX_SCHEME_RMA, op->total);
@@ -42,12 +45,23 @@ void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const v
 			     size_t len)
 {
 	const struct ddtx_hdr_rma_data *h = buf;
+	(void)len;
+	/* Only a write into a key of this domain, open for remote writes, produces a completion:
+	 * a peer cannot fill the CQ with events of writes that never touched our memory. */
+	int ret = ddtx_wire_key_check(pep->pd->wire, DDTX_KEY_APP, h->key, h->addr, h->seg_len,
+				      DDTX_ACC_REMOTE_WRITE);
+	if (ret || h->seg_len > h->len) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping RMA_DATA from peer %u: key %#llx at %#llx "
+			  "(%llu bytes) is not a remote-write target here: %s\n", src,
+			  (unsigned long long)h->key, (unsigned long long)h->addr,
+			  (unsigned long long)h->seg_len, fi_strerror(ret ? -ret : FI_EINVAL));
+		return;
+	}
 	const struct ddtx_proto_completion c = {
 		.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, .len = h->len,
 		.data = h->data, .src_addr = ddtx_addr_of(pep, src)};
 	ddtx_report(pep, DDTX_PROTO_RX, &c);
 	ddtx_count(pep, DDTX_CNTR_REMOTE_WRITE, false);
-	(void)len;
 }
 
 /* Post the work requests of every rma_iov segment; the op finishes with its last completion. */
@@ -134,6 +148,8 @@ ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, 
 	op->remote_data = write && (flags & FI_REMOTE_CQ_DATA);
 	op->data = msg->data;
 	op->total = total;
+	if (msg->rma_iov_count)
+		op->first = msg->rma_iov[0];
 	ddtx_list_push_back(&pep->rma_active, &op->entry);
 
 	const struct iovec *iov = msg->msg_iov;

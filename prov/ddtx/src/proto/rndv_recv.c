@@ -324,12 +324,36 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 	start_rndv(pep, rx, src, rts);
 }
 
+/*
+ * The sender's layout summary feeds the scheme choice, the UMR window length and the cost model,
+ * so it must describe a possible layout of total_len bytes: 1 <= nblocks, 1 <= min_block <=
+ * avg_block, nblocks x min_block <= total_len.  The proposed scheme is one a sender proposes.
+ */
+static const char *rts_invalid(const struct ddtx_hdr_rts *rts)
+{
+	if (!rts->tx_id)
+		return "tx_id";
+	if (!rts->total_len)
+		return "total_len";
+	if (rts->scheme != FI_DDTX_SCHEME_PACK && rts->scheme != FI_DDTX_SCHEME_SGL &&
+	    rts->scheme != FI_DDTX_SCHEME_UMR)
+		return "scheme";
+	if (!rts->nblocks || rts->nblocks > rts->total_len)
+		return "nblocks";
+	if (!rts->min_block || rts->min_block > rts->total_len / rts->nblocks)
+		return "min_block";
+	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
+		return "avg_block";
+	return NULL;
+}
+
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_rts *rts = buf;
 	bool tagged = rts->base.flags & DDTX_HDR_TAGGED;
-	if (!rts->tx_id || !rts->total_len) {
-		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed RTS from peer %u\n", src);
+	const char *bad = rts_invalid(rts);
+	if (bad) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping an RTS from peer %u: bad %s\n", src, bad);
 		return;
 	}
 	struct ddtx_rx *rx = ddtx_posted_find(pep, tagged, rts->tag, ddtx_addr_of(pep, src));
@@ -357,10 +381,13 @@ void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 {
 	const struct ddtx_hdr_data *h = buf;
 	struct ddtx_rx *rx = rndv_rx(pep, src, h->rx_id);
-	if (!rx || rx->scheme != FI_DDTX_SCHEME_PACK || h->len != len - sizeof(*h) ||
-	    h->offset > rx->accepted || h->len > rx->accepted - h->offset ||
-	    h->len > rx->accepted - rx->received) {
-		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed or stale DATA from peer %u\n", src);
+	/* Chunks come in order on one queue: each starts where the last one ended. */
+	if (!rx || rx->scheme != FI_DDTX_SCHEME_PACK || h->len != len - sizeof(*h) || !h->len ||
+	    h->offset != rx->received || h->len > rx->accepted - rx->received) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping DATA from peer %u for receive %u: %s\n", src,
+			  h->rx_id, !rx ? "no such rendezvous with that peer" :
+			  rx->scheme != FI_DDTX_SCHEME_PACK ? "not a PACK transfer" :
+			  "bad offset or len");
 		return;
 	}
 	ddtx_iov_scatter(rx->iov, rx->count, h->offset, h + 1, h->len);
@@ -383,7 +410,7 @@ void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 	rx->received += rb->len;
 	ddtx_rbatch_release(pep, rb);
 	if (h->status) {
-		ddtx_rx_fail(pep, rx, h->status < 0 ? -h->status : FI_EIO);
+		ddtx_rx_fail(pep, rx, ddtx_hdr_status_err(h->status));
 		return;
 	}
 	if (rx->received == rx->accepted)

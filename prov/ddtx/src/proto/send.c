@@ -83,7 +83,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		ddtx_window_set_put(lc, tx->ws);
 	if (tx->layout)
 		ddtx_layout_put(lc, tx->layout);
-	ddtx_optable_remove(&pep->txs, tx->id);
+	if (tx->id)
+		ddtx_optable_remove(&pep->txs, tx->id);
 	free(tx->iov);
 	free(tx);
 }
@@ -114,18 +115,46 @@ void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		return;
 	}
 	if (h->status)
-		ddtx_tx_fail(pep, tx, h->status < 0 ? -h->status : FI_EIO);
+		ddtx_tx_fail(pep, tx, ddtx_hdr_status_err(h->status));
 	else
 		tx_finish(pep, tx);
 }
 
+/* Free the batches of tx whose writes are all finished; true if none is left. */
+static bool tx_drop_idle_batches(struct ddtx_tx *tx)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&tx->batches, it, tmp)
+	{
+		struct ddtx_batch *b = ddtx_container_of(it, struct ddtx_batch, entry);
+		if (!b->writes_pending) {
+			ddtx_list_remove(&b->entry);
+			free(b);
+		}
+	}
+	return ddtx_list_empty(&tx->batches);
+}
+
+/*
+ * Report tx as failed and take it off every queue and out of the id table, so nothing a peer
+ * sends can reach it again.  Writes already posted still name its batches in the wire's
+ * completion queue: then tx stays allocated (DDTX_TX_FAILED) and the last of those completions
+ * frees it (ddtx_batch_complete), never before.
+ */
 void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
 {
 	DDTX_INFO(FI_LOG_EP_DATA, "send %u to peer %u failed: %s\n", tx->id, tx->peer,
 		  fi_strerror(err));
 	ddtx_complete_tx_err(pep, tx->context, tx->cq_flags, 0, err, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
-	ddtx_tx_free(pep, tx);
+	ddtx_optable_remove(&pep->txs, tx->id);
+	tx->id = 0;
+	if (tx_drop_idle_batches(tx)) {
+		ddtx_tx_free(pep, tx);
+		return;
+	}
+	tx->state = DDTX_TX_FAILED;
+	ddtx_list_push_back(&pep->tx_failed, &tx->entry);
 }
 
 ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
@@ -298,6 +327,16 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 	if (b->writes_pending || !b->posted)
 		return;
 	struct ddtx_tx *tx = b->tx;
+	if (tx->state == DDTX_TX_FAILED) {
+		/* Already reported: this was one of the writes it waited for. */
+		ddtx_list_remove(&b->entry);
+		free(b);
+		if (tx_drop_idle_batches(tx)) {
+			ddtx_list_remove(&tx->entry);
+			ddtx_tx_free(pep, tx);
+		}
+		return;
+	}
 	uint64_t bytes = 0;
 	for (uint32_t i = 0; i < b->ndesc; i++)
 		bytes += b->desc[i].len;
@@ -317,21 +356,71 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 		return;
 	}
 	tx->sent += bytes;
-	if (tx->sent >= tx->accepted && ddtx_list_empty(&tx->batches))
+	if (!ddtx_list_empty(&tx->batches))
+		return;
+	if (tx->sent >= tx->accepted)
 		tx_sent(pep, tx);
+	else if (tx->abandoned)
+		ddtx_tx_fail(pep, tx, FI_EIO);
 }
 
-static bool cts_valid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len)
+/*
+ * Is this CTS consistent with the transfer it names?  Every field is checked against tx, on every
+ * CTS: the first one fixes scheme, accepted length and (UMR) window length, later ones must
+ * repeat them and describe the next bytes in order.  A NULL return is a valid CTS; otherwise the
+ * name of the offending field.
+ */
+static const char *cts_invalid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts,
+			       size_t len)
 {
-	if (len < sizeof(*cts) + (size_t)cts->ndesc * sizeof(struct ddtx_desc))
-		return false;
-	if (tx->state == DDTX_TX_WAIT_CTS)
-		return cts->accepted <= tx->total && cts->scheme > FI_DDTX_SCHEME_EAGER &&
-		       cts->scheme < FI_DDTX_SCHEME_RMA &&
-		       (cts->scheme != FI_DDTX_SCHEME_UMR || cts->chunk || !cts->accepted);
+	if (len < sizeof(*cts) || cts->ndesc > (len - sizeof(*cts)) / sizeof(struct ddtx_desc))
+		return "ndesc";
+	if (tx->state == DDTX_TX_WAIT_CTS) {
+		if (cts->accepted > tx->total)
+			return "accepted";
+		if (cts->scheme <= FI_DDTX_SCHEME_EAGER || cts->scheme >= FI_DDTX_SCHEME_RMA)
+			return "scheme";
+		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
+			return "chunk";
+		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset)
+			return "offset";
+		return NULL;
+	}
+	if (tx->state != DDTX_TX_ZCOPY)
+		return "state";
+	if (cts->scheme != (uint32_t)tx->scheme)
+		return "scheme";
+	if (cts->accepted != tx->accepted)
+		return "accepted";
 	/* Later CTS: a batch, the UMR list asked for, or the receiver giving up (empty, LAST). */
-	return tx->state == DDTX_TX_ZCOPY &&
-	       (cts->ndesc || cts->wset_id || (cts->base.flags & DDTX_HDR_LAST));
+	if (!cts->ndesc && !cts->wset_id && !(cts->base.flags & DDTX_HDR_LAST))
+		return "ndesc";
+	if (tx->scheme == FI_DDTX_SCHEME_UMR && cts->wset_id && cts->chunk != tx->chunk)
+		return "chunk";
+	return NULL;
+}
+
+/* A batch's descriptors: each at least one byte, together the next bytes not yet described. */
+static const char *batch_invalid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts)
+{
+	const struct ddtx_desc *desc = (const void *)(cts + 1);
+	if (cts->offset != tx->described)
+		return "offset";
+	uint64_t room = tx->accepted - tx->described;
+	for (uint32_t i = 0; i < cts->ndesc; i++) {
+		if (!desc[i].len || desc[i].len > room)
+			return "desc.len";
+		room -= desc[i].len;
+	}
+	return NULL;
+}
+
+static void cts_refused(struct ddtx_proto_ep *pep, ddtx_peer_t src, struct ddtx_tx *tx,
+			const char *field)
+{
+	DDTX_WARN(FI_LOG_EP_DATA, "CTS from peer %u for send %u: bad %s, failing the send\n", src,
+		  tx->id, field);
+	ddtx_tx_fail(pep, tx, FI_EIO);
 }
 
 /*
@@ -341,7 +430,7 @@ static bool cts_valid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, 
 static void umr_start(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts)
 {
 	const struct ddtx_desc *desc = (const void *)(cts + 1);
-	size_t chunk = cts->chunk, nwin = (tx->accepted + chunk - 1) / chunk;
+	size_t chunk = cts->chunk, nwin = tx->accepted / chunk + (tx->accepted % chunk != 0);
 	const uint64_t *keys;
 	uint64_t *list = NULL;
 	if (cts->base.flags & DDTX_HDR_CACHED) {
@@ -399,14 +488,21 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 {
 	const struct ddtx_hdr_cts *cts = buf;
 	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, cts->tx_id);
-	if (!tx || tx->peer != src || !cts_valid(tx, cts, len)) {
-		DDTX_WARN(FI_LOG_EP_DATA, "dropping malformed or stale CTS from peer %u\n", src);
+	if (!tx || tx->peer != src) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping a CTS from peer %u for send %u: no such send "
+			  "to that peer\n", src, cts->tx_id);
+		return;
+	}
+	const char *bad = cts_invalid(tx, cts, len);
+	if (bad) {
+		cts_refused(pep, src, tx, bad);
 		return;
 	}
 	if (tx->state == DDTX_TX_WAIT_CTS) {
 		tx->scheme = (enum fi_ddtx_scheme)cts->scheme;
 		tx->accepted = cts->accepted;
 		tx->rx_id = cts->rx_id;
+		tx->chunk = cts->chunk;
 		if (!tx->accepted) {
 			tx_finish(pep, tx);
 			return;
@@ -425,19 +521,16 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	}
 	if (!cts->ndesc) {
 		DDTX_INFO(FI_LOG_EP_DATA, "receiver of send %u gave up\n", tx->id);
+		tx->abandoned = true;
 		if (ddtx_list_empty(&tx->batches))
 			ddtx_tx_fail(pep, tx, FI_EIO);
 		return;
 	}
-	uint64_t bytes = 0;
-	const struct ddtx_desc *desc = (const void *)(cts + 1);
-	for (uint32_t i = 0; i < cts->ndesc; i++)
-		bytes += desc[i].len;
-	if (cts->offset + bytes > tx->accepted || bytes < cts->ndesc) {
-		DDTX_WARN(FI_LOG_EP_DATA, "CTS batch outside the accepted range, failing send\n");
-		ddtx_tx_fail(pep, tx, FI_EIO);
+	if (tx->umr_started || (bad = batch_invalid(tx, cts))) {
+		cts_refused(pep, src, tx, bad ? bad : "wset_id");
 		return;
 	}
+	const struct ddtx_desc *desc = (const void *)(cts + 1);
 	struct ddtx_batch *b = calloc(1, sizeof(*b) + cts->ndesc * sizeof(*desc));
 	if (!b) {
 		ddtx_tx_fail(pep, tx, FI_ENOMEM);
@@ -448,6 +541,8 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	b->offset = cts->offset;
 	b->ndesc = cts->ndesc;
 	memcpy(b->desc, desc, cts->ndesc * sizeof(*desc));
+	for (uint32_t i = 0; i < b->ndesc; i++)
+		tx->described += b->desc[i].len;
 	ddtx_list_push_back(&tx->batches, &b->entry);
 	batch_post(pep, b);
 }

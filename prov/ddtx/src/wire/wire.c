@@ -143,6 +143,12 @@ void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *b
 	ep->impl->send_commit(ep, buf, len);
 }
 
+int ddtx_wire_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, uint64_t key,
+			uint64_t addr, uint64_t len, uint32_t access)
+{
+	return dom ? dom->impl->key_check(dom, space, key, addr, len, access) : -FI_EINVAL;
+}
+
 int ddtx_wire_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
 			uint64_t rkey, uint64_t raddr, size_t len, bool write)
 {

@@ -115,6 +115,13 @@ int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out);
 int ddtx_wire_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
+/*
+ * Is (space, key) registered in this domain with every bit of access, covering [addr, addr+len)
+ * as the key addresses it?  0, -FI_EKEYREJECTED (no such key) or -FI_EACCES (bounds or access).
+ * Lets the protocol check what a peer claims about this domain's own memory.
+ */
+int ddtx_wire_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, uint64_t key,
+			uint64_t addr, uint64_t len, uint32_t access);
 
 /*
  * ---- multi-entry keys (UMR mkeys) ----

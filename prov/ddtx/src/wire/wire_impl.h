@@ -23,6 +23,8 @@ struct ddtx_wire_impl {
 		      enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		      uint32_t access, struct ddtx_wire_mr **out);
 	int (*mr_dereg)(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
+	int (*key_check)(struct ddtx_wire_domain *dom, enum ddtx_key_space space, uint64_t key,
+			 uint64_t addr, uint64_t len, uint32_t access);
 	int (*ep_open)(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
 		       void *handler_arg, struct ddtx_wire_ep **out);
 	void (*ep_close)(struct ddtx_wire_ep *ep);

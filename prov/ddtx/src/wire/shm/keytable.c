@@ -232,6 +232,19 @@ static bool keytab_find(struct ddtx_shm_keytab *kt, uint32_t space, uint64_t key
 	return false;
 }
 
+int ddtx_shm_keytab_check(struct ddtx_shm_keytab *kt, uint32_t space, uint64_t key,
+			  uint64_t addr, uint64_t len, uint32_t access)
+{
+	uint64_t i;
+	if (!keytab_find(kt, space, key, &i, NULL))
+		return -FI_EKEYREJECTED;
+	const struct ddtx_shm_key_slot *s = &kt->slots[i];
+	if ((s->access & access) != access || addr < s->iova || addr - s->iova > s->len ||
+	    len > s->len - (addr - s->iova))
+		return -FI_EACCES;
+	return 0;
+}
+
 int ddtx_shm_keytab_insert(struct ddtx_shm_keytab *kt, const struct iovec *iov, size_t count,
 			   uint32_t space, const uint64_t *requested_key, uint64_t iova,
 			   uint64_t len, uint32_t access, uint64_t *key_out, uint32_t *slot_out)

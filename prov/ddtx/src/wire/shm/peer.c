@@ -60,15 +60,12 @@ static bool peer_hash(const void *owner, uint32_t pos, uint64_t *hash)
 	return true;
 }
 
-int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
-			  ddtx_peer_t *out)
+int ddtx_shm_peers_find(const struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			ddtx_peer_t *out)
 {
-	uint64_t hash = ddtx_hash_u64(addr->uid);
 	uint32_t cursor;
-	int ret;
-
-	for (uint32_t i = ddtx_hindex_first(&pt->index, hash, &cursor); i != DDTX_HINDEX_END;
-	     i = ddtx_hindex_next(&pt->index, &cursor)) {
+	for (uint32_t i = ddtx_hindex_first(&pt->index, ddtx_hash_u64(addr->uid), &cursor);
+	     i != DDTX_HINDEX_END; i = ddtx_hindex_next(&pt->index, &cursor)) {
 		/* The whole blob is the identity: a forged blob that copies a real uid becomes a
 		 * peer of its own and never shadows the real one. */
 		if (!memcmp(&pt->v[i].addr, addr, sizeof(*addr))) {
@@ -76,6 +73,17 @@ int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr 
 			return 0;
 		}
 	}
+	return -FI_ENOENT;
+}
+
+int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			  ddtx_peer_t *out)
+{
+	uint64_t hash = ddtx_hash_u64(addr->uid);
+	int ret;
+
+	if (!ddtx_shm_peers_find(pt, addr, out))
+		return 0;
 	if (pt->count >= UINT32_MAX - 1)
 		return -FI_ENOSPC;
 	ret = ddtx_hindex_reserve(&pt->index, pt->count + 1, pt->count, peer_hash, pt, false);
@@ -208,4 +216,29 @@ bool ddtx_shm_peer_check(struct ddtx_shm_peer *p)
 		return false;
 	}
 	return true;
+}
+
+int ddtx_shm_peers_admit(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			 ddtx_peer_t *out)
+{
+	if (!ddtx_shm_peers_find(pt, addr, out))
+		return 0;
+	if (pt->inbound >= DDTX_SHM_MAX_INBOUND_PEERS)
+		return -FI_ENOSPC;
+	/* Verified before any state is kept: the address must name a live endpoint whose regions
+	 * carry its identity (pid, start time, uid), as when we map a peer to send to it. */
+	struct ddtx_shm_peer p;
+	memset(&p, 0, sizeof(p));
+	p.addr = *addr;
+	int ret = ddtx_shm_peer_map(&p);
+	if (ret)
+		return ret;
+	ret = ddtx_shm_peers_insert(pt, addr, out);
+	if (ret) {
+		peer_unmap(&p);
+		return ret;
+	}
+	pt->v[*out] = p;                         /* the mapping moves into the table */
+	pt->inbound++;
+	return 0;
 }

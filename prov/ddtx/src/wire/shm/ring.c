@@ -8,8 +8,10 @@
  * head + nslots after the message has been delivered.
  *
  * Producers write the ring from other processes, so the consumer trusts nothing in a slot:
- * the length is checked against the slot size and a slot claimed by a process that died
- * before publishing it is skipped after a grace period instead of blocking the ring forever.
+ * the length is checked against the slot size, a slot claimed by a process that died before
+ * publishing it is skipped after a grace period instead of blocking the ring forever, and
+ * indices that no correct producer can leave (a tail moved past unclaimed slots, a sequence out
+ * of place) are repaired, so one broken peer cannot stop the others (ring_repair).
  */
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +22,11 @@
 #define PUSH_SPIN_MAX 4096
 #define STALL_GRACE_NS (200ull * 1000 * 1000)
 #define STALL_WARN_NS (5ull * 1000 * 1000 * 1000)
+/* A producer claims a slot (tail CAS) and stamps its pid in the next instructions: an unstamped
+ * claim this old was never a claim.  Long enough to outlast any scheduling delay we measured. */
+#define REPAIR_GRACE_NS (1000ull * 1000 * 1000)
+/* A live producer that holds a claimed slot this long without publishing is broken. */
+#define GIVE_UP_NS (10ull * 1000 * 1000 * 1000)
 
 void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr, uint8_t *base,
 			uint32_t nslots, uint32_t slot_size)
@@ -103,6 +110,47 @@ static void ring_hand_back(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer 
 	c->stall_warned = false;
 }
 
+/*
+ * Indices no producer following the protocol can leave behind, found at the consumer's position
+ * after REPAIR_GRACE_NS: a peer wrote the shared tail or a slot's sequence.  Repaired in place so
+ * that every other producer keeps working; what the broken peer had in flight is lost.
+ *  - the tail behind the head, or past a slot nobody claimed (owner 0, sequence still free):
+ *    the tail goes back to the head, the first position not yet consumed;
+ *  - a sequence that is neither "free for head" nor "published at head": with nothing claimed
+ *    beyond, the slot is made free for head again; otherwise position head is skipped.
+ * Returns EMPTY with c->stall_since still set when there was nothing to repair.
+ */
+static enum ddtx_shm_pop ring_repair(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
+				     struct ddtx_shm_slot_hdr *slot, uint64_t seq, uint64_t tail,
+				     uint32_t owner)
+{
+	bool tail_behind = (int64_t)(tail - c->head) < 0;
+	if (seq != c->head && !tail_behind && tail != c->head) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu holds sequence %llu: "
+			  "skipped\n", (unsigned long long)c->head, (unsigned long long)seq);
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
+	}
+	if (seq != c->head) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu holds sequence %llu: "
+			  "freed\n", (unsigned long long)c->head, (unsigned long long)seq);
+		atomic_store_explicit(&slot->owner, 0, memory_order_relaxed);
+		atomic_store_explicit(&slot->seq, c->head, memory_order_release);
+	}
+	if (tail_behind || (tail != c->head && !owner)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring tail at %llu with position %llu unclaimed: "
+			  "reset to %llu\n", (unsigned long long)tail, (unsigned long long)c->head,
+			  (unsigned long long)c->head);
+		atomic_compare_exchange_strong_explicit(&ring->hdr->tail, &tail, c->head,
+							memory_order_relaxed, memory_order_relaxed);
+	} else if (seq == c->head) {
+		return DDTX_SHM_POP_EMPTY;       /* claimed by a producer: not a repair */
+	}
+	c->stall_since = 0;
+	c->stall_warned = false;
+	return DDTX_SHM_POP_EMPTY;
+}
+
 enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
 				     struct ddtx_shm_slot_hdr **slotp, uint32_t *lenp)
 {
@@ -123,25 +171,38 @@ enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm
 		return DDTX_SHM_POP_MSG;
 	}
 
-	/* Not published.  Claimed (tail beyond head) by a producer that may have died? */
+	/* Not published: idle, claimed by a producer still writing (or dead), or inconsistent. */
 	uint64_t tail = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
-	if ((int64_t)(tail - c->head) <= 0)
+	if (tail == c->head && seq == c->head)
 		return DDTX_SHM_POP_EMPTY;
 	uint64_t now = ddtx_shm_now_ns();
 	if (!c->stall_since) {
 		c->stall_since = now;
 		return DDTX_SHM_POP_EMPTY;
 	}
-	if (now - c->stall_since < STALL_GRACE_NS)
+	uint64_t stalled = now - c->stall_since;
+	if (stalled < STALL_GRACE_NS)
 		return DDTX_SHM_POP_EMPTY;
 	uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
+	if (stalled >= REPAIR_GRACE_NS) {
+		enum ddtx_shm_pop r = ring_repair(ring, c, slot, seq, tail, owner);
+		if (r != DDTX_SHM_POP_EMPTY || c->stall_since == 0)
+			return r;
+	}
 	if (owner && !ddtx_shm_proc_alive(owner, 0)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: skipping a ring slot claimed by dead process %u\n",
 			  owner);
 		ring_hand_back(ring, c);
 		return DDTX_SHM_POP_SKIP;
 	}
-	if (!c->stall_warned && now - c->stall_since > STALL_WARN_NS) {
+	if (stalled >= GIVE_UP_NS) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu claimed by process %u "
+			  "for %llu s and never published: skipped\n", (unsigned long long)c->head,
+			  owner, (unsigned long long)(stalled / 1000000000ull));
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
+	}
+	if (!c->stall_warned && stalled > STALL_WARN_NS) {
 		c->stall_warned = true;
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: receive ring stalled for 5 s at position %llu "
 			  "(producer pid %u)\n", (unsigned long long)c->head, owner);

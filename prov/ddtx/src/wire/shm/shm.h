@@ -199,6 +199,9 @@ void ddtx_shm_keytab_fini(struct ddtx_shm_keytab *kt);
 int ddtx_shm_keytab_insert(struct ddtx_shm_keytab *kt, const struct iovec *iov, size_t count,
 			   uint32_t space, const uint64_t *requested_key, uint64_t iova,
 			   uint64_t len, uint32_t access, uint64_t *key_out, uint32_t *slot_out);
+/* Owner side: is (space, key) live with access over [addr, addr+len)?  See ddtx_wire_key_check. */
+int ddtx_shm_keytab_check(struct ddtx_shm_keytab *kt, uint32_t space, uint64_t key,
+			  uint64_t addr, uint64_t len, uint32_t access);
 int ddtx_shm_keytab_remove(struct ddtx_shm_keytab *kt, uint32_t slot, uint32_t space,
 			   uint64_t key);
 
@@ -279,9 +282,14 @@ struct ddtx_shm_peer {
 	struct ddtx_shm_remote_keytab keys;
 };
 
+/* Peers an endpoint learns from incoming messages alone (not through its AV): a bound on the
+ * state other processes can make it keep.  A host runs far fewer endpoints than this. */
+#define DDTX_SHM_MAX_INBOUND_PEERS 16384
+
 struct ddtx_shm_peers {
 	struct ddtx_shm_peer *v;
 	uint32_t count, cap;
+	uint32_t inbound;                        /* of count, admitted by ddtx_shm_peers_admit */
 	struct ddtx_hindex index;                /* uid -> peer (the whole address compared) */
 };
 
@@ -290,6 +298,15 @@ void ddtx_shm_peers_init(struct ddtx_shm_peers *pt);
 void ddtx_shm_peers_fini(struct ddtx_shm_peers *pt);
 int ddtx_shm_peers_insert(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
 			  ddtx_peer_t *out);
+int ddtx_shm_peers_find(const struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			ddtx_peer_t *out);
+/*
+ * The peer that sent a message: found, or added once its address is verified against its live
+ * regions (mapped now).  -FI_EIO (no such endpoint), -FI_ENOSPC (DDTX_SHM_MAX_INBOUND_PEERS
+ * reached), -FI_ENOMEM; nothing is kept then.
+ */
+int ddtx_shm_peers_admit(struct ddtx_shm_peers *pt, const struct ddtx_shm_addr *addr,
+			 ddtx_peer_t *out);
 struct ddtx_shm_peer *ddtx_shm_peers_get(struct ddtx_shm_peers *pt, ddtx_peer_t peer);
 /* Map the peer's regions once; -FI_EIO (and the peer marked dead) if they are gone. */
 int ddtx_shm_peer_map(struct ddtx_shm_peer *p);
@@ -334,6 +351,7 @@ struct ddtx_shm_ep {
 	struct iovec *riov;                      /* scratch: translated remote segments */
 	size_t riov_cap;
 	bool in_progress;
+	uint64_t dropped;                        /* messages refused for their source */
 };
 
 

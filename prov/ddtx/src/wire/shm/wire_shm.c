@@ -267,6 +267,16 @@ int ddtx_shm_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *pub)
 	return 0;
 }
 
+static int shm_key_check(struct ddtx_wire_domain *wdom, enum ddtx_key_space space, uint64_t key,
+			 uint64_t addr, uint64_t len, uint32_t access)
+{
+	struct ddtx_shm_domain *dom = ddtx_shm_domain_of(wdom);
+	pthread_mutex_lock(&dom->lock);
+	int ret = ddtx_shm_keytab_check(&dom->keys, (uint32_t)space, key, addr, len, access);
+	pthread_mutex_unlock(&dom->lock);
+	return ret;
+}
+
 /* ---- endpoint ---- */
 
 static int shm_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handlers *handlers,
@@ -672,10 +682,17 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 		if (r == DDTX_SHM_POP_SKIP)
 			continue;
 		memcpy(&src, &slot->src, sizeof(src));
-		if (ddtx_shm_addr_check(&src, sizeof(src)) ||
-		    ddtx_shm_peers_insert(&ep->peers, &src, &handle)) {
-			DDTX_WARN(FI_LOG_EP_DATA, "shm: dropping a message with a bad source "
-				  "address\n");
+		uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
+		int ret = owner != src.pid ? -FI_EINVAL : ddtx_shm_addr_check(&src, sizeof(src));
+		if (!ret)
+			ret = ddtx_shm_peers_admit(&ep->peers, &src, &handle);
+		if (ret) {
+			/* Warn about the first and then every 1000th: a flood must not flood the log. */
+			if (ep->dropped++ % 1000 == 0)
+				DDTX_WARN(FI_LOG_EP_DATA, "shm: dropping a message from pid %u (slot "
+					  "stamped by %u): source address refused: %s (%llu so far)\n",
+					  src.pid, owner, fi_strerror(-ret),
+					  (unsigned long long)ep->dropped);
 		} else {
 			if (ep->handlers.on_recv)
 				ep->handlers.on_recv(ep->handler_arg, handle,
@@ -698,6 +715,7 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.addr_check = shm_addr_check,
 	.mr_reg = ddtx_shm_mr_reg,
 	.mr_dereg = ddtx_shm_mr_dereg,
+	.key_check = shm_key_check,
 	.ep_open = shm_ep_open,
 	.ep_close = shm_ep_close,
 	.ep_getname = shm_ep_getname,

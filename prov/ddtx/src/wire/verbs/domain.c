@@ -200,3 +200,9 @@ int ddtx_verbs_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *mr)
 {
 	return ddtx_vmr_dereg(ddtx_vdom_of(wdom), mr);
 }
+
+int ddtx_verbs_key_check(struct ddtx_wire_domain *wdom, enum ddtx_key_space space, uint64_t key,
+			 uint64_t addr, uint64_t len, uint32_t access)
+{
+	return ddtx_vkey_check(ddtx_vdom_of(wdom), (uint8_t)space, key, addr, len, access);
+}

@@ -428,6 +428,23 @@ int ddtx_vmr_dereg(struct ddtx_verbs_domain *dom, struct ddtx_wire_mr *pub)
 	return 0;
 }
 
+int ddtx_vkey_check(struct ddtx_verbs_domain *dom, uint8_t space, uint64_t key, uint64_t addr,
+		    uint64_t len, uint32_t access)
+{
+	if (space != DDTX_KEY_APP && space != DDTX_KEY_INTERNAL)
+		return -FI_EKEYREJECTED;
+	pthread_mutex_lock(&dom->lock);
+	const struct ddtx_verbs_mr *m = table_find(&dom->keys[space], key);
+	int ret = 0;
+	if (!m)
+		ret = -FI_EKEYREJECTED;
+	else if ((m->pub.access & access) != access || addr < m->pub.iova ||
+		 addr - m->pub.iova > m->pub.len || len > m->pub.len - (addr - m->pub.iova))
+		ret = -FI_EACCES;
+	pthread_mutex_unlock(&dom->lock);
+	return ret;
+}
+
 void ddtx_vkey_lookup(struct ddtx_verbs_domain *dom, struct ddtx_verbs_ep *ep, uint32_t peer,
 		      uint8_t space, uint64_t key, struct ddtx_vkey_rep *rep)
 {

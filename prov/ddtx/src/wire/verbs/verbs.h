@@ -38,6 +38,10 @@
 #include "wire/verbs/verbs_pure.h"
 #include "wire/wire_impl.h"
 
+/* Senders an endpoint learns from their messages alone (DC: any host may write to it).  A large
+ * job's every rank fits; a flood of forged addresses does not grow the table past it. */
+#define DDTX_VERBS_MAX_INBOUND_PEERS (1u << 20)
+
 struct ddtx_vbuf;
 struct ddtx_verbs_ep;
 
@@ -145,6 +149,9 @@ int ddtx_vreg_new(struct ddtx_verbs_domain *dom, void *addr, size_t len, uint64_
 		  int ibv_access, bool index, struct ddtx_vreg **out);
 void ddtx_vreg_put(struct ddtx_verbs_domain *dom, struct ddtx_vreg *reg);
 /* Answer a key resolution request from (ep, peer) (domain lock taken inside). */
+/* The local key (space, key) covers [addr, addr+len) with access: see ddtx_wire_key_check. */
+int ddtx_vkey_check(struct ddtx_verbs_domain *dom, uint8_t space, uint64_t key, uint64_t addr,
+		    uint64_t len, uint32_t access);
 void ddtx_vkey_lookup(struct ddtx_verbs_domain *dom, struct ddtx_verbs_ep *ep, uint32_t peer,
 		      uint8_t space, uint64_t key, struct ddtx_vkey_rep *rep);
 /* Wire keys: bit 63 clear = the rkey itself, HCA address = the peer's raddr (internal keys
@@ -415,6 +422,7 @@ struct ddtx_verbs_ep {
 	/* peers */
 	struct ddtx_vpeer **peers;       /* each allocated alone: they hold list heads */
 	uint32_t npeers, peers_cap;
+	uint32_t inbound_peers;                  /* of npeers, learned from their messages */
 	struct ddtx_hindex uid_index;    /* uid -> peer */
 	struct ddtx_list busy;           /* peers with queued items */
 	/* completions for on_complete, delivered by progress */
@@ -500,6 +508,8 @@ int ddtx_verbs_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, si
 			enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 			uint32_t access, struct ddtx_wire_mr **out);
 int ddtx_verbs_mr_dereg(struct ddtx_wire_domain *wdom, struct ddtx_wire_mr *mr);
+int ddtx_verbs_key_check(struct ddtx_wire_domain *wdom, enum ddtx_key_space space, uint64_t key,
+			 uint64_t addr, uint64_t len, uint32_t access);
 /* endpoint.c */
 int ddtx_verbs_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handlers *handlers,
 			 void *handler_arg, struct ddtx_wire_ep **out);

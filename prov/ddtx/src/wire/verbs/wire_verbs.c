@@ -21,6 +21,7 @@ const struct ddtx_wire_impl ddtx_verbs_wire_impl = {
 	.addr_check = ddtx_verbs_addr_check,
 	.mr_reg = ddtx_verbs_mr_reg,
 	.mr_dereg = ddtx_verbs_mr_dereg,
+	.key_check = ddtx_verbs_key_check,
 	.ep_open = ddtx_verbs_ep_open,
 	.ep_close = ddtx_verbs_ep_close,
 	.ep_getname = ddtx_verbs_ep_getname,

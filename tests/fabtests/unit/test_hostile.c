@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A broken or hostile peer against a live endpoint (hostile.h): every case is a message, or an
+ * index write, that a peer able to write the victim's receive ring can produce.  Each case
+ * asserts what the victim must do instead of crashing, hanging or growing: fail only the
+ * transfer the message names, with a bounded error code, keep no state for forged sources, and
+ * keep serving its other peers.
+ *
+ * usage: test_hostile CASE     (exit 0 pass, 1 fail, 77 skip: no cross-memory attach here)
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/settings.h"
+#include "hostile.h"
+#include "unit_check.h"
+#include "wire/shm/shm.h"
+
+static struct hostile H;
+static uint8_t big[256 << 10];
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress_n(int n)
+{
+	for (int i = 0; i < n; i++) {
+		hostile_victim_progress(&H);
+		hostile_peer_progress(&H.attacker);
+		hostile_peer_progress(&H.friend);
+	}
+}
+
+static void hdr(struct ddtx_hdr_base *b, unsigned type, uint16_t flags)
+{
+	b->type = (uint8_t)type;
+	b->version = DDTX_PROTO_VERSION;
+	b->flags = flags;
+	b->reserved = 0;
+}
+
+/* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
+static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
+{
+	struct iovec iov = {big, len};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "send: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	const struct ddtx_hdr_rts *rts = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL);
+	CHECK(rts, "the attacker got no RTS");
+	struct ddtx_hdr_rts copy = {0};
+	if (rts)
+		copy = *rts;
+	return copy;
+}
+
+/* A CTS with one descriptor (or none when ndesc is 0). */
+static void send_cts(uint32_t tx_id, uint64_t accepted, uint64_t offset, uint32_t scheme,
+		     uint16_t flags, uint64_t chunk, uint64_t wset_id, uint32_t ndesc,
+		     uint64_t key, uint64_t len)
+{
+	struct {
+		struct ddtx_hdr_cts h;
+		struct ddtx_desc d;
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_CTS, flags);
+	m.h.tx_id = tx_id;
+	m.h.rx_id = 1;
+	m.h.accepted = accepted;
+	m.h.offset = offset;
+	m.h.scheme = scheme;
+	m.h.ndesc = ndesc;
+	m.h.chunk = chunk;
+	m.h.wset_id = wset_id;
+	m.d.key = key;
+	m.d.len = len;
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h) + ndesc * sizeof(m.d)) == 0,
+	      "attacker send");
+}
+
+/*
+ * The first crash of the issue: a CTS whose write is refused (its completion queued in the wire)
+ * and, in the same progress call, a CTS for the same send outside the accepted range.  The
+ * second failed the send and freed the batch the queued completion still named.
+ */
+static void t_two_cts(void)
+{
+	int ctx, err = 0;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, sizeof(big));
+	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_SGL, 0, 0, 0, 1, 0xdead0001, 4096);
+	send_cts(rts.tx_id, rts.total_len, rts.total_len + 100, FI_DDTX_SCHEME_SGL, 0, 0, 0, 1,
+		 0xdead0002, 4096);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, &err) == 1, "%zu completions", hostile_count(&H, &ctx, NULL));
+	CHECK(err != 0, "the send did not fail");
+	printf("  send failed with %d (%s); victim alive\n", err, fi_strerror(err));
+}
+
+/*
+ * The second crash: a UMR CTS (chunk 1) naming a window set the sender has no keys of (it asks
+ * for the list), then a UMR CTS for another window set with chunk 0: the chunk was checked only
+ * on the first CTS and divided by.
+ */
+static void t_umr_chunk_zero(void)
+{
+	int ctx, err = 0;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, sizeof(big));
+	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_UMR, DDTX_HDR_CACHED | DDTX_HDR_LAST,
+		 1, 7, 0, 0, 0);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_LIST_REQ, NULL),
+	      "the first CTS did not make the victim ask for the key list");
+	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_UMR, DDTX_HDR_LAST, 0, 8, 1, 1, 1);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, &err) == 1, "%zu completions", hostile_count(&H, &ctx, NULL));
+	CHECK(err == FI_EIO, "error %d, expected FI_EIO", err);
+}
+
+/* A peer's status (ACK) reaches the application only as a code ddtx itself sends. */
+static void t_ack_status(void)
+{
+	static const struct {
+		int32_t status;
+		int want;
+	} cases[] = {
+		{INT32_MIN, FI_EIO}, {2115650392, FI_EIO}, {-FI_ETRUNC, FI_ETRUNC},
+		{-12345, FI_EIO}, {-FI_EACCES, FI_EACCES}, {1, FI_EIO},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ctx, err = 0;
+		struct iovec iov = {big, 100};
+		H.ndone = 0;
+		pthread_mutex_lock(&H.lock);
+		ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
+					      FI_DELIVERY_COMPLETE, false);
+		pthread_mutex_unlock(&H.lock);
+		CHECK(ret == 0, "send: %zd", ret);
+		hostile_peer_forget(&H.attacker);
+		progress_n(2);
+		const struct ddtx_hdr_eager *e = hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL);
+		CHECK(e && (e->base.flags & DDTX_HDR_ACK_REQ), "no EAGER asking for an ACK");
+		if (!e)
+			return;
+		struct ddtx_hdr_ack ack;
+		hdr(&ack.base, DDTX_MSG_ACK, 0);
+		ack.tx_id = e->tx_id;
+		ack.status = cases[i].status;
+		CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack)) == 0, "attacker send");
+		progress_n(2);
+		CHECK(hostile_count(&H, &ctx, &err) == 1 && err == cases[i].want,
+		      "status %d: error %d, expected %d", cases[i].status, err, cases[i].want);
+	}
+}
+
+/* The same for DONE at a receiver (zero copy forced, so the victim answers with descriptors). */
+static void t_done_status(void)
+{
+	int ctx, err = 0;
+	struct iovec iov = {big, sizeof(big)};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	struct ddtx_hdr_rts rts;
+	memset(&rts, 0, sizeof(rts));
+	hdr(&rts.base, DDTX_MSG_RTS, 0);
+	rts.tx_id = 5;
+	rts.total_len = sizeof(big);
+	rts.scheme = FI_DDTX_SCHEME_SGL;
+	rts.nblocks = 1;
+	rts.min_block = rts.avg_block = sizeof(big);
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+	progress_n(3);
+	const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && cts->scheme == FI_DDTX_SCHEME_SGL && cts->ndesc, "no SGL CTS (scheme %u)",
+	      cts ? cts->scheme : 0);
+	if (!cts)
+		return;
+	struct ddtx_hdr_done done;
+	hdr(&done.base, DDTX_MSG_DONE, 0);
+	done.rx_id = cts->rx_id;
+	done.status = INT32_MIN;
+	done.offset = cts->offset;
+	CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
+	progress_n(2);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "receive error %d", err);
+}
+
+/* An RTS whose layout summary describes no layout is dropped; the receive stays posted. */
+static void t_rts_summary(void)
+{
+	static const uint64_t bad[][4] = {
+		/* total, nblocks, min, avg */
+		{4096 * 8, 0, 64, 64},   {4096 * 8, 1u << 30, 1, 1}, {4096 * 8, 4, 0, 64},
+		{4096 * 8, 4, 1 << 20, 1 << 20}, {4096 * 8, 4, 64, 32}, {4096 * 8, 4, 64, 1 << 30},
+	};
+	int ctx, err = 0;
+	struct iovec iov = {big, 4096 * 8};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ddtx_hdr_rts rts;
+		memset(&rts, 0, sizeof(rts));
+		hdr(&rts.base, DDTX_MSG_RTS, 0);
+		rts.tx_id = 9;
+		rts.scheme = FI_DDTX_SCHEME_PACK;
+		rts.total_len = bad[i][0];
+		rts.nblocks = bad[i][1];
+		rts.min_block = bad[i][2];
+		rts.avg_block = bad[i][3];
+		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+	}
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a malformed RTS matched the receive");
+	/* The receive is still there for a well-formed message. */
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[16];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, 0);
+	m.h.len = sizeof(m.payload);
+	memset(m.payload, 0x5a, sizeof(m.payload));
+	CHECK(hostile_send(&H, &H.friend, &m, sizeof(m)) == 0, "friend send");
+	progress_n(2);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0 && big[15] == 0x5a,
+	      "the friend's message did not arrive (err %d)", err);
+}
+
+static struct ddtx_shm_peer *victim_ring_of(struct hostile_peer *p)
+{
+	/* Any send maps the victim's regions; this one is dropped (unknown type). */
+	struct ddtx_hdr_base junk;
+	hdr(&junk, 200, 0);
+	CHECK(hostile_send(&H, p, &junk, sizeof(junk)) == 0, "send");
+	progress_n(1);
+	struct ddtx_shm_ep *e = ddtx_shm_ep_of(p->we);
+	struct ddtx_shm_peer *vp = ddtx_shm_peers_get(&e->peers, p->victim);
+	CHECK(vp && vp->mapped, "victim not mapped");
+	return vp;
+}
+
+static uint32_t victim_peer_count(void)
+{
+	return ddtx_shm_ep_of(H.pep->wire)->peers.count;
+}
+
+/* 20,000 messages with forged source addresses: no per-source state, no growth. */
+static void t_forged_sources(void)
+{
+	struct ddtx_shm_peer *vp = victim_ring_of(&H.attacker);
+	struct ddtx_shm_ep *ae = ddtx_shm_ep_of(H.attacker.we);
+	uint32_t peers0 = victim_peer_count();
+	long rss0 = hostile_rss_kib();
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[1024];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, DDTX_HDR_TAGGED);
+	m.h.len = sizeof(m.payload);
+	for (uint32_t i = 0; i < 20000; i++) {
+		struct ddtx_shm_addr forged = ae->addr;
+		forged.uid = 0x1000000ull + i;
+		forged.rand[0] = (uint8_t)i;
+		forged.rand[1] = (uint8_t)(i >> 8);
+		m.h.tag = i;
+		while (ddtx_shm_ring_push(&vp->ring, &forged, &m, sizeof(m), NULL, 0, sizeof(m)) ==
+		       -FI_EAGAIN)
+			hostile_victim_progress(&H);
+	}
+	progress_n(4);
+	long rss1 = hostile_rss_kib();
+	uint32_t peers1 = victim_peer_count();
+	printf("  victim peers %u -> %u, RSS %ld -> %ld KiB\n", peers0, peers1, rss0, rss1);
+	CHECK(peers1 == peers0, "the victim keeps state for forged sources");
+	CHECK(ddtx_list_empty(&H.pep->unexp_tag), "forged messages were queued as unexpected");
+	CHECK(rss1 - rss0 < 4096, "RSS grew by %ld KiB", rss1 - rss0);
+}
+
+/* Remote CQ data only for a write into a remote-write key of the victim's domain. */
+static void t_forged_rma_data(void)
+{
+	struct ddtx_hdr_rma_data r;
+	memset(&r, 0, sizeof(r));
+	hdr(&r.base, DDTX_MSG_RMA_DATA, DDTX_HDR_CQ_DATA);
+	r.len = r.seg_len = 4096;
+	r.key = 0x1234;
+	r.addr = (uintptr_t)big;
+	for (int i = 0; i < 20000; i++) {
+		r.data = (uint64_t)i;
+		CHECK(hostile_send(&H, &H.attacker, &r, sizeof(r)) == 0, "attacker send");
+	}
+	progress_n(4);
+	CHECK(H.ndone == 0, "%zu completions from forged RMA_DATA", H.ndone);
+
+	struct ddtx_proto_mr *wmr, *rmr;
+	uint64_t wkey, rkey;
+	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
+	pthread_mutex_lock(&H.lock);
+	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE, NULL, (uintptr_t)big, &wmr,
+				    &wkey);
+	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)(big + 8192),
+				     &rmr, &rkey);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
+	r.key = wkey;
+	r.data = 42;
+	CHECK(hostile_send(&H, &H.attacker, &r, sizeof(r)) == 0, "attacker send");
+	r.addr = (uintptr_t)big + 100;                   /* runs past the key */
+	CHECK(hostile_send(&H, &H.attacker, &r, sizeof(r)) == 0, "attacker send");
+	r.key = rkey;                                    /* no remote write */
+	r.addr = (uintptr_t)(big + 8192);
+	CHECK(hostile_send(&H, &H.attacker, &r, sizeof(r)) == 0, "attacker send");
+	progress_n(4);
+	CHECK(H.ndone == 1 && H.done[0].c.data == 42 && (H.done[0].c.flags & FI_REMOTE_CQ_DATA),
+	      "%zu completions (expected the one write into the remote-write key)", H.ndone);
+	pthread_mutex_lock(&H.lock);
+	ddtx_proto_mr_dereg(H.pd, wmr);
+	ddtx_proto_mr_dereg(H.pd, rmr);
+	pthread_mutex_unlock(&H.lock);
+}
+
+/* The friend's ten messages (tags FRIEND_TAG + i) arrive, in order and intact, within 15 s. */
+#define FRIEND_TAG 0xf00d0000ull
+static void friend_delivers(const char *what)
+{
+	enum { N = 10 };
+	int ctx[N];
+	uint8_t *dst = big;
+	H.ndone = 0;
+	for (int i = 0; i < N; i++) {
+		struct iovec iov = {dst + 64 * i, 64};
+		pthread_mutex_lock(&H.lock);
+		ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, FRIEND_TAG + i,
+					      0, &ctx[i], 0, true);
+		pthread_mutex_unlock(&H.lock);
+		CHECK(ret == 0, "recv %zd", ret);
+	}
+	double t0 = now_s();
+	int sent = 0;
+	while (now_s() - t0 < 15 && hostile_count(&H, &ctx[N - 1], NULL) == 0) {
+		if (sent < N) {
+			struct {
+				struct ddtx_hdr_eager h;
+				uint8_t payload[64];
+			} m;
+			memset(&m, 0, sizeof(m));
+			hdr(&m.h.base, DDTX_MSG_EAGER, DDTX_HDR_TAGGED);
+			m.h.tag = FRIEND_TAG + (uint64_t)sent;
+			m.h.len = sizeof(m.payload);
+			memset(m.payload, 0xa0 + sent, sizeof(m.payload));
+			int ret = ddtx_wire_send(H.friend.we, H.friend.victim, &m, sizeof(m), NULL, 0);
+			CHECK(ret == 0 || ret == -FI_EAGAIN, "friend send: %d", ret);
+			if (!ret)
+				sent++;
+		}
+		hostile_victim_progress(&H);
+		usleep(1000);
+	}
+	double dt = now_s() - t0;
+	for (int i = 0; i < N; i++) {
+		int err = -1;
+		CHECK(hostile_count(&H, &ctx[i], &err) == 1 && err == 0,
+		      "%s: message %d not delivered after %.1f s", what, i, dt);
+		CHECK(dst[64 * i] == 0xa0 + i && dst[64 * i + 63] == 0xa0 + i,
+		      "%s: message %d holds %#x", what, i, dst[64 * i]);
+	}
+	printf("  %s: the friend's %d messages arrived in %.2f s\n", what, N, dt);
+}
+
+/* A peer moves the victim's ring tail by 1000: the others keep working. */
+static void t_ring_tail(void)
+{
+	struct ddtx_shm_peer *vp = victim_ring_of(&H.attacker);
+	atomic_fetch_add(&vp->ep_hdr->tail, 1000);
+	friend_delivers("tail + 1000");
+	atomic_fetch_sub(&vp->ep_hdr->tail, 5000);
+	friend_delivers("tail - 5000");
+}
+
+/* A peer writes a wrong sequence into the slot producers claim next. */
+static void t_ring_seq(void)
+{
+	struct ddtx_shm_peer *vp = victim_ring_of(&H.attacker);
+	uint64_t tail = atomic_load(&vp->ep_hdr->tail);
+	atomic_store(&ddtx_shm_ring_slot(&vp->ring, tail)->seq, 0xdeadbeefull);
+	friend_delivers("sequence overwritten");
+}
+
+/* Random headers of every type, some naming live operations: no crash, the victim still works. */
+static void t_random(void)
+{
+	int sctx, rctx;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&sctx, sizeof(big) / 2);
+	struct iovec iov = {big + sizeof(big) / 2, sizeof(big) / 4};
+	pthread_mutex_lock(&H.lock);
+	ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &rctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	uint64_t x = 0x243f6a8885a308d3ull;
+	uint8_t msg[512];
+	for (int i = 0; i < 50000; i++) {
+		for (size_t j = 0; j < sizeof(msg); j += 8) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			memcpy(msg + j, &x, 8);
+		}
+		struct ddtx_hdr_base *b = (void *)msg;
+		b->type = (uint8_t)(1 + x % 8);
+		b->version = DDTX_PROTO_VERSION;
+		/* Half name the live send or small ids, with small lengths and offsets. */
+		if (x & 1) {
+			uint32_t *ids = (uint32_t *)(msg + 8);
+			ids[0] = (x & 2) ? rts.tx_id : (uint32_t)(x >> 32) % 4;
+			ids[1] = (uint32_t)(x >> 40) % 4;
+			for (size_t j = 16; j + 8 <= 64; j += 8)
+				msg[j + 2] = msg[j + 3] = msg[j + 4] = msg[j + 5] = msg[j + 6] =
+					msg[j + 7] = 0;
+		}
+		size_t len = 8 + (x >> 20) % (sizeof(msg) - 8);
+		CHECK(hostile_send(&H, &H.attacker, msg, len) == 0, "attacker send");
+		if (i % 64 == 0)
+			progress_n(1);
+	}
+	progress_n(4);
+	friend_delivers("after 50,000 random messages");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+		int scheme;
+	} cases[] = {
+		{"two_cts", t_two_cts, DDTX_SCHEME_SETTING_AUTO},
+		{"umr_chunk_zero", t_umr_chunk_zero, DDTX_SCHEME_SETTING_AUTO},
+		{"ack_status", t_ack_status, DDTX_SCHEME_SETTING_AUTO},
+		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
+		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
+		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
+		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},
+		{"ring_tail", t_ring_tail, DDTX_SCHEME_SETTING_AUTO},
+		{"ring_seq", t_ring_seq, DDTX_SCHEME_SETTING_AUTO},
+		{"random", t_random, DDTX_SCHEME_SETTING_AUTO},
+	};
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s CASE\n", argv[0]);
+		return 2;
+	}
+	alarm(120);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strcmp(argv[1], cases[i].name))
+			continue;
+		ddtx_settings.scheme = (enum ddtx_scheme_setting)cases[i].scheme;
+		int ret = hostile_open(&H);
+		if (ret == -FI_ENOSYS || ret == -FI_EPERM) {
+			printf("skip: %s\n", fi_strerror(-ret));
+			return 77;
+		}
+		CHECK(ret == 0, "hostile_open: %d (%s)", ret, fi_strerror(-ret));
+		if (ret)
+			return 1;
+		printf("%s\n", cases[i].name);
+		cases[i].fn();
+		hostile_close(&H);
+		printf("%s: %s\n", cases[i].name, failures ? "FAIL" : "ok");
+		return failures ? 1 : 0;
+	}
+	fprintf(stderr, "unknown case %s\n", argv[1]);
+	return 2;
+}

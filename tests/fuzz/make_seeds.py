@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Writes the seed corpus of fuzz_proto.c into tests/fuzz/corpus/ (run once; the files are kept
+in the repository with every crash input found since).  Record: selector, length (2 bytes LE),
+message; see fuzz_proto.c for the selector's bits.  Headers follow prov/ddtx/src/proto/hdr.h."""
+import os
+import struct
+
+V = 2  # DDTX_PROTO_VERSION
+PACK, SGL, UMR = 1, 2, 3
+TAGGED, CQ_DATA, LAST, ACK_REQ, CACHED, WARM = 1, 2, 4, 8, 16, 32
+
+
+def base(t, flags=0):
+    return struct.pack("<BBHI", t, V, flags, 0)
+
+
+def rec(sel, msg):
+    return bytes([sel]) + struct.pack("<H", len(msg)) + msg
+
+
+def live(t, which=1):   # selector: header kept valid, id of the which-th live operation
+    return ((t - 1) % 8) | (which << 4)
+
+
+def cts(acc, off, scheme, flags=0, chunk=0, wset=0, descs=()):
+    m = base(3, flags) + struct.pack("<IIQQIIQQ", 0, 1, acc, off, scheme, len(descs), chunk, wset)
+    return m + b"".join(struct.pack("<QQ", k, n) for k, n in descs)
+
+
+def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0):
+    return base(2, flags) + struct.pack("<QQQIIQQQ", 0, 0, total, tx_id, scheme, nblocks, minb, avgb)
+
+
+def eager(payload, tag=0, flags=0, tx_id=0):
+    return base(1, flags) + struct.pack("<QQQII", tag, 0, len(payload), tx_id, 0) + payload
+
+
+seeds = {
+    "cts_pack": rec(live(3), cts(65536, 0, PACK, LAST)),
+    "cts_zero": rec(live(3), cts(0, 0, PACK, LAST)),
+    "cts_sgl_batches": rec(live(3), cts(65536, 0, SGL, 0, descs=[(0x77, 4096), (0x78, 4096)]))
+    + rec(live(3), cts(65536, 8192, SGL, LAST, descs=[(0x79, 57344)])),
+    "cts_umr_list": rec(live(3), cts(65536, 0, UMR, LAST, 1024, 7, [(0x80 + i, 1024) for i in range(64)])),
+    "cts_umr_cached": rec(live(3), cts(65536, 0, UMR, LAST | CACHED, 1024, 7)),
+    # the two crashes of the hardening issue
+    "crash_two_cts": rec(live(3), cts(65536, 0, SGL, 0, descs=[(0xdead0001, 4096)]))
+    + rec(live(3), cts(65536, 65636, SGL, 0, descs=[(0xdead0002, 4096)])),
+    "crash_umr_chunk_zero": rec(live(3), cts(65536, 0, UMR, LAST | CACHED, 1, 7))
+    + rec(live(3), cts(65536, 0, UMR, LAST, 0, 8, [(1, 1)])),
+    "ack": rec(live(7), base(7) + struct.pack("<Ii", 0, 0)),
+    "ack_int_min": rec(live(7), base(7) + struct.pack("<Ii", 0, -2**31)),
+    "rts_data": rec(1, rts(65536, PACK, 1, 65536, 65536))
+    + rec(live(4), base(4) + struct.pack("<IIQQ", 0, 0, 0, 16) + b"d" * 16),
+    "rts_done": rec(1, rts(65536, SGL, 16, 4096, 4096, flags=WARM))
+    + rec(live(5), base(5) + struct.pack("<IiQ", 0, -5, 0)),
+    "list_req": rec(live(8), base(8) + struct.pack("<II", 0, 0)),
+    "rma_data": rec(live(6), base(6, CQ_DATA) + struct.pack("<QQQQQ", 42, 4096, 0, 0, 4096)),
+    "eager": rec(0, eager(b"hello", 0)) + rec(0, eager(b"tagged", 7, TAGGED, 3)),
+    "eager_ack_req": rec(0, eager(b"x" * 100, 0, ACK_REQ, 9)),
+    "raw": rec(0x40, bytes(range(64))),
+}
+
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+os.makedirs(out, exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join(out, "seed-" + name), "wb") as f:
+        f.write(data)
+print("%d seeds in %s" % (len(seeds), out))
