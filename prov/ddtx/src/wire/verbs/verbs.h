@@ -503,6 +503,7 @@ int ddtx_verbs_domain_open(const struct ddtx_wire_params *params,
 			     struct ddtx_wire_domain **out);
 void ddtx_verbs_domain_close(struct ddtx_wire_domain *wdom);
 const struct ddtx_wire_caps *ddtx_verbs_domain_caps(struct ddtx_wire_domain *wdom);
+int ddtx_verbs_addr_check(struct ddtx_wire_domain *wdom, const void *addr, size_t len);
 int ddtx_verbs_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 			enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 			uint32_t access, struct ddtx_wire_mr **out);
