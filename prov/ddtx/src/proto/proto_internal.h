@@ -288,6 +288,11 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 /* Release a posted receive without data (cancel); returns true if found. */
 bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
+/* peer_check.c: NULL if consistent with the state it names, else the offending field */
+const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts);
+const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len);
+const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
+
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */

@@ -324,34 +324,11 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 	start_rndv(pep, rx, src, rts);
 }
 
-/*
- * The sender's layout summary feeds the scheme choice, the UMR window length and the cost model,
- * so it must describe a possible layout of total_len bytes: 1 <= nblocks, 1 <= min_block <=
- * avg_block, nblocks x min_block <= total_len.  The proposed scheme is one a sender proposes.
- */
-static const char *rts_invalid(const struct ddtx_hdr_rts *rts)
-{
-	if (!rts->tx_id)
-		return "tx_id";
-	if (!rts->total_len)
-		return "total_len";
-	if (rts->scheme != FI_DDTX_SCHEME_PACK && rts->scheme != FI_DDTX_SCHEME_SGL &&
-	    rts->scheme != FI_DDTX_SCHEME_UMR)
-		return "scheme";
-	if (!rts->nblocks || rts->nblocks > rts->total_len)
-		return "nblocks";
-	if (!rts->min_block || rts->min_block > rts->total_len / rts->nblocks)
-		return "min_block";
-	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
-		return "avg_block";
-	return NULL;
-}
-
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_rts *rts = buf;
 	bool tagged = rts->base.flags & DDTX_HDR_TAGGED;
-	const char *bad = rts_invalid(rts);
+	const char *bad = ddtx_check_rts(rts);
 	if (bad) {
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping an RTS from peer %u: bad %s\n", src, bad);
 		return;

@@ -364,57 +364,6 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 		ddtx_tx_fail(pep, tx, FI_EIO);
 }
 
-/*
- * Is this CTS consistent with the transfer it names?  Every field is checked against tx, on every
- * CTS: the first one fixes scheme, accepted length and (UMR) window length, later ones must
- * repeat them and describe the next bytes in order.  A NULL return is a valid CTS; otherwise the
- * name of the offending field.
- */
-static const char *cts_invalid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts,
-			       size_t len)
-{
-	if (len < sizeof(*cts) || cts->ndesc > (len - sizeof(*cts)) / sizeof(struct ddtx_desc))
-		return "ndesc";
-	if (tx->state == DDTX_TX_WAIT_CTS) {
-		if (cts->accepted > tx->total)
-			return "accepted";
-		if (cts->scheme <= FI_DDTX_SCHEME_EAGER || cts->scheme >= FI_DDTX_SCHEME_RMA)
-			return "scheme";
-		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
-			return "chunk";
-		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset)
-			return "offset";
-		return NULL;
-	}
-	if (tx->state != DDTX_TX_ZCOPY)
-		return "state";
-	if (cts->scheme != (uint32_t)tx->scheme)
-		return "scheme";
-	if (cts->accepted != tx->accepted)
-		return "accepted";
-	/* Later CTS: a batch, the UMR list asked for, or the receiver giving up (empty, LAST). */
-	if (!cts->ndesc && !cts->wset_id && !(cts->base.flags & DDTX_HDR_LAST))
-		return "ndesc";
-	if (tx->scheme == FI_DDTX_SCHEME_UMR && cts->wset_id && cts->chunk != tx->chunk)
-		return "chunk";
-	return NULL;
-}
-
-/* A batch's descriptors: each at least one byte, together the next bytes not yet described. */
-static const char *batch_invalid(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts)
-{
-	const struct ddtx_desc *desc = (const void *)(cts + 1);
-	if (cts->offset != tx->described)
-		return "offset";
-	uint64_t room = tx->accepted - tx->described;
-	for (uint32_t i = 0; i < cts->ndesc; i++) {
-		if (!desc[i].len || desc[i].len > room)
-			return "desc.len";
-		room -= desc[i].len;
-	}
-	return NULL;
-}
-
 static void cts_refused(struct ddtx_proto_ep *pep, ddtx_peer_t src, struct ddtx_tx *tx,
 			const char *field)
 {
@@ -493,7 +442,7 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			  "to that peer\n", src, cts->tx_id);
 		return;
 	}
-	const char *bad = cts_invalid(tx, cts, len);
+	const char *bad = ddtx_check_cts(tx, cts, len);
 	if (bad) {
 		cts_refused(pep, src, tx, bad);
 		return;
@@ -526,7 +475,7 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			ddtx_tx_fail(pep, tx, FI_EIO);
 		return;
 	}
-	if (tx->umr_started || (bad = batch_invalid(tx, cts))) {
+	if (tx->umr_started || (bad = ddtx_check_cts_batch(tx, cts))) {
 		cts_refused(pep, src, tx, bad ? bad : "wset_id");
 		return;
 	}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What a peer sends, checked against the state it names before anything acts on it: the
+ * rendezvous messages whose fields steer memory writes, divisions and the cost model.  Each check
+ * returns NULL for a consistent message, else the name of the first offending field (for the
+ * warning that names the peer and the field).  The header checks (type, version, length) are in
+ * proto_ep.c's dispatch, the id lookups in each handler, status codes in hdr.h.
+ */
+#include "proto/proto_internal.h"
+
+/*
+ * The sender's layout summary feeds the scheme choice, the UMR window length and the cost model,
+ * so it must describe a possible layout of total_len bytes: 1 <= nblocks, 1 <= min_block <=
+ * avg_block, nblocks x min_block <= total_len.  The proposed scheme is one a sender proposes.
+ */
+const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts)
+{
+	if (!rts->tx_id)
+		return "tx_id";
+	if (!rts->total_len)
+		return "total_len";
+	if (rts->scheme != FI_DDTX_SCHEME_PACK && rts->scheme != FI_DDTX_SCHEME_SGL &&
+	    rts->scheme != FI_DDTX_SCHEME_UMR)
+		return "scheme";
+	if (!rts->nblocks || rts->nblocks > rts->total_len)
+		return "nblocks";
+	if (!rts->min_block || rts->min_block > rts->total_len / rts->nblocks)
+		return "min_block";
+	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
+		return "avg_block";
+	return NULL;
+}
+
+/*
+ * Is this CTS consistent with the transfer it names?  Every field is checked against tx, on every
+ * CTS: the first one fixes scheme, accepted length and (UMR) window length, later ones must
+ * repeat them and describe the next bytes in order.  A NULL return is a valid CTS; otherwise the
+ * name of the offending field.
+ */
+const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len)
+{
+	if (len < sizeof(*cts) || cts->ndesc > (len - sizeof(*cts)) / sizeof(struct ddtx_desc))
+		return "ndesc";
+	if (tx->state == DDTX_TX_WAIT_CTS) {
+		if (cts->accepted > tx->total)
+			return "accepted";
+		if (cts->scheme <= FI_DDTX_SCHEME_EAGER || cts->scheme >= FI_DDTX_SCHEME_RMA)
+			return "scheme";
+		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
+			return "chunk";
+		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset)
+			return "offset";
+		return NULL;
+	}
+	if (tx->state != DDTX_TX_ZCOPY)
+		return "state";
+	if (cts->scheme != (uint32_t)tx->scheme)
+		return "scheme";
+	if (cts->accepted != tx->accepted)
+		return "accepted";
+	/* Later CTS: a batch, the UMR list asked for, or the receiver giving up (empty, LAST). */
+	if (!cts->ndesc && !cts->wset_id && !(cts->base.flags & DDTX_HDR_LAST))
+		return "ndesc";
+	if (tx->scheme == FI_DDTX_SCHEME_UMR && cts->wset_id && cts->chunk != tx->chunk)
+		return "chunk";
+	return NULL;
+}
+
+/* A batch's descriptors: each at least one byte, together the next bytes not yet described. */
+const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts)
+{
+	const struct ddtx_desc *desc = (const void *)(cts + 1);
+	if (cts->offset != tx->described)
+		return "offset";
+	uint64_t room = tx->accepted - tx->described;
+	for (uint32_t i = 0; i < cts->ndesc; i++) {
+		if (!desc[i].len || desc[i].len > room)
+			return "desc.len";
+		room -= desc[i].len;
+	}
+	return NULL;
+}
