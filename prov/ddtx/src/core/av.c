@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/name.h"
+#include "common/settings.h"
 #include "core/av.h"
 #include "core/eq.h"
 #include "core/nosys.h"
@@ -89,6 +91,31 @@ static int av_insert_one(struct ddtx_av *av, const uint8_t *blob, fi_addr_t *out
 	return 0;
 }
 
+/*
+ * A service name (common/name.h, what fi_getinfo returns as dest_addr) becomes the concrete
+ * address of the endpoint bound to it, waiting up to FI_DDTX_RESOLVE_MS for one; any other
+ * blob is kept as it is.
+ */
+static int av_resolve(struct ddtx_av *av, const uint8_t **blob, uint8_t *buf, size_t buflen)
+{
+	size_t len = buflen;
+	int ret;
+
+	if (av->addrlen != DDTX_NAME_LEN || !ddtx_name_is(*blob, DDTX_NAME_LEN))
+		return 0;
+	ret = ddtx_proto_name_resolve(av->domain->proto, (const struct ddtx_name_addr *)*blob,
+				      ddtx_settings.resolve_ms, buf, &len);
+	if (!ret && len != av->addrlen)
+		ret = -FI_EINVAL;
+	if (ret) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: service %s does not resolve: %s\n",
+			  ((const struct ddtx_name_addr *)*blob)->service, fi_strerror(-ret));
+		return ret;
+	}
+	*blob = buf;
+	return 0;
+}
+
 static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
 		     uint64_t flags, void *context)
 {
@@ -107,8 +134,12 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	ddtx_domain_lock(av->domain);
 	for (; done < count; done++) {
 		fi_addr_t fa;
+		const uint8_t *blob = (const uint8_t *)addr + done * av->addrlen;
+		uint8_t buf[sizeof(av->entries[0].addr)];
 
-		if (av_insert_one(av, (const uint8_t *)addr + done * av->addrlen, &fa))
+		if (av_resolve(av, &blob, buf, sizeof(buf)))
+			break;
+		if (av_insert_one(av, blob, &fa))
 			break;
 		if (fi_addr)
 			fi_addr[done] = fa;
@@ -117,15 +148,27 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	for (size_t i = done; fi_addr && i < count; i++)
 		fi_addr[i] = FI_ADDR_NOTAVAIL;
 	if (done < count)
-		DDTX_WARN(FI_LOG_AV, "fi_av_insert: out of memory after %zu of %zu\n", done,
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: stopped after %zu of %zu\n", done,
 			  count);
 	return (int)done;
 }
 
-static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+/* node + service: the endpoint bound to service on node (this host only, for now). */
+static int av_insertsvc(struct fid_av *fid, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	return -FI_ENOSYS; /* ddtx addresses are opaque blobs, not host names */
+	struct ddtx_name_addr name;
+
+	if (!service || ddtx_name_build(&name, service) || !name.service[0]) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: invalid service\n");
+		return -FI_EINVAL;
+	}
+	if (!ddtx_node_is_local(node)) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: %s is not this host (the shm wire reaches "
+			  "only this host)\n", node);
+		return -FI_EADDRNOTAVAIL;
+	}
+	return av_insert(fid, &name, 1, fi_addr, flags, context);
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
@@ -190,6 +233,10 @@ static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, s
 
 	if (!addr || !buf || !len)
 		return NULL;
+	if (av->addrlen == DDTX_NAME_LEN && ddtx_name_is(addr, DDTX_NAME_LEN)) {
+		ddtx_name_str(addr, buf, *len, len);
+		return buf;
+	}
 	n = *len < need ? (*len ? (*len - 1) / 2 : 0) : av->addrlen;
 	for (size_t i = 0; i < n; i++) {
 		buf[2 * i] = hex[p[i] >> 4];

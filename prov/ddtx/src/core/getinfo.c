@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/name.h"
 #include "core/core.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
@@ -349,10 +350,60 @@ static void apply_hints(uint32_t version, const struct fi_info *h, struct fi_inf
 	resolve_mr_mode(version, hd->mr_mode, &info->domain_attr->mr_mode);
 }
 
+static int set_addr(void **dst, size_t *dstlen, const void *addr, size_t len)
+{
+	void *p = malloc(len);
+
+	if (!p)
+		return -FI_ENOMEM;
+	memcpy(p, addr, len);
+	free(*dst);
+	*dst = p;
+	*dstlen = len;
+	return 0;
+}
+
+/*
+ * Addresses (common/name.h): fi_info carries service names, resolved when inserted into an AV.
+ * FI_SOURCE or no node: src_addr names service (the endpoint opened from the info binds it;
+ * none: it binds nothing).  A node without FI_SOURCE: dest_addr names the endpoint bound to
+ * service on node, and src_addr is the hints' or a name binding nothing.  node must be this host
+ * (the shm wire reaches no other).
+ */
+static int fill_addrs(const char *node, const char *service, uint64_t flags,
+		      const struct fi_info *hints, struct fi_info *info)
+{
+	struct ddtx_name_addr name;
+	bool source = (flags & FI_SOURCE) || !node;
+	int ret = 0;
+
+	if (node && !ddtx_node_is_local(node))
+		REFUSE("node %s is not this host (ddtx's shm wire reaches only this host)\n", node);
+	if (ddtx_name_build(&name, service))
+		REFUSE("service \"%s\" is not a ddtx service name (at most %d of [A-Za-z0-9._-])\n",
+		       service, DDTX_NAME_SERVICE_MAX - 1);
+	if (hints && hints->src_addr && hints->src_addrlen)
+		ret = set_addr(&info->src_addr, &info->src_addrlen, hints->src_addr,
+			       hints->src_addrlen);
+	if (!ret && hints && hints->dest_addr && hints->dest_addrlen)
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, hints->dest_addr,
+			       hints->dest_addrlen);
+	if (!ret && !source)
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &name, sizeof(name));
+	if (!ret && source && (node || service || !info->src_addr))
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+	if (!ret && !info->src_addr) {
+		ddtx_name_build(&name, NULL);
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+	}
+	return ret;
+}
+
 int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info *out;
+	int ret;
 
 	if (!info) {
 		DDTX_WARN(FI_LOG_CORE, "fi_getinfo: NULL info pointer\n");
@@ -362,9 +413,11 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 	if (FI_VERSION_LT(DDTX_FI_VERSION, version))
 		REFUSE("API version %u.%u is newer than %u.%u\n", FI_MAJOR(version),
 		       FI_MINOR(version), FI_MAJOR(DDTX_FI_VERSION), FI_MINOR(DDTX_FI_VERSION));
-	/* node/service/FI_SOURCE are ignored: addresses are assigned when endpoints open. */
 	if (hints && check_hints(version, hints))
 		return -FI_ENODATA;
+	if (hints && hints->src_addr && hints->src_addrlen &&
+	    !ddtx_name_is(hints->src_addr, hints->src_addrlen))
+		REFUSE("hints' src_addr is not a ddtx service name\n");
 
 	out = ddtx_info_template();
 	if (!out)
@@ -373,6 +426,11 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		apply_hints(version, hints, out);
 	else
 		resolve_mr_mode(version, FI_MR_UNSPEC, &out->domain_attr->mr_mode);
+	ret = fill_addrs(node, service, flags, hints, out);
+	if (ret) {
+		fi_freeinfo(out);
+		return ret;
+	}
 	*info = out;
 	return 0;
 }

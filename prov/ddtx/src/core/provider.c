@@ -19,6 +19,7 @@ struct ddtx_settings ddtx_settings = {
 	.slot_size = 65536,
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
+	.resolve_ms = 5000,
 	.print_stats = false,
 	.mr_cache_max_size = (size_t)1 << 30,
 	.mr_cache_max_count = 4096,
@@ -67,6 +68,10 @@ static void define_params(void)
 			"(default: 16384)");
 	fi_param_define(&ddtx_prov, "peer_check_ms", FI_PARAM_INT,
 			"Period in milliseconds of the peer liveness check (default: 100)");
+	fi_param_define(&ddtx_prov, "resolve_ms", FI_PARAM_INT,
+			"How long fi_av_insert of a service name (fi_getinfo's dest_addr) or "
+			"fi_av_insertsvc waits in milliseconds for an endpoint to bind that service "
+			"(default: 5000; 0: no wait)");
 	fi_param_define(&ddtx_prov, "stats", FI_PARAM_BOOL,
 			"Print the domain's transfer statistics to stderr when it is closed "
 			"(default: no)");
@@ -152,6 +157,12 @@ void ddtx_settings_load(void)
 		else
 			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_PEER_CHECK_MS=%d ignored (must be > 0)\n",
 				  v);
+	}
+	if (fi_param_get_int(&ddtx_prov, "resolve_ms", &v) == 0) {
+		if (v >= 0)
+			ddtx_settings.resolve_ms = v;
+		else
+			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_RESOLVE_MS=%d ignored (must be >= 0)\n", v);
 	}
 	if (fi_param_get_bool(&ddtx_prov, "stats", &v) == 0)
 		ddtx_settings.print_stats = v != 0;

@@ -23,6 +23,8 @@
 
 #include <rdma/fi_ddtx.h>
 
+#include "common/name.h"
+
 struct ddtx_proto_domain;
 struct ddtx_proto_ep;
 struct ddtx_proto_mr;
@@ -111,6 +113,11 @@ void ddtx_proto_ep_enable(struct ddtx_proto_ep *pep, const struct ddtx_proto_ep_
 void ddtx_proto_ep_set_min_multi_recv(struct ddtx_proto_ep *pep, size_t min);
 /* The endpoint's address blob (-FI_ETOOSMALL with *len set if the buffer is short). */
 int ddtx_proto_ep_getname(struct ddtx_proto_ep *pep, void *addr, size_t *len);
+/* Bind the endpoint to a service name (common/name.h; see ddtx_wire_ep_bind). */
+int ddtx_proto_ep_bind(struct ddtx_proto_ep *pep, const struct ddtx_name_addr *name);
+/* The address blob of the endpoint bound to a service name (see ddtx_wire_name_resolve). */
+int ddtx_proto_name_resolve(struct ddtx_proto_domain *pd, const struct ddtx_name_addr *name,
+			    int timeout_ms, void *addr, size_t *len);
 /* Move incoming messages, posted work and timers forward. */
 void ddtx_proto_progress(struct ddtx_proto_ep *pep);
 /* fi_cancel of a posted receive: FI_ECANCELED completion if found, -FI_ENOENT otherwise. */

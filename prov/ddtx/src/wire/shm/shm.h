@@ -42,6 +42,7 @@
 
 #define DDTX_SHM_PREFIX "ddtx-"
 #define DDTX_SHM_RAND_BYTES 16
+#define DDTX_SHM_BOUND_MAX 128                   /* path of a service name file (name.c) */
 #define DDTX_SHM_NAME_MAX 64                     /* "/ddtx-4294967295-<32 hex>" + NUL = 50 */
 
 /* Defaults (see wire.h: ddtx_wire_params). */
@@ -352,6 +353,7 @@ struct ddtx_shm_ep {
 	size_t riov_cap;
 	bool in_progress;
 	uint64_t dropped;                        /* messages refused for their source */
+	char bound[DDTX_SHM_BOUND_MAX];          /* name file published (name.c); "" = none */
 };
 
 
@@ -386,5 +388,11 @@ int ddtx_shm_mkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
 		      const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
 void ddtx_shm_mkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
 void ddtx_shm_cleanup_stale(void);
+
+/* ---- name.c: service names (common/name.h) as name files in /dev/shm ---- */
+int ddtx_shm_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
+void ddtx_shm_name_unbind(struct ddtx_shm_ep *ep);
+int ddtx_shm_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			  int timeout_ms, void *addr, size_t *len);
 
 #endif /* DDTX_WIRE_SHM_H */

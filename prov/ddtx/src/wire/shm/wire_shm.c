@@ -345,6 +345,7 @@ static void shm_ep_close(struct ddtx_wire_ep *wep)
 	if (ep->cq_count)
 		DDTX_INFO(FI_LOG_EP_DATA, "shm: closing an endpoint with %zu undelivered "
 			  "completions\n", ep->cq_count);
+	ddtx_shm_name_unbind(ep);
 	ddtx_shm_peers_fini(&ep->peers);
 	ddtx_shm_region_destroy(&ep->map);
 	free(ep->cq);
@@ -712,6 +713,8 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.ep_open = shm_ep_open,
 	.ep_close = shm_ep_close,
 	.ep_getname = shm_ep_getname,
+	.ep_bind = ddtx_shm_ep_bind,
+	.name_resolve = ddtx_shm_name_resolve,
 	.peer_insert = shm_peer_insert,
 	.peer_addr = shm_peer_addr,
 	.peer_alive = shm_peer_alive,
