@@ -65,6 +65,8 @@ static void test_no_hints(void)
 	CHECK(info->mode == 0);
 	CHECK(info->addr_format == FI_FORMAT_UNSPEC);
 	CHECK(info->src_addr && info->src_addrlen == DDTX_NAME_LEN && info->dest_addr == NULL); /* test_addresses */
+	CHECK(!(info->tx_attr->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)) &&
+	      !(info->rx_attr->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM))); /* fabtests caps1/2 */
 	CHECK(info->ep_attr->type == FI_EP_RDM);
 	CHECK(info->ep_attr->max_msg_size == DDTX_MAX_MSG_SIZE);
 	CHECK(info->ep_attr->max_msg_size >= 16384);

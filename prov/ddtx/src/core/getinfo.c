@@ -18,13 +18,15 @@
 	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW |               \
 	 FI_ORDER_SAW | FI_ORDER_SAR)
 
-/* Capabilities that describe the transmit / receive side of an endpoint. */
-#define DDTX_TX_CAPS                                                                             \
-	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND | FI_LOCAL_COMM |             \
-	 FI_REMOTE_COMM)
+/*
+ * Capabilities that describe the transmit / receive side of an endpoint.  FI_LOCAL_COMM and
+ * FI_REMOTE_COMM are domain capabilities: they appear in info->caps and domain_attr->caps only
+ * (fabtests' fi_getinfo_test rejects them in tx_attr / rx_attr).
+ */
+#define DDTX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND)
 #define DDTX_RX_CAPS                                                                             \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV |               \
-	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
 #define DDTX_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /*
