@@ -15,11 +15,17 @@
 
 #include "common/name.h"
 
+/*
+ * On one machine a "host" is a network namespace (127.0.0.1 means something else in each) and,
+ * for the shm wire, a PID namespace (its addresses carry pids): the two inodes' low 32 bits.
+ */
 uint64_t ddtx_name_host_id(void)
 {
-	struct stat st;
+	struct stat net, pid;
+	uint64_t n = stat("/proc/self/ns/net", &net) == 0 ? (uint32_t)net.st_ino : 0;
+	uint64_t p = stat("/proc/self/ns/pid", &pid) == 0 ? (uint32_t)pid.st_ino : 0;
 
-	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	return n << 32 | p;
 }
 
 static bool service_ok(const char *s, size_t max)

@@ -13,7 +13,8 @@
  *
  * The host identity is what the wire that crosses hosts will fill (issue 11): on one host it is
  * the network namespace of the process, so that 127.0.0.1:S in one namespace and in another are
- * different endpoints, as they are for TCP.  Same size as the shm wire's blob (48 bytes) so an AV
+ * different endpoints, as they are for TCP, and the PID namespace (the shm wire's addresses
+ * carry pids, meaningless in another one).  Same size as the shm wire's blob (48 bytes) so an AV
  * steps through arrays of either form alike.
  */
 #ifndef DDTX_COMMON_NAME_H
@@ -39,7 +40,7 @@ struct ddtx_name_addr {
 _Static_assert(sizeof(struct ddtx_name_addr) == 48, "service name layout");
 #define DDTX_NAME_LEN sizeof(struct ddtx_name_addr)
 
-/* This host's identity (the inode of /proc/self/ns/net; 0 if it cannot be read). */
+/* This host's identity: network namespace inode << 32 | PID namespace inode (low 32 bits). */
 uint64_t ddtx_name_host_id(void);
 /* Build the name of service (NULL or "" = no service) on this host: 0 or -FI_EINVAL. */
 int ddtx_name_build(struct ddtx_name_addr *name, const char *service);

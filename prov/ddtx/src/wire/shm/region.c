@@ -266,7 +266,20 @@ bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time)
 	return !start_time || st == start_time;
 }
 
-/* Is the file at dirfd/name a region of a process that is gone? */
+uint32_t ddtx_shm_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
+
+/*
+ * Is the file at dirfd/name a region of a process that is gone?  Only a region created in this
+ * PID namespace can be judged: /dev/shm is shared by every PID namespace of the mount namespace
+ * (a fabtests run under `unshare --pid` beside other tests), and a pid of another namespace
+ * names an unrelated process here.  A region whose header is not complete is judged by its pid
+ * only once it is a minute old (its creator may be writing it, possibly in another namespace).
+ */
 static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 {
 	struct ddtx_shm_region_hdr hdr;
@@ -277,9 +290,6 @@ static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid())
 		return false;
-	if (!ddtx_shm_proc_alive(pid, 0))
-		return true;
-	/* The pid exists: stale only if the header proves it belongs to an older process. */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
@@ -288,7 +298,9 @@ static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 	if (n != (ssize_t)sizeof(hdr) ||
 	    (hdr.magic != DDTX_SHM_DOM_MAGIC && hdr.magic != DDTX_SHM_EP_MAGIC) ||
 	    hdr.pid != pid || !hdr.start_time)
-		return false;                    /* possibly being created right now */
+		return time(NULL) - st.st_mtime > 60 && !ddtx_shm_proc_alive(pid, 0);
+	if (hdr.pidns != ddtx_shm_pidns())
+		return false;
 	return !ddtx_shm_proc_alive(pid, hdr.start_time);
 }
 

@@ -84,7 +84,7 @@ struct ddtx_shm_region_hdr {
 	uint32_t hdr_size;                       /* offset of the first table/ring byte */
 	uint64_t region_size;
 	uint32_t pid;
-	uint32_t reserved;
+	uint32_t pidns;                          /* creator's PID namespace (ddtx_shm_pidns) */
 	uint64_t start_time;
 	uint64_t uid;
 };
@@ -166,6 +166,8 @@ void ddtx_shm_region_destroy(struct ddtx_shm_map *map);
 /* Start time of pid (clock ticks since boot) and whether it is a zombie; -DDTX_SHM_ESRCH if gone. */
 int ddtx_shm_proc_identity(uint32_t pid, uint64_t *start_time, bool *zombie);
 uint64_t ddtx_shm_self_start_time(void);
+/* Low 32 bits of this process's PID namespace inode: pids mean something only within it. */
+uint32_t ddtx_shm_pidns(void);
 /* Is the process (pid, start_time) still running?  start_time 0 = do not check reuse. */
 bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time);
 /* Periodic liveness and stall checks need only the coarse clock. */

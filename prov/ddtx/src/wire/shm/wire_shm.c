@@ -83,6 +83,7 @@ static void region_hdr_init(struct ddtx_shm_region_hdr *r, uint64_t magic, size_
 	r->hdr_size = hdr_size;
 	r->region_size = size;
 	r->pid = (uint32_t)getpid();
+	r->pidns = ddtx_shm_pidns();
 	r->start_time = start_time;
 	r->uid = uid;
 	atomic_thread_fence(memory_order_release);
