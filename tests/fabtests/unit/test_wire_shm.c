@@ -909,6 +909,7 @@ static void make_fake_region(const char *name, uint32_t pid, uint64_t start_time
 		struct ddtx_shm_region_hdr h = { .magic = DDTX_SHM_EP_MAGIC,
 						 .version = DDTX_SHM_VERSION,
 						 .pid = pid,
+						 .pidns = ddtx_shm_pidns(),
 						 .start_time = start_time };
 		CHECK(write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h), "write");
 	}
@@ -965,6 +966,19 @@ static void test_stale(void)
 	CHECK(region_exists(live_creating), "region being created removed");
 	if (init_visible) {
 		CHECK(!region_exists(live_reused), "region of a reused pid not removed");
+		/* a region of another PID namespace (pid 1 there is not our pid 1): kept */
+		char other_ns[DDTX_SHM_NAME_MAX];
+		ddtx_shm_random(r, sizeof(r));
+		ddtx_shm_format_name(other_ns, 1, r);
+		int fd = shm_open(other_ns, O_RDWR | O_CREAT | O_EXCL, 0600);
+		struct ddtx_shm_region_hdr h = {.magic = DDTX_SHM_EP_MAGIC, .version = DDTX_SHM_VERSION,
+						.pid = 1, .pidns = ddtx_shm_pidns() + 1,
+						.start_time = st1 + 12345};
+		CHECK(fd >= 0 && write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h), "other-ns fake");
+		close(fd);
+		ddtx_wire_cleanup_stale();
+		CHECK(region_exists(other_ns), "region of another PID namespace removed");
+		shm_unlink(other_ns);
 		CHECK(region_exists(live_ok), "region of a live process removed");
 	}
 	shm_unlink(live_reused);
