@@ -25,6 +25,14 @@
 
 #include "common/name.h"
 
+/*
+ * Internal flag (libfabric's provider-specific range FI_PROV_SPECIFIC): the operation reports no
+ * completion, as fi_inject / fi_injectdata / fi_inject_write do.  The FI_INJECT flag alone
+ * (fi_sendmsg flags, tx op_flags) only lets the caller reuse its buffer at once: such an
+ * operation still completes by the usual rules.  Core strips this bit from callers' flags.
+ */
+#define DDTX_PROTO_NO_COMPLETION (1ULL << 60)
+
 struct ddtx_proto_domain;
 struct ddtx_proto_ep;
 struct ddtx_proto_mr;
