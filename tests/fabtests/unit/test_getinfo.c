@@ -11,6 +11,7 @@
 #include <rdma/fi_errno.h>
 
 #include "common/name.h"
+#include "common/settings.h"
 #include "core/core.h"
 
 static int failures;
@@ -454,8 +455,36 @@ static void test_addresses(void)
 	CHECK(!ddtx_node_is_local("192.0.2.1"));
 }
 
+/* FI_DDTX_IOV_LIMIT caps what is advertised and accepted (fi_ubertest 1.17 needs < 256). */
+static void test_iov_cap(void)
+{
+	struct fi_info *info = NULL, *h;
+	size_t saved = ddtx_settings.iov_limit;
+
+	ddtx_settings.iov_limit = 200;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->tx_attr->iov_limit == 200 && info->rx_attr->iov_limit == 200 &&
+		      info->tx_attr->rma_iov_limit == 200);
+	fi_freeinfo(info);
+	h = rdm_hints();
+	h->tx_attr->iov_limit = 201;
+	expect_enodata("tx iov_limit above FI_DDTX_IOV_LIMIT", API, h);
+	h = rdm_hints();
+	h->rx_attr->iov_limit = 201;
+	expect_enodata("rx iov_limit above FI_DDTX_IOV_LIMIT", API, h);
+	ddtx_settings.iov_limit = 5000; /* above ddtx's own limit: no effect */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->tx_attr->iov_limit == DDTX_IOV_LIMIT);
+	fi_freeinfo(info);
+	ddtx_settings.iov_limit = saved;
+}
+
 int main(void)
 {
+	test_iov_cap();
 	test_addresses();
 	test_no_hints();
 	test_mpich_hints();

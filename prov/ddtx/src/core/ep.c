@@ -142,10 +142,15 @@ static int ep_enable(struct ddtx_ep *ep)
 		return -FI_ENOCQ;
 	}
 	const struct ddtx_proto_ep_attr attr = {
-		.tx_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->iov_limit : DDTX_IOV_LIMIT,
-		.rx_iov_limit = ep->info->rx_attr ? ep->info->rx_attr->iov_limit : DDTX_IOV_LIMIT,
-		.rma_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->rma_iov_limit
-						   : DDTX_IOV_LIMIT,
+		.tx_iov_limit = ep->info->tx_attr ? DDTX_MIN(ep->info->tx_attr->iov_limit,
+							     ddtx_iov_limit())
+						  : ddtx_iov_limit(),
+		.rx_iov_limit = ep->info->rx_attr ? DDTX_MIN(ep->info->rx_attr->iov_limit,
+							     ddtx_iov_limit())
+						  : ddtx_iov_limit(),
+		.rma_iov_limit = ep->info->tx_attr ? DDTX_MIN(ep->info->tx_attr->rma_iov_limit,
+							      ddtx_iov_limit())
+						   : ddtx_iov_limit(),
 		.inject_size = ep->info->tx_attr ? ep->info->tx_attr->inject_size
 						 : DDTX_INJECT_SIZE,
 		.directed_recv = ep->info->caps & FI_DIRECTED_RECV,
@@ -499,7 +504,7 @@ int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid
 		return -FI_ENOMEM;
 	}
 	ep->domain = domain;
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->tx_op_flags = (info->tx_attr ? info->tx_attr->op_flags : 0) & ~DDTX_PROTO_NO_COMPLETION;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->min_multi_recv = DDTX_DEFAULT_MIN_MULTI_RECV;
 	ep_init_fid(ep, context);

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/name.h"
+#include "common/settings.h"
 #include "core/core.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
@@ -47,6 +48,14 @@
 		return -FI_ENODATA;                                                              \
 	} while (0)
 
+/* The advertised iov limit: DDTX_IOV_LIMIT, or FI_DDTX_IOV_LIMIT when that is smaller. */
+size_t ddtx_iov_limit(void)
+{
+	size_t cap = ddtx_settings.iov_limit;
+
+	return cap && cap < DDTX_IOV_LIMIT ? cap : DDTX_IOV_LIMIT;
+}
+
 struct fi_info *ddtx_info_template(void)
 {
 	struct fi_info *info = fi_allocinfo();
@@ -64,8 +73,8 @@ struct fi_info *ddtx_info_template(void)
 		.comp_order = FI_ORDER_NONE,
 		.inject_size = DDTX_INJECT_SIZE,
 		.size = DDTX_QUEUE_SIZE,
-		.iov_limit = DDTX_IOV_LIMIT,
-		.rma_iov_limit = DDTX_IOV_LIMIT,
+		.iov_limit = ddtx_iov_limit(),
+		.rma_iov_limit = ddtx_iov_limit(),
 	};
 	*info->rx_attr = (struct fi_rx_attr){
 		.caps = DDTX_CAPS & DDTX_RX_CAPS,
@@ -74,7 +83,7 @@ struct fi_info *ddtx_info_template(void)
 		.comp_order = FI_ORDER_NONE,
 		.total_buffered_recv = 0,
 		.size = DDTX_QUEUE_SIZE,
-		.iov_limit = DDTX_IOV_LIMIT,
+		.iov_limit = ddtx_iov_limit(),
 	};
 	*info->ep_attr = (struct fi_ep_attr){
 		.type = FI_EP_RDM,
@@ -274,10 +283,10 @@ static int check_tx(const struct fi_tx_attr *h)
 		REFUSE("inject_size %zu > %d\n", h->inject_size, DDTX_INJECT_SIZE);
 	if (h->size > DDTX_QUEUE_SIZE)
 		REFUSE("tx size %zu > %d\n", h->size, DDTX_QUEUE_SIZE);
-	if (h->iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("tx iov_limit %zu > %d\n", h->iov_limit, DDTX_IOV_LIMIT);
-	if (h->rma_iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("rma_iov_limit %zu > %d\n", h->rma_iov_limit, DDTX_IOV_LIMIT);
+	if (h->iov_limit > ddtx_iov_limit())
+		REFUSE("tx iov_limit %zu > %zu\n", h->iov_limit, ddtx_iov_limit());
+	if (h->rma_iov_limit > ddtx_iov_limit())
+		REFUSE("rma_iov_limit %zu > %zu\n", h->rma_iov_limit, ddtx_iov_limit());
 	return 0;
 }
 
@@ -298,8 +307,8 @@ static int check_rx(const struct fi_rx_attr *h)
 		REFUSE("rx comp_order 0x%llx not provided\n", (unsigned long long)h->comp_order);
 	if (h->size > DDTX_QUEUE_SIZE)
 		REFUSE("rx size %zu > %d\n", h->size, DDTX_QUEUE_SIZE);
-	if (h->iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("rx iov_limit %zu > %d\n", h->iov_limit, DDTX_IOV_LIMIT);
+	if (h->iov_limit > ddtx_iov_limit())
+		REFUSE("rx iov_limit %zu > %zu\n", h->iov_limit, ddtx_iov_limit());
 	return 0;
 }
 
