@@ -73,15 +73,20 @@ else
 fi
 
 mkdir -p "$out/meson-logs"
+out=$(cd "$out" && pwd)
 results=$out/results.txt
 : > "$results"
 for set in $sets; do
   echo "=== fabtests: $set set over $prov (per-test timeout $tmo s)"
-  # runfabtests' cleanup kills every fi_* process it sees: give it a PID namespace of its own.
-  # No positional hosts (they make it ssh); -s/-c name this host.
-  unshare --pid --fork --mount-proc --kill-child \
+  # runfabtests' cleanup kills every fi_* process it sees: give it a PID namespace of its own,
+  # and a /dev/shm of its own (a mount namespace comes with --mount-proc): providers' shared
+  # memory files of processes in other PID namespaces are none of its business, nor its of
+  # theirs.  No positional hosts (they make it ssh); -s/-c name this host.  It makes its
+  # scratch files in the current directory: run it in $out.
+  (cd "$out" && unshare --pid --fork --mount-proc --kill-child /bin/sh -c \
+    'mount -t tmpfs -o mode=1777,size=50% tmpfs /dev/shm && exec "$@"' sh \
     "$prefix/bin/runfabtests.sh" -v -p "$prefix/bin" -T "$tmo" -t "$set" -s 127.0.0.1 \
-    -c 127.0.0.1 "$prov" > "$out/$set.log" 2>&1
+    -c 127.0.0.1 "$prov") > "$out/$set.log" 2>&1
   # The verbose YAML: "- name:   <test>" then "  result: <Pass|Fail|Notrun|Excluded>".
   awk -v set="$set" '
     /^- name: / { sub(/^- name: +/, ""); name = $0; next }
