@@ -949,9 +949,43 @@ static int t_inject_flag(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * A delivery complete send whose receiver closes its endpoint right after the receive
+ * completes: the acknowledgement it sent before closing must complete the send, not an error
+ * (fabtests' fi_rdm_multi_client -U failed with -FI_EIO).
+ */
+static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
+{
+	struct fx_opts o = base_opts;
+	for (int round = 0; round < 30; round++) {
+		struct fx fx;
+		fx_open(ctx, &o, &fx);
+		if (ctx->rank == 0) {
+			uint8_t buf[64];
+			fx_fill(buf, sizeof(buf), round, 0);
+			struct iovec iov = {buf, sizeof(buf)};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = fx.peers[1],
+					   .context = buf};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, 64);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, 64, NULL, FI_ADDR_UNSPEC, &r));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			rbuf_free(&r);
+		}
+		fx_close(&fx); /* the receiver at once */
+	}
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
+	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},
 	{"sendmsg_recvmsg", 2, 60, t_sendmsg, NULL},
 	{"sendmsg_recvmsg_pack", 2, 60, t_sendmsg, "pack"},
