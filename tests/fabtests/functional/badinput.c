@@ -13,23 +13,33 @@
  *    seconds, no hang, clean close;
  *  - stale /dev/shm/ddtx-<pid>-* files of a SIGKILLed process removed by the next domain
  *    open, live processes' files kept, own files removed on close, file modes 0600;
- *  - malformed or dead address blobs in the AV -> an error on use, no crash.
+ *  - malformed address blobs refused by fi_av_insert; well-formed dead ones -> an error on
+ *    use, no crash;
+ *  - an MR whose memory is unmapped and replaced while it stays open: its key is revoked, RMA
+ *    with it fails and nothing lands in the new mapping.
  * Checks that only compare a return code are collected so one run lists every mismatch.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fx.h"
 
 #define TMO 20000
+#define DDTX_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* ---- soft checks ----------------------------------------------------------------------- */
 
@@ -1292,7 +1302,18 @@ static int t_bad_addr(struct ft_ctx *ctx, void *arg)
 				break;
 			}
 			fi_addr_t fa = FI_ADDR_NOTAVAIL;
-			int r = fi_av_insert(fx.av, blob, 1, &fa, 0, NULL);
+			int serr = 1;
+			int r = fi_av_insert(fx.av, blob, 1, &fa, FI_SYNC_ERR, &serr);
+			/* A malformed blob (variants 0-2) is refused at insert; a well-formed one
+			 * naming no live endpoint (3-6) can only fail when it is used. */
+			if (v <= 2)
+				soft(r == 0 && fa == FI_ADDR_NOTAVAIL && serr == -FI_EINVAL,
+				     "address with %s: fi_av_insert returned %d, fi_addr %llu, error "
+				     "%d (want 0, FI_ADDR_NOTAVAIL, -FI_EINVAL)", name, r,
+				     (unsigned long long)fa, serr);
+			else
+				soft(r == 1 && serr == 0, "address with %s: well formed, yet "
+				     "fi_av_insert returned %d (error %d)", name, r, serr);
 			if (r != 1) {
 				printf("  address with %s: refused by fi_av_insert (%d)\n", name, r);
 			} else {
@@ -1384,6 +1405,251 @@ static int t_bad_addr(struct ft_ctx *ctx, void *arg)
 	return finish(ctx, &fx);
 }
 
+/* ---- an MR whose memory is unmapped and replaced while it stays open ---------------------- */
+
+/*
+ * Whether ddtx's memory monitor can run here: the same conditions its start checks
+ * (engine/memmon.c): a userfaultfd with unmap/remove/remap events that accepts a write-protect
+ * registration of anonymous memory.  Without it MR keys are not revoked (documented).
+ */
+static bool uffd_monitor_possible(void)
+{
+	const uint64_t need = UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |
+			      UFFD_FEATURE_EVENT_REMAP;
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1 /* USER_MODE_ONLY */);
+	if (fd < 0 && errno == EINVAL)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	struct uffdio_api api = {.api = UFFD_API, .features = need};
+	bool ok = ioctl(fd, UFFDIO_API, &api) == 0 && (api.features & need) == need;
+	long page = sysconf(_SC_PAGESIZE);
+	void *probe = ok ? mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+	if (probe != MAP_FAILED) {
+		struct uffdio_register reg = {.range = {(uintptr_t)probe, (uint64_t)page},
+					      .mode = UFFDIO_REGISTER_MODE_WP};
+		ok = ioctl(fd, UFFDIO_REGISTER, &reg) == 0;
+		/* unregistered first: an unmap event would wait for a reader that is not there */
+		if (ok)
+			ioctl(fd, UFFDIO_UNREGISTER, &reg.range);
+		munmap(probe, (size_t)page);
+	} else {
+		ok = false;
+	}
+	close(fd);
+	return ok;
+}
+
+#define UM_LEN ((size_t)64 << 10)
+#define UM_OLD 0x01D0u     /* the registered mapping's bytes */
+#define UM_NEW 0x7E70u     /* the mapping that replaced it */
+#define UM_DATA 0xDA7Au    /* what the initiator writes */
+
+struct um_keys {
+	struct fx_rkey gone, other;
+	uint64_t gone_addr;
+};
+
+/*
+ * The target registers a 64 KiB mapping for remote read and write (and a second buffer that
+ * stays), the initiator writes it once (accepted), then the target munmaps it, maps new memory
+ * at the same address (MAP_FIXED) filled with a pattern and calls fi_cq_read once, which
+ * drains the memory monitor.  Then every RMA with the old key must end in an error completion
+ * at the initiator, and the new mapping must still hold its pattern, all 64 KiB: fi_write,
+ * fi_writev of 4 pieces, fi_writemsg of 4 remote segments, fi_writemsg whose other segment is
+ * a valid key (refused as a whole: nothing lands in the valid MR either), fi_inject_write,
+ * fi_writedata (no remote CQ data at the target), fi_read (nothing of the new mapping leaks).
+ * The other MR keeps working; the revoked MR's desc still serves a local send; fi_close works.
+ */
+static int t_mr_unmapped(struct ft_ctx *ctx, void *arg)
+{
+	uint64_t mode = (uint64_t)(uintptr_t)arg;
+	const char *mon = getenv("FI_DDTX_MR_MONITOR");
+	if (mon && (!strcmp(mon, "0") || !strcasecmp(mon, "false") || !strcasecmp(mon, "no") ||
+		    !strcasecmp(mon, "off"))) {
+		printf("SKIP: FI_DDTX_MR_MONITOR=%s: MR keys are not revoked (fi_ddtx(7))\n", mon);
+		return FT_SKIP;
+	}
+	if (!uffd_monitor_possible()) {
+		printf("SKIP: no userfaultfd write-protect monitor here: MR keys are not revoked\n");
+		return FT_SKIP;
+	}
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
+				    FI_REMOTE_READ | FI_REMOTE_WRITE,
+			    .mr_mode = mode};
+	fx_open(ctx, &o, &fx);
+	struct um_keys mine = {0}, all[2];
+	uint8_t *G = NULL, *C = NULL;
+	struct fid_mr *mr_gone = NULL, *mr_other = NULL;
+	if (ctx->rank == 1) {
+		G = mmap(NULL, UM_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		FT_CHECK(G != MAP_FAILED, "mmap");
+		fx_fill(G, UM_LEN, UM_OLD, 0);
+		C = fx_alloc(UM_LEN);
+		fx_fill(C, UM_LEN, UM_OLD, 0);
+		mr_gone = fx_mr_reg(&fx, G, UM_LEN, FI_REMOTE_READ | FI_REMOTE_WRITE,
+				    0x8000000000000021ull, &mine.gone);
+		mr_other = fx_mr_reg(&fx, C, UM_LEN, FI_REMOTE_READ | FI_REMOTE_WRITE,
+				     0x8000000000000022ull, &mine.other);
+		mine.gone_addr = (uintptr_t)G;
+	}
+	ft_allgather(ctx, &mine, sizeof(mine), all);
+	struct um_keys k = all[1];
+	uint8_t *D = fx_alloc(UM_LEN), *L = fx_alloc(UM_LEN);
+	fx_fill(D, UM_LEN, UM_DATA, 0);
+
+	/* 1. the key works while its memory is there */
+	if (ctx->rank == 0) {
+		FX_OK(&fx, fi_write(fx.ep, D, UM_LEN, NULL, fx.peers[1], fx_raddr(&k.gone, 0),
+				    k.gone.key, D));
+		fx_wait(&fx, 1, NULL, TMO);
+	}
+	fx_pbarrier(ctx, &fx);
+
+	/* 2. the target replaces the memory under the open MR */
+	if (ctx->rank == 1) {
+		FX_CHECK_PATTERN(G, UM_LEN, UM_DATA, 0, "registered mapping after a write");
+		FT_CHECK(munmap(G, UM_LEN) == 0, "munmap");
+		uint8_t *n = mmap(G, UM_LEN, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		FT_CHECK(n == G, "mmap(MAP_FIXED) at the old address");
+		fx_fill(G, UM_LEN, UM_NEW, 0);
+		struct fi_cq_tagged_entry ce;
+		ssize_t r = fi_cq_read(fx.cq, &ce, 1); /* the owner's next libfabric call */
+		FT_CHECK(r == -FI_EAGAIN, "fi_cq_read after the remap: %zd", r);
+	}
+	fx_pbarrier(ctx, &fx);
+
+	/* 3. every RMA with the old key fails at the initiator */
+	if (ctx->rank == 0) {
+		fi_addr_t p = fx.peers[1];
+		for (int cs = 0; cs < 7; cs++) {
+			char what[96];
+			void *cx = what;
+			struct iovec liov[4];
+			struct fi_rma_iov riov[4];
+			struct fi_msg_rma m = {.msg_iov = liov, .addr = p, .rma_iov = riov,
+					       .context = cx};
+			ssize_t r;
+			switch (cs) {
+			case 0:
+				snprintf(what, sizeof(what), "fi_write of 64 KiB");
+				r = FX_POST(&fx, fi_write(fx.ep, D, UM_LEN, NULL, p,
+							  fx_raddr(&k.gone, 0), k.gone.key, cx));
+				break;
+			case 1:
+				snprintf(what, sizeof(what), "fi_writev of 4 pieces");
+				for (int i = 0; i < 4; i++)
+					liov[i] = (struct iovec){D + i * (UM_LEN / 4), UM_LEN / 4};
+				r = FX_POST(&fx, fi_writev(fx.ep, liov, NULL, 4, p,
+							   fx_raddr(&k.gone, 0), k.gone.key, cx));
+				break;
+			case 2:
+				snprintf(what, sizeof(what), "fi_writemsg of 4 remote segments");
+				liov[0] = (struct iovec){D, UM_LEN};
+				for (int i = 0; i < 4; i++)
+					riov[i] = (struct fi_rma_iov){
+						fx_raddr(&k.gone, (uint64_t)i * (UM_LEN / 4)),
+						UM_LEN / 4, k.gone.key};
+				m.iov_count = 1;
+				m.rma_iov_count = 4;
+				r = FX_POST(&fx, fi_writemsg(fx.ep, &m, FI_COMPLETION));
+				break;
+			case 3:
+				snprintf(what, sizeof(what),
+					 "fi_writemsg to a valid MR and the revoked one");
+				liov[0] = (struct iovec){D, 8192};
+				riov[0] = (struct fi_rma_iov){fx_raddr(&k.other, 0), 4096,
+							      k.other.key};
+				riov[1] = (struct fi_rma_iov){fx_raddr(&k.gone, 0), 4096,
+							      k.gone.key};
+				m.iov_count = 1;
+				m.rma_iov_count = 2;
+				r = FX_POST(&fx, fi_writemsg(fx.ep, &m, FI_COMPLETION));
+				break;
+			case 4: {
+				size_t n = DDTX_TEST_MIN(fx.info->tx_attr->inject_size, (size_t)64);
+				snprintf(what, sizeof(what), "fi_inject_write of %zu bytes", n);
+				cx = NULL; /* an inject's error completion carries no context */
+				r = FX_POST(&fx, fi_inject_write(fx.ep, D, n, p,
+								 fx_raddr(&k.gone, 0), k.gone.key));
+				break;
+			}
+			case 5:
+				snprintf(what, sizeof(what), "fi_writedata of 64 KiB");
+				r = FX_POST(&fx, fi_writedata(fx.ep, D, UM_LEN, NULL, 0xDA7A, p,
+							      fx_raddr(&k.gone, 0), k.gone.key, cx));
+				break;
+			default:
+				snprintf(what, sizeof(what), "fi_read of 64 KiB");
+				fx_fill(L, UM_LEN, 0x1111, 0);
+				r = FX_POST(&fx, fi_read(fx.ep, L, UM_LEN, NULL, p,
+							 fx_raddr(&k.gone, 0), k.gone.key, cx));
+				break;
+			}
+			if (r < 0) {
+				printf("  %s: refused at post (%s)\n", what, fi_strerror((int)-r));
+				continue;
+			}
+			struct fx_comp c;
+			struct fi_cq_err_entry e;
+			int w = fx_wait_any(&fx, &c, &e, 10000);
+			soft(w == -FI_EAVAIL, "%s with the key of unmapped memory: %s", what,
+			     w == 1 ? "completed successfully" : "no error completion in 10 s");
+			if (w == -FI_EAVAIL) {
+				soft(e.err == FI_EACCES || e.err == FI_EKEYREJECTED,
+				     "%s: error %d (%s), want FI_EACCES or FI_EKEYREJECTED", what,
+				     e.err, fi_strerror(e.err));
+				soft(e.op_context == cx, "%s: error completion context %p want %p",
+				     what, e.op_context, cx);
+				printf("  %s: error completion %d (%s)\n", what, e.err,
+				       fi_strerror(e.err));
+			}
+			if (cs == 6 && w == -FI_EAVAIL)
+				soft(fx_find_bad(L, UM_LEN, 0x1111, 0) == (size_t)-1,
+				     "fi_read that failed changed the local buffer");
+		}
+		/* the other MR still works (its second half; the first must stay as it was) */
+		FX_OK(&fx, fi_write(fx.ep, D + UM_LEN / 2, UM_LEN / 2, NULL, p,
+				    fx_raddr(&k.other, UM_LEN / 2), k.other.key, D));
+		fx_wait(&fx, 1, NULL, TMO);
+	}
+	fx_pbarrier(ctx, &fx);
+
+	/* 4. at the target: the new mapping untouched, no remote CQ data, the MR still closes */
+	if (ctx->rank == 1) {
+		size_t bad = fx_find_bad(G, UM_LEN, UM_NEW, 0);
+		soft(bad == (size_t)-1, "a write with the old key landed in the new mapping "
+		     "(byte %zu of %zu changed)", bad, UM_LEN);
+		bad = fx_find_bad(C, UM_LEN / 2, UM_OLD, 0);
+		soft(bad == (size_t)-1, "the writemsg refused for its revoked segment wrote byte "
+		     "%zu of the valid MR", bad);
+		FX_CHECK_PATTERN(C + UM_LEN / 2, UM_LEN / 2, UM_DATA, UM_LEN / 2,
+				 "the other MR after a write to its second half");
+		/* the revoked MR's desc on a local send: no crash, the data is the new mapping's */
+		FX_OK(&fx, fi_tsend(fx.ep, G, 4096, fi_mr_desc(mr_gone), fx.peers[0], 0x77, G));
+		fx_wait(&fx, 1, NULL, TMO);
+		fx_expect_none(&fx, 100); /* no FI_REMOTE_CQ_DATA from the failed writedata */
+		FT_CHECK(fi_close(&mr_gone->fid) == 0, "fi_close of the revoked MR");
+		FT_CHECK(fi_close(&mr_other->fid) == 0, "fi_close of the other MR");
+		munmap(G, UM_LEN);
+		free(C);
+	} else {
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 4096);
+		FX_OK(&fx, fi_trecv(fx.ep, r.buf, 4096, NULL, FI_ADDR_UNSPEC, 0x77, 0, &r));
+		fx_wait(&fx, 1, NULL, TMO);
+		fx_rbuf_check(&r, UM_NEW, 4096, "send from the revoked MR's memory");
+		fx_rbuf_free(&r);
+	}
+	fx_pbarrier(ctx, &fx);
+	free(D);
+	free(L);
+	return finish(ctx, &fx);
+}
+
 static const struct pk pk_recv_pack = {PK_RECV_VICTIM, "pack"};
 static const struct pk pk_recv_sgl = {PK_RECV_VICTIM, "sgl"};
 static const struct pk pk_send_pack = {PK_SEND_VICTIM, "pack"};
@@ -1411,6 +1677,9 @@ static const struct fx_test tests[] = {
 	{"stale_shm", 1, 60, t_stale_shm, NULL},
 	{"bad_address", 2, 120, t_bad_addr, NULL},
 	{"bad_address_first_contact", 2, 120, t_bad_addr, (void *)1},
+	{"mr_unmapped_caller_key", 2, 60, t_mr_unmapped, (void *)(uintptr_t)0},
+	{"mr_unmapped_prov_key", 2, 60, t_mr_unmapped,
+	 (void *)(uintptr_t)(FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)},
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Object semantics: fi_getinfo answers, AV table and map (insert/remove/lookup/straddr and use),
+ * Object semantics: fi_getinfo answers, AV table and map (insert/remove/lookup/straddr and use,
+ * garbage addresses refused at insert),
  * named AV refusal, CQ formats (entry layout and stride), readfrom (also FI_ADDR_NOTAVAIL),
  * sread/sreadfrom with timeouts and wake-ups, fi_cq_signal, counters (add/set/err/wait),
  * close order (-FI_EBUSY), fi_enable without AV or CQ, FI_THREAD_SAFE with 4 threads per rank
@@ -208,6 +209,162 @@ static int t_av(struct ft_ctx *ctx, void *arg)
 	fx_pbarrier(ctx, &fx);
 	fx_expect_none(&fx, 50); /* rank 2 got only one message */
 	free(names);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
+ * fi_av_insert of a batch mixing real and garbage addresses (fi_av(3), synchronous): the return
+ * value counts only the real ones, each garbage entry gets FI_ADDR_NOTAVAIL and, with
+ * FI_SYNC_ERR, -FI_EINVAL in the error array; the real ones are usable at once.  A refused
+ * entry keeps its table index (a hole), so with FI_AV_TABLE the i-th address of a call is at
+ * base + i even when fi_addr is NULL.  The garbage is wire-agnostic: random bytes, zeros, a
+ * flipped magic (byte 0) and a changed version (byte 4), as both wires lay out their blobs.
+ */
+#define AVG_N 6
+static void avg_blobs(uint8_t *batch, size_t nlen, const uint8_t *self, const uint8_t *peer,
+		      bool *good)
+{
+	uint64_t rng = 0x6A7BA6E;
+	for (int i = 0; i < AVG_N; i++) {
+		uint8_t *b = batch + (size_t)i * nlen;
+		good[i] = false;
+		switch (i) {
+		case 0: /* random bytes */
+			for (size_t k = 0; k < nlen; k++)
+				b[k] = (uint8_t)ft_rand(&rng);
+			break;
+		case 1:
+			memcpy(b, peer, nlen);
+			good[i] = true;
+			break;
+		case 2: /* zeros */
+			memset(b, 0, nlen);
+			break;
+		case 3:
+			memcpy(b, self, nlen);
+			good[i] = true;
+			break;
+		case 4: /* magic flipped */
+			memcpy(b, peer, nlen);
+			b[0] ^= 0xff;
+			break;
+		default: /* version changed */
+			memcpy(b, peer, nlen);
+			b[4] ^= 0x7f;
+			break;
+		}
+	}
+}
+
+static int t_av_garbage(struct ft_ctx *ctx, void *arg)
+{
+	enum fi_av_type type = (enum fi_av_type)(intptr_t)arg;
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED, .av_type = type};
+	fx_open(ctx, &o, &fx);
+	if (ctx->rank == 0) {
+		uint8_t self[FT_XCHG_MAX], peer[FT_XCHG_MAX];
+		size_t nlen = sizeof(self), plen = sizeof(peer);
+		int ret;
+		FT_CHECK(fi_getname(&fx.ep->fid, self, &nlen) == 0, "fi_getname");
+		FT_CHECK(fi_av_lookup(fx.av, fx.peers[1], peer, &plen) == 0 && plen == nlen,
+			 "fi_av_lookup of the peer");
+		uint8_t *batch = malloc(AVG_N * nlen);
+		bool good[AVG_N];
+		avg_blobs(batch, nlen, self, peer, good);
+
+		/* one garbage address alone: 0 inserted, FI_ADDR_NOTAVAIL */
+		fi_addr_t one = 0;
+		ret = fi_av_insert(fx.av, batch, 1, &one, 0, NULL);
+		FT_CHECK(ret == 0 && one == FI_ADDR_NOTAVAIL,
+			 "fi_av_insert of random bytes: %d, fi_addr %llu", ret,
+			 (unsigned long long)one);
+		/* FI_SYNC_ERR needs its array */
+		ret = fi_av_insert(fx.av, batch, 1, &one, FI_SYNC_ERR, NULL);
+		FT_CHECK(ret == -FI_EINVAL, "FI_SYNC_ERR with a NULL context: %d", ret);
+
+		/* The bound AV: the real addresses leave it first, so the batch inserts them anew
+		 * (an address already present would keep its old fi_addr). */
+		fi_addr_t old[2] = {fx.peers[0], fx.peers[1]};
+		FT_CHECK(fi_av_remove(fx.av, old, 2, 0) == 0, "fi_av_remove");
+		fi_addr_t fa[AVG_N];
+		int err[AVG_N];
+		for (int i = 0; i < AVG_N; i++) {
+			fa[i] = (fi_addr_t)0x5A5A;
+			err[i] = 0x5A5A;
+		}
+		ret = fi_av_insert(fx.av, batch, AVG_N, fa, FI_SYNC_ERR, err);
+		FT_CHECK(ret == 2, "fi_av_insert of 2 real and %d garbage addresses returned %d",
+			 AVG_N - 2, ret);
+		for (int i = 0; i < AVG_N; i++) {
+			if (good[i]) {
+				FT_CHECK(err[i] == 0 && fa[i] != FI_ADDR_NOTAVAIL,
+					 "real address %d: error %d, fi_addr %llu", i, err[i],
+					 (unsigned long long)fa[i]);
+			} else {
+				FT_CHECK(err[i] == -FI_EINVAL && fa[i] == FI_ADDR_NOTAVAIL,
+					 "garbage address %d: error %d (want %d), fi_addr %llu", i,
+					 err[i], -FI_EINVAL, (unsigned long long)fa[i]);
+			}
+		}
+		if (type == FI_AV_TABLE)
+			FT_CHECK(fa[3] == fa[1] + 2, "table indices not positional: %llu, %llu",
+				 (unsigned long long)fa[1], (unsigned long long)fa[3]);
+		uint8_t back[FT_XCHG_MAX];
+		size_t blen = sizeof(back);
+		FT_CHECK(fi_av_lookup(fx.av, fa[1], back, &blen) == 0 && blen == nlen &&
+			 !memcmp(back, peer, nlen), "fi_av_lookup of the re-inserted peer");
+
+		/* The real entries work: a message to the peer and one to ourselves. */
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 3000);
+		FX_OK(&fx, fi_trecv(fx.ep, r.buf, 3000, NULL, FI_ADDR_UNSPEC, 0xA0, 0, &r));
+		uint8_t m1[3000], m0[3000];
+		fx_fill(m1, sizeof(m1), 0xA1, 0);
+		fx_fill(m0, sizeof(m0), 0xA0, 0);
+		FX_OK(&fx, fi_tsend(fx.ep, m1, sizeof(m1), NULL, fa[1], 0xA1, m1));
+		FX_OK(&fx, fi_tsend(fx.ep, m0, sizeof(m0), NULL, fa[3], 0xA0, m0));
+		fx_wait(&fx, 3, NULL, TMO);
+		fx_rbuf_check(&r, 0xA0, 3000, "message to ourselves through a re-inserted address");
+		fx_rbuf_free(&r);
+
+		/* A second AV, fi_addr NULL (table only) or given, FI_SYNC_ERR. */
+		struct fi_av_attr aa = {.type = type};
+		struct fid_av *av;
+		FT_CHECK(fi_av_open(fx.domain, &aa, &av, NULL) == 0, "fi_av_open");
+		for (int i = 0; i < AVG_N; i++)
+			err[i] = 0x5A5A;
+		ret = fi_av_insert(av, batch, AVG_N, type == FI_AV_TABLE ? NULL : fa, FI_SYNC_ERR,
+				   err);
+		FT_CHECK(ret == 2, "second AV: fi_av_insert returned %d", ret);
+		for (int i = 0; i < AVG_N; i++) {
+			FT_CHECK(err[i] == (good[i] ? 0 : -FI_EINVAL), "second AV: error %d of %d",
+				 i, err[i]);
+			fi_addr_t at = type == FI_AV_TABLE ? (fi_addr_t)i : fa[i];
+			blen = sizeof(back);
+			ret = at == FI_ADDR_NOTAVAIL ? -FI_EINVAL : fi_av_lookup(av, at, back, &blen);
+			FT_CHECK(good[i] ? ret == 0 && !memcmp(back, batch + (size_t)i * nlen, nlen)
+					 : ret < 0,
+				 "second AV: fi_av_lookup of entry %d: %d", i, ret);
+		}
+		/* without FI_SYNC_ERR: the count and fi_addr alone */
+		fi_addr_t fb[AVG_N];
+		ret = fi_av_insert(av, batch, AVG_N, fb, 0, NULL);
+		FT_CHECK(ret == 2, "second AV, no FI_SYNC_ERR: %d", ret);
+		for (int i = 0; i < AVG_N; i++)
+			FT_CHECK((fb[i] == FI_ADDR_NOTAVAIL) == !good[i], "second AV: fi_addr %d", i);
+		FT_CHECK(fi_close(&av->fid) == 0, "closing the second AV");
+		free(batch);
+	} else {
+		struct fx_rbuf r;
+		fx_rbuf_init(&r, 3000);
+		FX_OK(&fx, fi_trecv(fx.ep, r.buf, 3000, NULL, FI_ADDR_UNSPEC, 0xA1, 0, &r));
+		fx_wait(&fx, 1, NULL, TMO);
+		fx_rbuf_check(&r, 0xA1, 3000, "message through a re-inserted address");
+		fx_rbuf_free(&r);
+	}
+	fx_pbarrier(ctx, &fx);
 	fx_close(&fx);
 	return 0;
 }
@@ -1198,6 +1355,8 @@ static const struct fx_test tests[] = {
 	{"av_table", 3, 30, t_av, I(FI_AV_TABLE)},
 	{"av_map", 3, 30, t_av, I(FI_AV_MAP)},
 	{"av_named", 1, 30, t_named_av, NULL},
+	{"av_insert_garbage_table", 2, 30, t_av_garbage, I(FI_AV_TABLE)},
+	{"av_insert_garbage_map", 2, 30, t_av_garbage, I(FI_AV_MAP)},
 	{"cq_formats", 2, 60, t_cq_formats, NULL},
 	{"readfrom", 3, 30, t_readfrom, NULL},
 	{"sread_unspec", 2, 30, t_sread, I(FI_WAIT_UNSPEC)},

@@ -404,6 +404,14 @@ static void t_ring_seq(void)
 	friend_delivers("sequence overwritten");
 }
 
+/* A producer that dies between claiming a slot (tail CAS) and stamping it, with others after it. */
+static void t_ring_dead_claim(void)
+{
+	struct ddtx_shm_peer *vp = victim_ring_of(&H.attacker);
+	atomic_fetch_add(&vp->ep_hdr->tail, 1);
+	friend_delivers("a claim never stamped");
+}
+
 /* Random headers of every type, some naming live operations: no crash, the victim still works. */
 static void t_random(void)
 {
@@ -457,6 +465,7 @@ int main(int argc, char **argv)
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_tail", t_ring_tail, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_seq", t_ring_seq, DDTX_SCHEME_SETTING_AUTO},
+		{"ring_dead_claim", t_ring_dead_claim, DDTX_SCHEME_SETTING_AUTO},
 		{"random", t_random, DDTX_SCHEME_SETTING_AUTO},
 	};
 	if (argc != 2) {

@@ -116,40 +116,94 @@ static int av_resolve(struct ddtx_av *av, const uint8_t **blob, uint8_t *buf, si
 	return 0;
 }
 
+/*
+ * A refused address still takes the index it would have had, as an invalid entry: with
+ * FI_AV_TABLE an application that passed fi_addr == NULL counts on the i-th address being at
+ * base + i, and a refusal that shifted the later ones would send their traffic to the wrong
+ * peers.  The hole fails cleanly instead (fi_av_lookup and sends to it: -FI_EINVAL).
+ */
+static int av_insert_hole(struct ddtx_av *av, fi_addr_t *out)
+{
+	struct ddtx_av_entry *e;
+
+	if (av_reserve(av, 1))
+		return -FI_ENOMEM;
+	e = &av->entries[av->count];
+	e->valid = false;
+	e->addr_len = 0;
+	av->count++;
+	*out = FI_ADDR_NOTAVAIL;
+	return 0;
+}
+
+/*
+ * fi_av(3), synchronous insertion: returns how many addresses were inserted; a refused one gets
+ * FI_ADDR_NOTAVAIL in fi_addr and, with FI_SYNC_ERR, its error in the int array passed as
+ * context (0 for the others).  A service name is resolved first (-FI_EADDRNOTAVAIL when no
+ * live endpoint binds it in FI_DDTX_RESOLVE_MS).  An address is refused when the wire does not
+ * recognise its format (-FI_EINVAL), so garbage fails here rather than at the first send.  After running out
+ * of memory the remaining addresses are not tried (-FI_ECANCELED).  ddtx AVs have no FI_EVENT
+ * mode (fi_av_open refuses the flag, fi_av_bind is -FI_ENOSYS), so there is no event queue to
+ * report to.
+ */
 static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr_t *fi_addr,
 		     uint64_t flags, void *context)
 {
 	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
-	size_t done = 0;
+	int *sync_err = (flags & FI_SYNC_ERR) ? context : NULL;
+	size_t i = 0, done = 0;
+	int ret = 0;
 
 	if (!addr && count) {
 		DDTX_WARN(FI_LOG_AV, "fi_av_insert: NULL address array\n");
 		return -FI_EINVAL;
 	}
-	if (flags & ~(uint64_t)FI_MORE) {
+	if (flags & ~(uint64_t)(FI_MORE | FI_SYNC_ERR)) {
 		DDTX_WARN(FI_LOG_AV, "fi_av_insert: unsupported flags 0x%llx\n",
 			  (unsigned long long)flags);
 		return -FI_EBADFLAGS;
 	}
+	if ((flags & FI_SYNC_ERR) && !context && count) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: FI_SYNC_ERR without an error array\n");
+		return -FI_EINVAL;
+	}
 	ddtx_domain_lock(av->domain);
-	for (; done < count; done++) {
-		fi_addr_t fa;
-		const uint8_t *blob = (const uint8_t *)addr + done * av->addrlen;
+	for (; i < count; i++) {
+		const uint8_t *blob = (const uint8_t *)addr + i * av->addrlen;
+		fi_addr_t fa = FI_ADDR_NOTAVAIL;
 		uint8_t buf[sizeof(av->entries[0].addr)];
+		int err = av_resolve(av, &blob, buf, sizeof(buf));
 
-		if (av_resolve(av, &blob, buf, sizeof(buf)))
-			break;
-		if (av_insert_one(av, blob, &fa))
+		if (!err)
+			err = ddtx_proto_addr_check(av->domain->proto, blob, av->addrlen);
+
+		if (err) {
+			ret = av_insert_hole(av, &fa);
+			if (!ret)
+				DDTX_WARN(FI_LOG_AV, "fi_av_insert: address %zu of %zu is not a "
+					  "valid address: %s\n", i, count, fi_strerror(-err));
+		} else {
+			ret = av_insert_one(av, blob, &fa);
+			if (!ret)
+				done++;
+		}
+		if (ret)
 			break;
 		if (fi_addr)
-			fi_addr[done] = fa;
+			fi_addr[i] = fa;
+		if (sync_err)
+			sync_err[i] = err;
 	}
 	ddtx_domain_unlock(av->domain);
-	for (size_t i = done; fi_addr && i < count; i++)
-		fi_addr[i] = FI_ADDR_NOTAVAIL;
-	if (done < count)
-		DDTX_WARN(FI_LOG_AV, "fi_av_insert: stopped after %zu of %zu\n", done,
-			  count);
+	if (i < count) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: out of memory after %zu of %zu\n", i, count);
+		for (size_t j = i; j < count; j++) {
+			if (fi_addr)
+				fi_addr[j] = FI_ADDR_NOTAVAIL;
+			if (sync_err)
+				sync_err[j] = j == i ? ret : -FI_ECANCELED;
+		}
+	}
 	return (int)done;
 }
 

@@ -32,6 +32,7 @@ void ddtx_domain_progress(struct ddtx_domain *domain)
 	struct ddtx_list_entry *it, *tmp;
 
 	ddtx_domain_lock(domain);
+	ddtx_proto_domain_progress(domain->proto); /* also with no endpoint enabled */
 	ddtx_list_foreach_safe(&domain->eps, it, tmp) {
 		struct ddtx_ep *ep = ddtx_container_of(it, struct ddtx_ep, domain_entry);
 

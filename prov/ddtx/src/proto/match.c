@@ -80,6 +80,7 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 {
 	if ((flags & FI_CLAIM) && !context)
 		return -FI_EINVAL;
+	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	ssize_t ret = 0;
 	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;

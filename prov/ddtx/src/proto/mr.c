@@ -2,13 +2,25 @@
 /*
  * Application memory registration: a key in the wire domain's key table, in the application key
  * space (DDTX_KEY_APP), with libfabric's access bits translated into the wire's.
+ *
+ * The key is revoked when the memory monitor sees the registration's memory go away
+ * (engine/mr_watch.h): the registration is removed from the wire's key table and, where the
+ * wire accepts one, an empty registration without access rights takes the same key, so the key
+ * stays taken until fi_close (a caller-chosen key cannot be registered twice) and a peer's RMA
+ * with it fails (-FI_EACCES; -FI_EKEYREJECTED where no placeholder could be made).
  */
 #include <stdlib.h>
 
+#include "engine/mr_watch.h"
 #include "proto/proto_internal.h"
 
 struct ddtx_proto_mr {
-	struct ddtx_wire_mr *wmr;
+	struct ddtx_proto_domain *pd;
+	struct ddtx_wire_mr *wmr;        /* the registration, the placeholder, or NULL */
+	struct ddtx_mr_watched *watched;
+	uint64_t key;
+	uint64_t iova;
+	bool revoked;
 };
 
 #define FI_MR_ACCESS_BITS                                                                        \
@@ -31,28 +43,77 @@ static uint32_t wire_access(uint64_t access)
 	return acc;
 }
 
+/* mr_watch's gone(): the memory this key was made for is no longer mapped there. */
+static void mr_revoke(void *arg)
+{
+	struct ddtx_proto_mr *mr = arg;
+	struct ddtx_proto_domain *pd = mr->pd;
+	int ret;
+
+	if (mr->revoked)
+		return;
+	mr->revoked = true;
+	ret = ddtx_wire_mr_dereg(pd->wire, mr->wmr);
+	if (ret) {
+		/* Still registered: keep it, so fi_close tries again; peers keep access. */
+		DDTX_WARN(FI_LOG_MR, "fi_mr key %#llx: revoking failed: %s\n",
+			  (unsigned long long)mr->key, fi_strerror(-ret));
+		mr->revoked = false;
+		return;
+	}
+	mr->wmr = NULL;
+	if (ddtx_wire_mr_reg(pd->wire, NULL, 0, DDTX_KEY_APP, &mr->key, mr->iova, 0, &mr->wmr))
+		mr->wmr = NULL;
+	DDTX_WARN(FI_LOG_MR, "fi_mr key %#llx revoked: its memory was unmapped or returned to "
+		  "the system while registered; close the MR before freeing its memory\n",
+		  (unsigned long long)mr->key);
+}
+
 int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
 		      uint64_t access, const uint64_t *requested_key, uint64_t iova,
 		      struct ddtx_proto_mr **out, uint64_t *key)
 {
 	struct ddtx_proto_mr *mr = calloc(1, sizeof(*mr));
+	bool complete;
+	int ret;
+
 	if (!mr)
 		return -FI_ENOMEM;
-	int ret = ddtx_wire_mr_reg(pd->wire, iov, count, DDTX_KEY_APP, requested_key, iova,
-				   wire_access(access), &mr->wmr);
+	mr->pd = pd;
+	mr->iova = iova;
+	/* Watch first: an unmap after the watch is always seen; one before it (polled by the
+	 * watch itself) means the wire registers what is mapped now. */
+	ret = ddtx_mr_watch_add(pd->mr_watch, iov, count, mr_revoke, mr, &mr->watched,
+				&complete);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
-	*key = mr->wmr->key;
+	if (!complete && ddtx_mr_watch_monitored(pd->mr_watch))
+		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: part of the memory cannot be watched (file or "
+			  "SysV shm mapping?): its key is not revoked if it is unmapped\n");
+	ret = ddtx_wire_mr_reg(pd->wire, iov, count, DDTX_KEY_APP, requested_key, iova,
+			       wire_access(access), &mr->wmr);
+	if (ret) {
+		ddtx_mr_watch_remove(pd->mr_watch, mr->watched);
+		free(mr);
+		return ret;
+	}
+	mr->key = *key = mr->wmr->key;
 	*out = mr;
 	return 0;
 }
 
 int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr)
 {
-	int ret = ddtx_wire_mr_dereg(pd->wire, mr->wmr);
-	if (!ret)
-		free(mr);
-	return ret;
+	int ret = 0;
+
+	ddtx_mr_watch_poll(pd->mr_watch);
+	if (mr->wmr)
+		ret = ddtx_wire_mr_dereg(pd->wire, mr->wmr);
+	if (ret)
+		return ret;
+	ddtx_mr_watch_remove(pd->mr_watch, mr->watched);
+	free(mr);
+	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
+#include "engine/mr_watch.h"
 #include "engine/regcache.h"
 #include "engine/scheme.h"
 #include "proto/proto_internal.h"
@@ -75,9 +76,14 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out
 	ret = ddtx_layout_cache_open(&lp, pd->wire, pd->regcache, pd->pool, &pd->layouts);
 	if (ret)
 		goto fail_pool;
+	ret = ddtx_mr_watch_open(ddtx_settings.mr_monitor, &pd->mr_watch);
+	if (ret)
+		goto fail_layouts;
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
 	*out = pd;
 	return 0;
+fail_layouts:
+	ddtx_layout_cache_close(pd->layouts);
 fail_pool:
 	ddtx_mkey_pool_close(pd->pool);
 fail_rc:
@@ -98,8 +104,15 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 	ddtx_layout_cache_close(pd->layouts);
 	ddtx_mkey_pool_close(pd->pool);
 	ddtx_regcache_close(pd->regcache);
+	ddtx_mr_watch_close(pd->mr_watch);
 	ddtx_wire_domain_close(pd->wire);
 	free(pd);
+}
+
+void ddtx_proto_domain_progress(struct ddtx_proto_domain *pd)
+{
+	if (pd)
+		ddtx_mr_watch_poll(pd->mr_watch);
 }
 
 const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme)
@@ -110,6 +123,11 @@ const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme)
 size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd)
 {
 	return ddtx_wire_domain_caps(pd->wire)->addr_len;
+}
+
+int ddtx_proto_addr_check(struct ddtx_proto_domain *pd, const void *addr, size_t len)
+{
+	return ddtx_wire_addr_check(pd->wire, addr, len);
 }
 
 void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats *st)

@@ -13,6 +13,7 @@
 struct ddtx_regcache;
 struct ddtx_mkey_pool;
 struct ddtx_layout_cache;
+struct ddtx_mr_watch;
 
 struct ddtx_proto_domain {
 	pthread_mutex_t *lock;              /* the owner's domain lock */
@@ -22,6 +23,7 @@ struct ddtx_proto_domain {
 	struct ddtx_regcache *regcache;
 	struct ddtx_mkey_pool *pool;
 	struct ddtx_layout_cache *layouts;
+	struct ddtx_mr_watch *mr_watch;     /* application MRs revoked when their memory goes */
 	struct ddtx_cost_model cost;
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;

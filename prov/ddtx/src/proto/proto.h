@@ -87,14 +87,27 @@ struct ddtx_proto_ep_attr {
 /* lock: the domain lock the caller holds around data calls (layout handles take it). */
 int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out);
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
+/*
+ * Domain-wide work not tied to an endpoint (domain locked): revoking the keys of application
+ * MRs whose memory the monitor saw go away.  Called by every progress of the domain; the data
+ * calls and fi_mr calls below do the same for themselves.
+ */
+void ddtx_proto_domain_progress(struct ddtx_proto_domain *pd);
 /* Every field of fi_ddtx.h's statistics (domain locked). */
 void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats *st);
 /* "pack", "sgl", "umr", "rma" (fi_ddtx.h's scheme_name). */
 const char *ddtx_proto_scheme_name(enum fi_ddtx_scheme scheme);
 /* Bytes of an endpoint address of this domain's wire. */
 size_t ddtx_proto_addr_len(struct ddtx_proto_domain *pd);
+/* Is addr a well-formed address of this domain's wire (format only)?  0 or -FI_EINVAL. */
+int ddtx_proto_addr_check(struct ddtx_proto_domain *pd, const void *addr, size_t len);
 
-/* Application memory registration (fi_mr_reg): access is FI_READ | FI_WRITE | FI_REMOTE_* ... */
+/*
+ * Application memory registration (fi_mr_reg): access is FI_READ | FI_WRITE | FI_REMOTE_* ...
+ * Once the memory monitor has seen any of the registration's pages unmapped, remapped or
+ * returned to the system, the key is revoked at the domain's next progress, data call or fi_mr
+ * call: peers' RMA with it fails (the MR itself stays valid until dereg).
+ */
 int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
 		      uint64_t access, const uint64_t *requested_key, uint64_t iova,
 		      struct ddtx_proto_mr **out, uint64_t *key);

@@ -91,6 +91,7 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			uint64_t flags, bool tagged)
 {
+	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.rx_iov_limit, NULL);
 	if (ret || ((flags & FI_MULTI_RECV) && (tagged || count != 1))) {
 		DDTX_WARN(FI_LOG_EP_DATA, "recv: invalid iov list or flags (count %zu)\n", count);

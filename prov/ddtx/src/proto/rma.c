@@ -109,6 +109,7 @@ ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, 
 {
 	if (!msg)
 		return -FI_EINVAL;
+	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	size_t limit = pep->attr.tx_iov_limit;
 	int ret = ddtx_iov_check(msg->msg_iov, msg->iov_count, limit, NULL);
 	if (ret || msg->rma_iov_count > pep->attr.rma_iov_limit ||

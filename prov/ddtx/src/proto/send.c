@@ -161,6 +161,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			size_t count, fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			uint64_t flags, bool tagged)
 {
+	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.tx_iov_limit, NULL);
 	if (ret) {
 		DDTX_WARN(FI_LOG_EP_DATA, "send: invalid iov list (count %zu)\n", count);

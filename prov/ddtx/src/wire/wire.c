@@ -72,6 +72,13 @@ const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom)
 	return dom ? dom->impl->domain_caps(dom) : NULL;
 }
 
+int ddtx_wire_addr_check(struct ddtx_wire_domain *dom, const void *addr, size_t len)
+{
+	if (!dom || !addr)
+		return -FI_EINVAL;
+	return dom->impl->addr_check(dom, addr, len);
+}
+
 int ddtx_wire_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out)

@@ -99,6 +99,14 @@ void ddtx_wire_domain_close(struct ddtx_wire_domain *dom);
 const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom);
 
 /*
+ * Is addr a well-formed address blob of this wire: caps.addr_len bytes, its magic and version,
+ * every field in range?  0 or -FI_EINVAL.  The format only: whether the endpoint it names exists
+ * is learnt at first contact (a well-formed address of an exited process passes).  Lets fi_av_insert
+ * refuse garbage instead of failing the first send to it.
+ */
+int ddtx_wire_addr_check(struct ddtx_wire_domain *dom, const void *addr, size_t len);
+
+/*
  * Register count segments as one key.  With requested_key == NULL the wire chooses a unique
  * key; otherwise *requested_key is used and -FI_ENOKEY is returned if it is taken in this space.
  * iova is the address peers use for byte 0 (the segments' first address for virtual addressing,

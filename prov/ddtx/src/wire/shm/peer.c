@@ -22,8 +22,9 @@ int ddtx_shm_addr_check(const void *addr, size_t len)
 		return -FI_EINVAL;
 	}
 	memcpy(&a, addr, sizeof(a));
+	/* Reserved fields are zero in every address this version hands out. */
 	if (a.magic != DDTX_SHM_ADDR_MAGIC || a.version != DDTX_SHM_VERSION || !a.pid ||
-	    a.pid > INT32_MAX || !a.uid) {
+	    a.pid > INT32_MAX || !a.uid || a.reserved || a.reserved2) {
 		DDTX_WARN(FI_LOG_CORE, "shm: malformed address (magic %#x version %u pid %u)\n",
 			  a.magic, a.version, a.pid);
 		return -FI_EINVAL;

@@ -110,12 +110,25 @@ static void ring_hand_back(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer 
 	c->stall_warned = false;
 }
 
+/* Is position head + 1 (below tail) claimed by a producer or already published? */
+static bool ring_next_in_use(struct ddtx_shm_ring *ring, uint64_t head, uint64_t tail)
+{
+	if (tail - head < 2)
+		return false;
+	struct ddtx_shm_slot_hdr *next = ddtx_shm_ring_slot(ring, head + 1);
+	uint64_t seq = atomic_load_explicit(&next->seq, memory_order_acquire);
+	return seq == head + 2 ||
+	       (seq == head + 1 && atomic_load_explicit(&next->owner, memory_order_relaxed));
+}
+
 /*
  * Indices no producer following the protocol can leave behind, found at the consumer's position
  * after REPAIR_GRACE_NS: a peer wrote the shared tail or a slot's sequence.  Repaired in place so
  * that every other producer keeps working; what the broken peer had in flight is lost.
- *  - the tail behind the head, or past a slot nobody claimed (owner 0, sequence still free):
- *    the tail goes back to the head, the first position not yet consumed;
+ *  - the tail behind the head, or past a slot nobody claimed (owner 0, sequence still free)
+ *    with nothing claimed after it: the tail goes back to the head, the first position not yet
+ *    consumed; with later positions in use, the producer of head died between its claim and
+ *    its stamp, and head is skipped;
  *  - a sequence that is neither "free for head" nor "published at head": with nothing claimed
  *    beyond, the slot is made free for head again; otherwise position head is skipped.
  * Returns EMPTY with c->stall_since still set when there was nothing to repair.
@@ -136,6 +149,15 @@ static enum ddtx_shm_pop ring_repair(struct ddtx_shm_ring *ring, struct ddtx_shm
 			  "freed\n", (unsigned long long)c->head, (unsigned long long)seq);
 		atomic_store_explicit(&slot->owner, 0, memory_order_relaxed);
 		atomic_store_explicit(&slot->seq, c->head, memory_order_release);
+	}
+	if (!tail_behind && tail != c->head && !owner && seq == c->head &&
+	    ring_next_in_use(ring, c->head, tail)) {
+		/* Later positions are claimed or published: the slot at head was claimed by a
+		 * producer that stopped between its tail CAS and its stamp.  Skip that one. */
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu claimed but never "
+			  "stamped: skipped\n", (unsigned long long)c->head);
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
 	}
 	if (tail_behind || (tail != c->head && !owner)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring tail at %llu with position %llu unclaimed: "

@@ -175,6 +175,12 @@ static const struct ddtx_wire_caps *shm_domain_caps(struct ddtx_wire_domain *wdo
 	return dom ? &dom->caps : NULL;
 }
 
+static int shm_addr_check(struct ddtx_wire_domain *wdom, const void *addr, size_t len)
+{
+	(void)wdom;
+	return ddtx_shm_addr_check(addr, len);
+}
+
 int ddtx_shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out)
@@ -708,6 +714,7 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.domain_open = shm_domain_open,
 	.domain_close = shm_domain_close,
 	.domain_caps = shm_domain_caps,
+	.addr_check = shm_addr_check,
 	.mr_reg = ddtx_shm_mr_reg,
 	.mr_dereg = ddtx_shm_mr_dereg,
 	.key_check = shm_key_check,

@@ -174,6 +174,20 @@ const struct ddtx_wire_caps *ddtx_verbs_domain_caps(struct ddtx_wire_domain *wdo
 	return dom ? &dom->caps : NULL;
 }
 
+/* The blob's format (blob.c validates every field while unpacking); no device is asked. */
+int ddtx_verbs_addr_check(struct ddtx_wire_domain *wdom, const void *addr, size_t len)
+{
+	struct ddtx_vaddr a;
+
+	(void)wdom;
+	if (ddtx_vaddr_unpack(addr, len, &a)) {
+		DDTX_WARN(FI_LOG_AV, "verbs: malformed address (%zu bytes, %d expected)\n", len,
+			  (int)DDTX_VADDR_LEN);
+		return -FI_EINVAL;
+	}
+	return 0;
+}
+
 int ddtx_verbs_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 			enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 			uint32_t access, struct ddtx_wire_mr **out)

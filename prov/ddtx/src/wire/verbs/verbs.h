@@ -38,6 +38,10 @@
 #include "wire/verbs/verbs_pure.h"
 #include "wire/wire_impl.h"
 
+/* Senders an endpoint learns from their messages alone (DC: any host may write to it).  A large
+ * job's every rank fits; a flood of forged addresses does not grow the table past it. */
+#define DDTX_VERBS_MAX_INBOUND_PEERS (1u << 20)
+
 struct ddtx_vbuf;
 struct ddtx_verbs_ep;
 
@@ -418,6 +422,7 @@ struct ddtx_verbs_ep {
 	/* peers */
 	struct ddtx_vpeer **peers;       /* each allocated alone: they hold list heads */
 	uint32_t npeers, peers_cap;
+	uint32_t inbound_peers;                  /* of npeers, learned from their messages */
 	struct ddtx_hindex uid_index;    /* uid -> peer */
 	struct ddtx_list busy;           /* peers with queued items */
 	/* completions for on_complete, delivered by progress */
@@ -498,6 +503,7 @@ int ddtx_verbs_domain_open(const struct ddtx_wire_params *params,
 			     struct ddtx_wire_domain **out);
 void ddtx_verbs_domain_close(struct ddtx_wire_domain *wdom);
 const struct ddtx_wire_caps *ddtx_verbs_domain_caps(struct ddtx_wire_domain *wdom);
+int ddtx_verbs_addr_check(struct ddtx_wire_domain *wdom, const void *addr, size_t len);
 int ddtx_verbs_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 			enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 			uint32_t access, struct ddtx_wire_mr **out);

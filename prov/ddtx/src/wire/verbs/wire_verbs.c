@@ -18,6 +18,7 @@ const struct ddtx_wire_impl ddtx_verbs_wire_impl = {
 	.domain_open = ddtx_verbs_domain_open,
 	.domain_close = ddtx_verbs_domain_close,
 	.domain_caps = ddtx_verbs_domain_caps,
+	.addr_check = ddtx_verbs_addr_check,
 	.mr_reg = ddtx_verbs_mr_reg,
 	.mr_dereg = ddtx_verbs_mr_dereg,
 	.key_check = ddtx_verbs_key_check,
