@@ -1350,6 +1350,50 @@ static int t_addr_stale(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * FI_DDTX_STATS=1 (set by the meson test): a program that exits without closing its domain
+ * still gets its statistics, printed once at provider cleanup.  The program is a child that
+ * exits through exit() (libfabric's destructor runs the provider cleanup).
+ */
+static int t_stats_at_exit(struct ft_ctx *ctx, void *arg)
+{
+	char path[] = "/tmp/ddtx-stats-XXXXXX";
+	int fd = mkstemp(path);
+	int status = -1;
+
+	(void)ctx, (void)arg;
+	FT_CHECK(fd >= 0, "mkstemp");
+	pid_t pid = fork();
+	FT_CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct fi_info *info;
+		struct fid_fabric *fabric;
+		struct fid_domain *dom[2];
+		dup2(fd, 2);
+		if (named_getinfo(NULL, NULL, 0, &info) || fi_fabric(info->fabric_attr, &fabric, NULL) ||
+		    fi_domain(fabric, info, &dom[0], NULL) || fi_domain(fabric, info, &dom[1], NULL))
+			_exit(3);
+		fi_close(&dom[1]->fid); /* reported at close, not again at exit */
+		exit(0);                /* dom[0] left open */
+	}
+	FT_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+		 "child status 0x%x", status);
+	char buf[65536];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	FT_CHECK(n > 0, "no output");
+	buf[n] = '\0';
+	int at_exit = 0, reports = 0;
+	for (char *p = buf; (p = strstr(p, "was not closed (reported at exit)")); p++)
+		at_exit++;
+	for (char *p = buf; (p = strstr(p, "ddtx stats (domain ")); p++)
+		reports++;
+	FT_CHECK(at_exit == 1 && reports == 2, "reports: %d at exit, %d in all:\n%s", at_exit,
+		 reports, buf);
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"getinfo", 1, 30, t_getinfo, NULL},
 	{"av_table", 3, 30, t_av, I(FI_AV_TABLE)},
@@ -1372,6 +1416,7 @@ static const struct fx_test tests[] = {
 	{"addr_service", 2, 30, t_addr_service, NULL},
 	{"addr_inuse", 1, 30, t_addr_inuse, NULL},
 	{"addr_stale", 1, 30, t_addr_stale, NULL},
+	{"stats_at_exit", 1, 30, t_stats_at_exit, NULL},
 };
 
 int main(int argc, char **argv)
