@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -966,24 +967,27 @@ static void test_stale(void)
 	CHECK(region_exists(live_creating), "region being created removed");
 	if (init_visible) {
 		CHECK(!region_exists(live_reused), "region of a reused pid not removed");
-		/* a region of another PID namespace (pid 1 there is not our pid 1): kept */
-		char other_ns[DDTX_SHM_NAME_MAX];
-		ddtx_shm_random(r, sizeof(r));
-		ddtx_shm_format_name(other_ns, 1, r);
-		int fd = shm_open(other_ns, O_RDWR | O_CREAT | O_EXCL, 0600);
-		struct ddtx_shm_region_hdr h = {.magic = DDTX_SHM_EP_MAGIC, .version = DDTX_SHM_VERSION,
-						.pid = 1, .pidns = ddtx_shm_pidns() + 1,
-						.start_time = st1 + 12345};
-		CHECK(fd >= 0 && write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h), "other-ns fake");
-		close(fd);
-		ddtx_wire_cleanup_stale();
-		CHECK(region_exists(other_ns), "region of another PID namespace removed");
-		shm_unlink(other_ns);
 		CHECK(region_exists(live_ok), "region of a live process removed");
 	}
 	shm_unlink(live_reused);
 	shm_unlink(live_creating);
 	shm_unlink(live_ok);
+
+	/* A region whose pid this namespace cannot see (the dead child's) but whose owner lock
+	 * is held, as by a live process in another pid namespace sharing /dev/shm: kept until
+	 * the lock goes. */
+	char foreign[DDTX_SHM_NAME_MAX], path[DDTX_SHM_NAME_MAX + 16];
+	ddtx_shm_random(r, sizeof(r));
+	ddtx_shm_format_name(foreign, (uint32_t)pid, r);
+	make_fake_region(foreign, (uint32_t)pid, 12345, true);
+	snprintf(path, sizeof(path), "/dev/shm%s", foreign);
+	int lfd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(lfd >= 0 && flock(lfd, LOCK_SH) == 0, "lock %s: %s", path, strerror(errno));
+	ddtx_wire_cleanup_stale();
+	CHECK(region_exists(foreign), "a region whose owner holds its lock was removed");
+	close(lfd);
+	ddtx_wire_cleanup_stale();
+	CHECK(!region_exists(foreign), "a region of a dead pid with no lock holder was kept");
 	ddtx_wire_ep_close(ep);
 	ddtx_wire_domain_close(dom);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "fault.h"
 #include "shm.h"
 
 struct cursor {
@@ -72,6 +73,37 @@ static void trim(struct iovec *v, size_t *cnt, size_t n)
 	}
 }
 
+/* One CMA call; in the test build the fault plan may fail it or cut it short first. */
+static ssize_t fault_or_move(pid_t pid, bool write, struct iovec *lv, size_t *nl,
+			     struct iovec *rv, size_t *nr)
+{
+	struct ddtx_shm_fault f = ddtx_shm_fault_hit(write ? DDTX_SHM_FP_DMA_WRITE :
+							    DDTX_SHM_FP_DMA_READ, -1);
+	switch (f.action) {
+	case DDTX_SHM_FA_ERRNO:
+		errno = (int)f.arg;
+		return -1;
+	case DDTX_SHM_FA_DIE:
+		ddtx_shm_fault_die(write ? "before a process_vm_writev" : "before a process_vm_readv");
+		break;
+	case DDTX_SHM_FA_SHORT: {
+		size_t half = 0;
+		for (size_t i = 0; i < *nl; i++)
+			half += lv[i].iov_len;
+		half /= 2;
+		if (half) {
+			trim(lv, nl, half);
+			trim(rv, nr, half);
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return write ? process_vm_writev(pid, lv, *nl, rv, *nr, 0)
+		     : process_vm_readv(pid, lv, *nl, rv, *nr, 0);
+}
+
 int ddtx_shm_dma(pid_t pid, bool write, const struct iovec *local, size_t lcount,
 		 const struct iovec *remote, size_t rcount, size_t len)
 {
@@ -92,16 +124,16 @@ int ddtx_shm_dma(pid_t pid, bool write, const struct iovec *local, size_t lcount
 		}
 		if (rb < lb)
 			trim(lv, &nl, rb);
-		r = write ? process_vm_writev(pid, lv, nl, rv, nr, 0)
-			  : process_vm_readv(pid, lv, nl, rv, nr, 0);
+		r = fault_or_move(pid, write, lv, &nl, rv, &nr);
 		if (r < 0) {
 			int err = errno;
 			if (err == EINTR)
 				continue;
 			if (err == ESRCH || err == EPERM) {
+				/* the caller decides with a liveness check whether the peer is gone */
 				DDTX_WARN(FI_LOG_EP_DATA, "shm: process_vm_%sv to pid %d failed: %s\n",
 					  write ? "write" : "read", (int)pid, strerror(err));
-				return -DDTX_SHM_ESRCH;
+				return err == ESRCH ? -DDTX_SHM_ESRCH : -FI_EPERM;
 			}
 			DDTX_WARN(FI_LOG_EP_DATA, "shm: process_vm_%sv to pid %d failed after %zu of "
 				  "%zu bytes: %s\n", write ? "write" : "read", (int)pid, done, len,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -106,6 +107,10 @@ int ddtx_shm_region_create(size_t size, struct ddtx_shm_map *map,
 		DDTX_WARN(FI_LOG_CORE, "shm: no free region name after 8 random tries\n");
 		return -FI_EBUSY;
 	}
+	/* Held until destroy (or death): tells a cleanup in another pid namespace, where our pid
+	 * means nothing, that the region is in use. */
+	if (flock(fd, LOCK_SH))
+		DDTX_INFO(FI_LOG_CORE, "shm: flock(%s) failed: %s\n", map->name, strerror(errno));
 	/* The umask may have removed bits but never adds any; make the mode exact. */
 	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
 		ret = -errno;
@@ -123,7 +128,7 @@ int ddtx_shm_region_create(size_t size, struct ddtx_shm_map *map,
 		goto err;
 	}
 	map->size = size;
-	close(fd);
+	map->owner_fd = fd + 1;
 	DDTX_DBG(FI_LOG_CORE, "shm: created region %s, %zu bytes\n", map->name, size);
 	return 0;
 err:
@@ -198,6 +203,9 @@ void ddtx_shm_region_destroy(struct ddtx_shm_map *map)
 		DDTX_WARN(FI_LOG_CORE, "shm: shm_unlink(%s) failed: %s\n", map->name,
 			  strerror(errno));
 	ddtx_shm_region_unmap(map);
+	if (map->owner_fd > 0)
+		close(map->owner_fd - 1);
+	map->owner_fd = 0;
 	map->name[0] = '\0';
 }
 
@@ -266,6 +274,7 @@ bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time)
 	return !start_time || st == start_time;
 }
 
+/* Low 32 bits of the PID namespace inode, recorded in region headers (diagnostics). */
 uint32_t ddtx_shm_pidns(void)
 {
 	struct stat st;
@@ -273,13 +282,21 @@ uint32_t ddtx_shm_pidns(void)
 	return stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
 }
 
-/*
- * Is the file at dirfd/name a region of a process that is gone?  Only a region created in this
- * PID namespace can be judged: /dev/shm is shared by every PID namespace of the mount namespace
- * (a fabtests run under `unshare --pid` beside other tests), and a pid of another namespace
- * names an unrelated process here.  A region whose header is not complete is judged by its pid
- * only once it is a minute old (its creator may be writing it, possibly in another namespace).
- */
+/* Does a live process hold the region's owner lock (region_create)?  Locks know no pid
+ * namespace: a process sharing /dev/shm from another one has pids this one cannot see. */
+static bool region_held(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	bool held;
+
+	if (fd < 0)
+		return errno != ENOENT;
+	held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+	close(fd);
+	return held;
+}
+
+/* Is the file at dirfd/name a region of a process that is gone? */
 static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 {
 	struct ddtx_shm_region_hdr hdr;
@@ -290,6 +307,9 @@ static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid())
 		return false;
+	if (!ddtx_shm_proc_alive(pid, 0))
+		return !region_held(dirfd, name);
+	/* The pid exists: stale only if the header proves it belongs to an older process. */
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
@@ -298,10 +318,8 @@ static bool region_is_stale(int dirfd, const char *name, uint32_t pid)
 	if (n != (ssize_t)sizeof(hdr) ||
 	    (hdr.magic != DDTX_SHM_DOM_MAGIC && hdr.magic != DDTX_SHM_EP_MAGIC) ||
 	    hdr.pid != pid || !hdr.start_time)
-		return time(NULL) - st.st_mtime > 60 && !ddtx_shm_proc_alive(pid, 0);
-	if (hdr.pidns != ddtx_shm_pidns())
-		return false;
-	return !ddtx_shm_proc_alive(pid, hdr.start_time);
+		return false;                    /* possibly being created right now */
+	return !ddtx_shm_proc_alive(pid, hdr.start_time) && !region_held(dirfd, name);
 }
 
 void ddtx_shm_cleanup_stale(void)

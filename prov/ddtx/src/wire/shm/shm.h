@@ -150,6 +150,8 @@ struct ddtx_shm_map {
 	void *addr;
 	size_t size;
 	char name[DDTX_SHM_NAME_MAX];
+	int owner_fd;                            /* own regions: fd + 1 holding a shared flock
+						  * while the region lives (0: none) */
 };
 
 int ddtx_shm_random(void *buf, size_t len);
@@ -268,7 +270,12 @@ enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm
 void ddtx_shm_ring_release(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c);
 
 /* ---- dma.c: CMA transfers with iov lists on both sides ---- */
-/* Move len bytes between local and remote lists; write = local -> remote.  0 or -FI_E*. */
+/*
+ * Move len bytes between local and remote lists; write = local -> remote.  0, -FI_E*, or
+ * -DDTX_SHM_ESRCH / -FI_EPERM when the kernel refused to reach the process (gone, or a pid now
+ * owned by another process; but EPERM also comes from a live peer that made itself
+ * non-dumpable): the caller checks the peer before declaring it dead.
+ */
 int ddtx_shm_dma(pid_t pid, bool write, const struct iovec *local, size_t lcount,
 		 const struct iovec *remote, size_t rcount, size_t len);
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/iov_check.h"
+#include "fault.h"
 #include "shm.h"
 
 #define PEER_CHECK_NS (100ull * 1000 * 1000)
@@ -437,6 +438,18 @@ static int peer_ready(struct ddtx_shm_peer *p)
 }
 
 
+/* The protocol's message type, as the fault plan filters on it (test builds). */
+static inline int first_byte(const void *hdr, size_t hdr_len, const struct iovec *iov,
+			     size_t count)
+{
+	if (hdr_len)
+		return *(const uint8_t *)hdr;
+	for (size_t i = 0; i < count; i++)
+		if (iov[i].iov_len)
+			return *(const uint8_t *)iov[i].iov_base;
+	return -1;
+}
+
 static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		   const struct iovec *iov, size_t count)
 {
@@ -464,9 +477,17 @@ static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 			  total, (size_t)p->ring.slot_size - DDTX_SHM_SLOT_HDR);
 		return -FI_EMSGSIZE;
 	}
+	struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_SEND, first_byte(hdr, hdr_len,
+										   iov, count));
+	if (f.action == DDTX_SHM_FA_DIE)
+		ddtx_shm_fault_die("before posting a message");
+	if (ddtx_shm_fault_window(DDTX_SHM_FA_FULL))
+		return -FI_EAGAIN;
 	ret = ddtx_shm_ring_push(&p->ring, &ep->addr, hdr, hdr_len, iov, count, total);
 	if (ret == -FI_EAGAIN && !ddtx_shm_peer_check(p))
 		return -FI_EIO;                  /* do not spin on the full ring of a dead peer */
+	if (!ret && f.action == DDTX_SHM_FA_DIE_AFTER)
+		ddtx_shm_fault_die("after posting a message");
 	return ret;
 }
 
@@ -487,6 +508,8 @@ static int shm_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min
 	size_t cap = DDTX_MIN(ep->dom->caps.max_send_size, p->ring.slot_size - DDTX_SHM_SLOT_HDR);
 	if (min_len > cap)
 		return -FI_EMSGSIZE;
+	if (ddtx_shm_fault_window(DDTX_SHM_FA_FULL))
+		return -FI_EAGAIN;
 	ret = ddtx_shm_ring_claim(&p->ring, &ep->addr, &slot, &pos);
 	if (ret == -FI_EAGAIN && !ddtx_shm_peer_check(p))
 		return -FI_EIO;
@@ -503,7 +526,14 @@ static void shm_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf 
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
 	(void)ep;
+	/* die here leaves a claimed slot never published: the ring skips it after a grace */
+	struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_SEND,
+						     len ? *(const uint8_t *)buf->data : -1);
+	if (f.action == DDTX_SHM_FA_DIE)
+		ddtx_shm_fault_die("before publishing a claimed message");
 	ddtx_shm_ring_publish(buf->wire_priv, buf->wire_pos, DDTX_MIN(len, buf->cap));
+	if (f.action == DDTX_SHM_FA_DIE_AFTER)
+		ddtx_shm_fault_die("after posting a message");
 }
 
 static int shm_rma_check(struct ddtx_wire_ep *wep, ddtx_peer_t peer, enum ddtx_key_space space,
@@ -593,6 +623,8 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 						  write ? DDTX_ACC_REMOTE_WRITE :
 							  DDTX_ACC_REMOTE_READ,
 						  &ep->riov, &ep->riov_cap, &rcount);
+	if (!status && ddtx_shm_fault_hit(DDTX_SHM_FP_KEY, -1).action == DDTX_SHM_FA_REVOKE)
+		status = -FI_EKEYREJECTED;       /* as if the owner had just removed the key */
 	if (status == -FI_ENOMEM)
 		return status;
 	if (status) {
@@ -602,9 +634,14 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 		goto done;
 	}
 	status = ddtx_shm_dma((pid_t)p->addr.pid, write, local, lcount, ep->riov, rcount, len);
-	if (status == -DDTX_SHM_ESRCH) {
-		ddtx_shm_peer_mark_dead(p, "cross-memory attach refused");
-		status = -FI_EIO;
+	if (status == -DDTX_SHM_ESRCH || status == -FI_EPERM) {
+		/* Only a peer whose process is really gone is dead; a live one that refused this
+		 * access fails the work request alone, so both sides of the transfer learn of it
+		 * (marked dead, the peer's control messages were dropped and its receive hung). */
+		if (ddtx_shm_peer_check(p))
+			DDTX_WARN(FI_LOG_EP_DATA, "shm: %s to live peer pid %u refused: %s\n", op,
+				  p->addr.pid, fi_strerror(-status));
+		status = status == -FI_EPERM ? -FI_EACCES : -FI_EIO;
 	}
 done:
 	cq_push(ep, wr_context, status);
@@ -678,11 +715,20 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 	}
 
 	for (uint32_t budget = ep->ring.nslots; budget; budget--) {
+		if (ddtx_shm_fault_window(DDTX_SHM_FA_STALL))
+			break;                   /* test: a consumer that stopped draining */
 		enum ddtx_shm_pop r = ddtx_shm_ring_peek(&ep->ring, &ep->cons, &slot, &len);
 		if (r == DDTX_SHM_POP_EMPTY)
 			break;
 		if (r == DDTX_SHM_POP_SKIP)
 			continue;
+		struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_RECV, len ?
+							     *((uint8_t *)slot + DDTX_SHM_SLOT_HDR) :
+							     -1);
+		if (f.action == DDTX_SHM_FA_DIE)
+			ddtx_shm_fault_die("on receiving a message");
+		if (f.action == DDTX_SHM_FA_STALL)
+			break;                   /* this message waits in the ring until the end */
 		memcpy(&src, &slot->src, sizeof(src));
 		uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
 		int ret = owner != src.pid ? -FI_EINVAL : ddtx_shm_addr_check(&src, sizeof(src));
