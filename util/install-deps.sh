@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what ddtx needs to build and test on Debian 12. Does nothing for packages already present.
-#   util/install-deps.sh [--plots] [--fuzz]
+#   util/install-deps.sh [--plots] [--fuzz] [--fabtests]
 #     --plots adds python3-matplotlib for util/plot_bench.py
 #     --fuzz  adds clang-14 and libclang-rt-14-dev (libFuzzer) for util/fuzz.sh
+#     --fabtests adds autoconf, automake and libtool to build upstream fabtests (util/fabtests.sh)
 set -euo pipefail
 pkgs=(meson ninja-build pkg-config gcc libfabric-dev libfabric-bin libibverbs-dev python3)
 for arg in "$@"; do
   case $arg in
     --plots) pkgs+=(python3-matplotlib) ;;
     --fuzz) pkgs+=(clang-14 libclang-rt-14-dev) ;;
+    --fabtests) pkgs+=(autoconf automake libtool make util-linux procps) ;;
     *) echo "install-deps.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done

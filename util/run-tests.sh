@@ -3,11 +3,13 @@
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
 # then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
 # ThreadSanitizer into ./build-tsan for the tests that run several threads, and fuzzes the
-# protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs.
+# protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs, and runs
+# upstream fabtests' unit, functional and standard sets over ddtx (util/fabtests.sh: each
+# fabtests test one result, expected notruns from util/fabtests-expected.txt counted as skipped).
 # The last line printed is always "<passed> passed, <failed> failed", counting each test once:
 # a test fails if it failed in either build; a build that does not compile counts as a failure.
-#   util/run-tests.sh [--no-asan] [--no-tsan] [--no-fuzz]   (or DDTX_ASAN=0, DDTX_TSAN=0,
-#                                                            DDTX_FUZZ=0; DDTX_FUZZ_SECS=60)
+#   util/run-tests.sh [--no-asan] [--no-tsan] [--no-fuzz] [--no-fabtests]
+#     (or DDTX_ASAN=0, DDTX_TSAN=0, DDTX_FUZZ=0, DDTX_FABTESTS=0; DDTX_FUZZ_SECS=60)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
@@ -16,6 +18,7 @@ asan=${DDTX_ASAN:-1}
 tsan=${DDTX_TSAN:-1}
 fuzz=${DDTX_FUZZ:-1}
 fuzz_secs=${DDTX_FUZZ_SECS:-60}
+fabtests=${DDTX_FABTESTS:-1}
 for arg in "$@"; do
   case $arg in
     --no-asan) asan=0 ;;
@@ -23,6 +26,7 @@ for arg in "$@"; do
     --no-tsan) tsan=0 ;;
     --tsan) tsan=1 ;;
     --no-fuzz) fuzz=0 ;;
+    --no-fabtests) fabtests=0 ;;
     -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
@@ -87,6 +91,12 @@ if [ "$fuzz" = 1 ]; then
   else
     echo "=== build-fuzz: clang-14 / libclang-rt-14-dev not installable here: fuzzing skipped"
   fi
+fi
+if [ "$fabtests" = 1 ] && [[ " ${builds[*]} " == *" build "* ]]; then
+  # Upstream fabtests over the provider in ./build (util/fabtests.sh writes a testlog.json of
+  # its own: one result per fabtests test).
+  util/fabtests.sh -b build -o build-fabtests
+  [ -f build-fabtests/meson-logs/testlog.json ] && builds+=(build-fabtests)
 fi
 echo "=== elapsed $(( $(date +%s) - start )) s"
 

@@ -902,8 +902,90 @@ static const struct big big_auto = {"auto", 256u << 20, 1, 1};
 static const struct mr_case mr_eager = {8192, 1024, 2000, 4};
 static const struct mr_case mr_rdv = {110000, 16384, 20000, 5};
 
+
+/*
+ * The FI_INJECT flag of fi_sendmsg (and of tx op_flags) lets the caller reuse its buffer at
+ * once but does not suppress the completion: only fi_inject / fi_injectdata do (fi_msg(3)).
+ * fabtests' fi_msg_inject -A inject waited forever for that completion.
+ */
+static int t_inject_flag(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int peer = 1 - ctx->rank;
+	if (ctx->rank == 0) {
+		uint8_t *buf = fx_alloc(1000);
+		for (int i = 0; i < 4; i++) {
+			fx_fill(buf, 1000, 700 + i, 0);
+			struct iovec iov = {buf, 1000};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = fx.peers[peer],
+					   .context = &buf[i]};
+			uint64_t flags = FI_INJECT | (i & 1 ? FI_COMPLETION : 0) |
+					 (i & 2 ? FI_DELIVERY_COMPLETE : 0);
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, flags));
+			memset(buf, 0xEE, 1000); /* reusable at once */
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.op_context == &buf[i] && (c.flags & FI_SEND),
+				 "FI_INJECT sendmsg %d: completion context %p flags 0x%llx", i,
+				 c.op_context, (unsigned long long)c.flags);
+		}
+		fx_pbarrier(ctx, &fx);
+		free(buf);
+	} else {
+		for (int i = 0; i < 4; i++) {
+			struct rbuf r;
+			rbuf_init(&r, 1000);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, 1000, NULL, FI_ADDR_UNSPEC, &r));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			rbuf_check(&r, 700 + i, 1000, "FI_INJECT sendmsg");
+			rbuf_free(&r);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_expect_none(&fx, 100);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
+ * A delivery complete send whose receiver closes its endpoint right after the receive
+ * completes: the acknowledgement it sent before closing must complete the send, not an error
+ * (fabtests' fi_rdm_multi_client -U failed with -FI_EIO).
+ */
+static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
+{
+	struct fx_opts o = base_opts;
+	for (int round = 0; round < 30; round++) {
+		struct fx fx;
+		fx_open(ctx, &o, &fx);
+		if (ctx->rank == 0) {
+			uint8_t buf[64];
+			fx_fill(buf, sizeof(buf), round, 0);
+			struct iovec iov = {buf, sizeof(buf)};
+			struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = fx.peers[1],
+					   .context = buf};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, 64);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, 64, NULL, FI_ADDR_UNSPEC, &r));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			rbuf_free(&r);
+		}
+		fx_close(&fx); /* the receiver at once */
+	}
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
+	{"inject_flag", 2, 30, t_inject_flag, NULL},
+	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},
 	{"sendmsg_recvmsg", 2, 60, t_sendmsg, NULL},
 	{"sendmsg_recvmsg_pack", 2, 60, t_sendmsg, "pack"},

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fx.h"
@@ -1098,6 +1099,301 @@ static int t_thread_domain(struct ft_ctx *ctx, void *arg)
 }
 
 #define I(x) ((void *)(intptr_t)(x))
+
+/* ---- addresses from fi_getinfo(node, service): no out-of-band exchange ------------------- */
+
+/* An endpoint opened from an fi_info of fi_getinfo(node, service, flags). */
+struct named_ep {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+static int named_getinfo(const char *node, const char *service, uint64_t flags,
+			 struct fi_info **info)
+{
+	struct fi_info *h = fx_hints(&(struct fx_opts){.caps = FI_MSG | FI_TAGGED});
+	int ret = fi_getinfo(FI_VERSION(1, 17), node, service, flags, h, info);
+	fi_freeinfo(h);
+	return ret;
+}
+
+/* Open fabric, domain, AV, CQ and endpoint from info (taken over); the endpoint's error. */
+static int named_open(struct fi_info *info, struct named_ep *n)
+{
+	struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_TAGGED};
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	n->info = info;
+	FT_CHECK(fi_fabric(info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
+	FT_CHECK(fi_domain(n->fabric, info, &n->domain, NULL) == 0, "fi_domain");
+	FT_CHECK(fi_av_open(n->domain, &av_attr, &n->av, NULL) == 0, "fi_av_open");
+	FT_CHECK(fi_cq_open(n->domain, &cq_attr, &n->cq, NULL) == 0, "fi_cq_open");
+	ret = fi_endpoint(n->domain, info, &n->ep, NULL);
+	if (ret) {
+		n->ep = NULL;
+		return ret;
+	}
+	FT_CHECK(fi_ep_bind(n->ep, &n->av->fid, 0) == 0, "fi_ep_bind(av)");
+	FT_CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "fi_ep_bind(cq)");
+	FT_CHECK(fi_enable(n->ep) == 0, "fi_enable");
+	return 0;
+}
+
+static void named_close(struct named_ep *n)
+{
+	if (n->ep)
+		FT_CHECK(fi_close(&n->ep->fid) == 0, "close ep");
+	FT_CHECK(fi_close(&n->cq->fid) == 0, "close cq");
+	FT_CHECK(fi_close(&n->av->fid) == 0, "close av");
+	FT_CHECK(fi_close(&n->domain->fid) == 0, "close domain");
+	FT_CHECK(fi_close(&n->fabric->fid) == 0, "close fabric");
+	fi_freeinfo(n->info);
+}
+
+static void named_wait(struct named_ep *n, struct fi_cq_tagged_entry *c)
+{
+	struct fi_cq_err_entry err;
+	int ret = ft_wait(n->cq, 1, c, &err, TMO);
+	FT_CHECK(ret == 1, "completion: %d (%s)", ret,
+		 ret == -FI_EAVAIL ? fi_strerror(err.err) : fi_strerror(-ret));
+}
+
+/* A service unique to this test run (meson runs tests in parallel). */
+static void test_service(char *svc, size_t len, const char *what)
+{
+	snprintf(svc, len, "fx%d-%s", (int)getppid(), what);
+}
+
+static void named_getname(struct named_ep *n, uint8_t *addr, size_t *len)
+{
+	*len = FT_XCHG_MAX;
+	FT_CHECK(fi_getname(&n->ep->fid, addr, len) == 0, "fi_getname");
+}
+
+/*
+ * fabtests' flow: the server asks fi_getinfo(NULL, svc, FI_SOURCE) and opens an endpoint from
+ * it; the client asks fi_getinfo("127.0.0.1", svc, 0), inserts dest_addr, sends its own name in
+ * the first message; the server inserts that and answers.  The client starts first: its insert
+ * waits for the server to bind.
+ */
+static int t_addr_service(struct ft_ctx *ctx, void *arg)
+{
+	char svc[32];
+	struct fi_info *info = NULL;
+	struct named_ep n;
+	struct fi_cq_tagged_entry c;
+	uint8_t mine[FT_XCHG_MAX], buf[FT_XCHG_MAX], names[2 * FT_XCHG_MAX] = {0};
+	size_t mlen;
+	int ret;
+
+	(void)arg;
+	test_service(svc, sizeof(svc), "svc");
+	if (ctx->rank == 0) {
+		usleep(300 * 1000); /* the client is already waiting in fi_av_insert */
+		ret = named_getinfo(NULL, svc, FI_SOURCE, &info);
+		FT_CHECK(ret == 0, "server fi_getinfo: %s", fi_strerror(-ret));
+		FT_CHECK(info->src_addr && info->src_addrlen && !info->dest_addr,
+			 "server: src_addr %p/%zu dest_addr %p", info->src_addr, info->src_addrlen,
+			 info->dest_addr);
+		FT_CHECK(named_open(info, &n) == 0, "server fi_endpoint");
+		named_getname(&n, mine, &mlen);
+		FT_CHECK(fi_trecv(n.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, 1, 0, buf) == 0,
+			 "fi_trecv");
+		named_wait(&n, &c);
+		FT_CHECK(c.len > 0 && c.len <= sizeof(buf), "client name of %zu bytes", c.len);
+		fi_addr_t client;
+		FT_CHECK(fi_av_insert(n.av, buf, 1, &client, 0, NULL) == 1,
+			 "server: inserting the client's name");
+		static const char pong[] = "pong from the server";
+		FT_CHECK(fi_tsend(n.ep, pong, sizeof(pong), NULL, client, 2, NULL) == 0, "tsend");
+		named_wait(&n, &c);
+	} else {
+		ret = named_getinfo("127.0.0.1", svc, 0, &info);
+		FT_CHECK(ret == 0, "client fi_getinfo: %s", fi_strerror(-ret));
+		FT_CHECK(info->dest_addr && info->dest_addrlen && info->src_addr,
+			 "client: dest_addr %p/%zu", info->dest_addr, info->dest_addrlen);
+		FT_CHECK(named_open(info, &n) == 0, "client fi_endpoint");
+		char str[128];
+		size_t slen = sizeof(str);
+		FT_CHECK(fi_av_straddr(n.av, info->dest_addr, str, &slen) && strstr(str, svc),
+			 "fi_av_straddr of dest_addr: %s", str);
+		fi_addr_t server;
+		ret = fi_av_insert(n.av, info->dest_addr, 1, &server, 0, NULL);
+		FT_CHECK(ret == 1, "client: fi_av_insert(dest_addr): %d", ret);
+		named_getname(&n, mine, &mlen);
+		FT_CHECK(fi_tsend(n.ep, mine, mlen, NULL, server, 1, NULL) == 0, "tsend");
+		named_wait(&n, &c);
+		FT_CHECK(fi_trecv(n.ep, buf, sizeof(buf), NULL, server, 2, 0, buf) == 0, "trecv");
+		named_wait(&n, &c);
+		FT_CHECK(!strcmp((char *)buf, "pong from the server"), "reply: %.40s", buf);
+		/* The AV holds the server's concrete address (what its fi_getname says). */
+		size_t blen = sizeof(buf);
+		FT_CHECK(fi_av_lookup(n.av, server, buf, &blen) == 0, "fi_av_lookup");
+		memcpy(mine, buf, blen);
+		mlen = blen;
+	}
+	/* rank 0 contributes its own name, rank 1 what its AV resolved: the same bytes */
+	ft_allgather(ctx, mine, FT_XCHG_MAX, names);
+	FT_CHECK(!memcmp(names, names + FT_XCHG_MAX, mlen),
+		 "the client's AV resolved another address than the server's fi_getname");
+	ft_barrier(ctx);
+	named_close(&n);
+	return 0;
+}
+
+/* One binder per service; a closed endpoint releases it; fi_setname and fi_av_insertsvc. */
+static int t_addr_inuse(struct ft_ctx *ctx, void *arg)
+{
+	char svc[32], svc2[32];
+	struct fi_info *info, *info2;
+	struct named_ep a, b;
+	uint8_t name[FT_XCHG_MAX], got[FT_XCHG_MAX];
+	size_t len, glen;
+	fi_addr_t fa;
+	int ret;
+
+	(void)ctx, (void)arg;
+	test_service(svc, sizeof(svc), "inuse");
+	test_service(svc2, sizeof(svc2), "set");
+	FT_CHECK(named_getinfo(NULL, svc, FI_SOURCE, &info) == 0, "fi_getinfo");
+	FT_CHECK(named_getinfo("localhost", svc, FI_SOURCE, &info2) == 0, "fi_getinfo(2)");
+	FT_CHECK(named_open(fi_dupinfo(info), &a) == 0, "first binder");
+	ret = named_open(info2, &b);
+	FT_CHECK(ret == -FI_EADDRINUSE, "second binder of %s: %d (%s)", svc, ret,
+		 fi_strerror(-ret));
+	/* fi_av_insertsvc reaches the binder */
+	named_getname(&a, name, &len);
+	FT_CHECK(fi_av_insertsvc(b.av, "localhost", svc, &fa, 0, NULL) == 1, "fi_av_insertsvc");
+	glen = sizeof(got);
+	FT_CHECK(fi_av_lookup(b.av, fa, got, &glen) == 0 && glen == len && !memcmp(got, name, len),
+		 "fi_av_insertsvc resolved another address");
+	FT_CHECK(fi_av_insertsvc(b.av, "192.0.2.1", svc, &fa, 0, NULL) < 0,
+		 "fi_av_insertsvc of another host succeeded");
+	named_close(&a);
+	named_close(&b);
+	/* released at close: the same service binds again */
+	FT_CHECK(named_open(info, &a) == 0, "binding again after close");
+	/* fi_setname binds a service name; a held one is refused */
+	FT_CHECK(named_getinfo(NULL, NULL, 0, &info2) == 0, "fi_getinfo(no service)");
+	FT_CHECK(named_open(info2, &b) == 0, "unbound endpoint");
+	FT_CHECK(named_getinfo(NULL, svc2, FI_SOURCE, &info2) == 0, "fi_getinfo(svc2)");
+	FT_CHECK(fi_setname(&b.ep->fid, info2->src_addr, info2->src_addrlen) == 0, "fi_setname");
+	fi_freeinfo(info2);
+	FT_CHECK(named_getinfo(NULL, svc, FI_SOURCE, &info2) == 0, "fi_getinfo(svc)");
+	ret = fi_setname(&b.ep->fid, info2->src_addr, info2->src_addrlen);
+	FT_CHECK(ret == -FI_EADDRINUSE, "fi_setname of a held service: %d", ret);
+	fi_freeinfo(info2);
+	uint8_t junk[48] = {1};
+	FT_CHECK(fi_setname(&b.ep->fid, junk, sizeof(junk)) == -FI_EINVAL, "fi_setname(junk)");
+	FT_CHECK(fi_av_insertsvc(a.av, NULL, svc2, &fa, 0, NULL) == 1, "insertsvc(svc2)");
+	named_getname(&b, name, &len);
+	glen = sizeof(got);
+	FT_CHECK(fi_av_lookup(a.av, fa, got, &glen) == 0 && !memcmp(got, name, len),
+		 "svc2 resolves to the fi_setname endpoint");
+	/* a send through the resolved address arrives */
+	FT_CHECK(fi_trecv(b.ep, got, sizeof(got), NULL, FI_ADDR_UNSPEC, 5, 0, NULL) == 0, "trecv");
+	FT_CHECK(fi_tsend(a.ep, "hi", 3, NULL, fa, 5, NULL) == 0, "tsend");
+	struct fi_cq_tagged_entry c;
+	named_wait(&a, &c);
+	named_wait(&b, &c);
+	FT_CHECK(c.len == 3 && !strcmp((char *)got, "hi"), "message through fi_av_insertsvc");
+	named_close(&a);
+	named_close(&b);
+	return 0;
+}
+
+/* A binder that dies without closing leaves a stale name: it resolves to nothing and the
+ * next binder takes it over.  Run with FI_DDTX_RESOLVE_MS small. */
+static int t_addr_stale(struct ft_ctx *ctx, void *arg)
+{
+	char svc[32];
+	struct fi_info *info;
+	struct named_ep a, b;
+	fi_addr_t fa;
+	int status = -1;
+
+	(void)ctx, (void)arg;
+	test_service(svc, sizeof(svc), "stale");
+	pid_t pid = fork();
+	FT_CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (named_getinfo(NULL, svc, FI_SOURCE, &info) || named_open(info, &a))
+			_exit(1);
+		_exit(0); /* a crash: nothing closed, the name file stays */
+	}
+	FT_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+		 "the binder child failed");
+	FT_CHECK(named_getinfo(NULL, NULL, 0, &info) == 0, "fi_getinfo");
+	FT_CHECK(named_open(info, &b) == 0, "client");
+	double t0 = ft_now();
+	int ret = fi_av_insertsvc(b.av, "127.0.0.1", svc, &fa, 0, NULL);
+	FT_CHECK(ret == 0, "a stale name resolved: %d", ret);
+	FT_CHECK(ft_now() - t0 < 5, "resolving a stale name took %.1f s", ft_now() - t0);
+	FT_CHECK(named_getinfo(NULL, svc, FI_SOURCE, &info) == 0, "fi_getinfo(svc)");
+	FT_CHECK(named_open(info, &a) == 0, "binding over a stale name");
+	FT_CHECK(fi_av_insertsvc(b.av, "127.0.0.1", svc, &fa, 0, NULL) == 1, "resolve again");
+	uint8_t got[8] = {0};
+	struct fi_cq_tagged_entry c;
+	FT_CHECK(fi_trecv(a.ep, got, sizeof(got), NULL, FI_ADDR_UNSPEC, 5, 0, NULL) == 0, "trecv");
+	FT_CHECK(fi_tsend(b.ep, "new", 4, NULL, fa, 5, NULL) == 0, "tsend");
+	named_wait(&b, &c);
+	named_wait(&a, &c);
+	FT_CHECK(!strcmp((char *)got, "new"), "message to the new binder");
+	named_close(&a);
+	named_close(&b);
+	return 0;
+}
+
+/*
+ * FI_DDTX_STATS=1 (set by the meson test): a program that exits without closing its domain
+ * still gets its statistics, printed once at provider cleanup.  The program is a child that
+ * exits through exit() (libfabric's destructor runs the provider cleanup).
+ */
+static int t_stats_at_exit(struct ft_ctx *ctx, void *arg)
+{
+	char path[] = "/tmp/ddtx-stats-XXXXXX";
+	int fd = mkstemp(path);
+	int status = -1;
+
+	(void)ctx, (void)arg;
+	FT_CHECK(fd >= 0, "mkstemp");
+	pid_t pid = fork();
+	FT_CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct fi_info *info;
+		struct fid_fabric *fabric;
+		struct fid_domain *dom[2];
+		dup2(fd, 2);
+		if (named_getinfo(NULL, NULL, 0, &info) || fi_fabric(info->fabric_attr, &fabric, NULL) ||
+		    fi_domain(fabric, info, &dom[0], NULL) || fi_domain(fabric, info, &dom[1], NULL))
+			_exit(3);
+		fi_close(&dom[1]->fid); /* reported at close, not again at exit */
+		exit(0);                /* dom[0] left open */
+	}
+	FT_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+		 "child status 0x%x", status);
+	char buf[65536];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	FT_CHECK(n > 0, "no output");
+	buf[n] = '\0';
+	int at_exit = 0, reports = 0;
+	for (char *p = buf; (p = strstr(p, "was not closed (reported at exit)")); p++)
+		at_exit++;
+	for (char *p = buf; (p = strstr(p, "ddtx stats (domain ")); p++)
+		reports++;
+	FT_CHECK(at_exit == 1 && reports == 2, "reports: %d at exit, %d in all:\n%s", at_exit,
+		 reports, buf);
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"getinfo", 1, 30, t_getinfo, NULL},
 	{"av_table", 3, 30, t_av, I(FI_AV_TABLE)},
@@ -1117,6 +1413,10 @@ static const struct fx_test tests[] = {
 	{"thread_safe_rma", 2, 120, t_thread_safe_rma, NULL},
 	{"thread_domain", 2, 30, t_thread_domain, NULL},
 	{"two_domains", 3, 30, t_two_domains, NULL},
+	{"addr_service", 2, 30, t_addr_service, NULL},
+	{"addr_inuse", 1, 30, t_addr_inuse, NULL},
+	{"addr_stale", 1, 30, t_addr_stale, NULL},
+	{"stats_at_exit", 1, 30, t_stats_at_exit, NULL},
 };
 
 int main(int argc, char **argv)

@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include "common/name.h"
+#include "common/settings.h"
 #include "core/core.h"
 
 static int failures;
@@ -62,7 +65,9 @@ static void test_no_hints(void)
 	CHECK((info->caps & (FI_MSG | FI_MULTI_RECV)) == (FI_MSG | FI_MULTI_RECV)); /* MPICH score */
 	CHECK(info->mode == 0);
 	CHECK(info->addr_format == FI_FORMAT_UNSPEC);
-	CHECK(info->src_addr == NULL && info->dest_addr == NULL);
+	CHECK(info->src_addr && info->src_addrlen == DDTX_NAME_LEN && info->dest_addr == NULL); /* test_addresses */
+	CHECK(!(info->tx_attr->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)) &&
+	      !(info->rx_attr->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM))); /* fabtests caps1/2 */
 	CHECK(info->ep_attr->type == FI_EP_RDM);
 	CHECK(info->ep_attr->max_msg_size == DDTX_MAX_MSG_SIZE);
 	CHECK(info->ep_attr->max_msg_size >= 16384);
@@ -304,7 +309,7 @@ static void test_misc(void)
 	/* FI_SOURCE only when asked; unspecified fields take the template's values. */
 	h = fi_allocinfo();
 	h->caps = FI_MSG | FI_SOURCE;
-	CHECK(ddtx_getinfo(API, "node", "service", FI_SOURCE, h, &info) == 0);
+	CHECK(ddtx_getinfo(API, "localhost", "service", FI_SOURCE, h, &info) == 0);
 	if (info) {
 		CHECK(info->caps & FI_SOURCE);
 		CHECK(info->rx_attr->caps & FI_SOURCE);
@@ -339,8 +344,148 @@ static void test_misc(void)
 	fi_freeinfo(h);
 }
 
+/* The service name in an fi_info address (NULL if it is not one). */
+static const struct ddtx_name_addr *name_of(const void *addr, size_t len)
+{
+	return ddtx_name_is(addr, len) ? addr : NULL;
+}
+
+static void test_addresses(void)
+{
+	struct fi_info *info = NULL, *h;
+	const struct ddtx_name_addr *n;
+	struct ddtx_name_addr bad;
+
+	/* No node, service or flags: a source that binds nothing, no destination. */
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info) {
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && n->service[0] == '\0' && n->user == (uint32_t)getuid());
+		CHECK(n && n->host == ddtx_name_host_id());
+		CHECK(info->src_addrlen == DDTX_NAME_LEN && !info->dest_addr && !info->dest_addrlen);
+		CHECK(info->addr_format == FI_FORMAT_UNSPEC);
+	}
+	fi_freeinfo(info);
+
+	/* FI_SOURCE with a service (node or not): the source binds it. */
+	const char *nodes[] = {NULL, "localhost", "127.0.0.1", "127.0.0.2"};
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		info = NULL;
+		CHECK(ddtx_getinfo(API, nodes[i], "9228", FI_SOURCE, NULL, &info) == 0);
+		if (!info)
+			continue;
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && strcmp(n->service, "9228") == 0);
+		CHECK(!info->dest_addr);
+		fi_freeinfo(info);
+	}
+	/* No node but a service, no flag: also the source (fi_getinfo(3)). */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, "srv.1", 0, NULL, &info) == 0);
+	if (info) {
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && strcmp(n->service, "srv.1") == 0 && !info->dest_addr);
+	}
+	fi_freeinfo(info);
+
+	/* A node without FI_SOURCE: the destination names the service there; the source is the
+	 * hints' (honoured) or one that binds nothing. */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "127.0.0.1", "9228", 0, NULL, &info) == 0);
+	if (info) {
+		n = name_of(info->dest_addr, info->dest_addrlen);
+		CHECK(n && strcmp(n->service, "9228") == 0 && n->host == ddtx_name_host_id());
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && n->service[0] == '\0');
+	}
+	h = rdm_hints();
+	ddtx_name_build(&bad, "client7");
+	h->src_addr = malloc(sizeof(bad));
+	memcpy(h->src_addr, &bad, sizeof(bad));
+	h->src_addrlen = sizeof(bad);
+	fi_freeinfo(info);
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "localhost", "9228", 0, h, &info) == 0);
+	if (info) {
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && strcmp(n->service, "client7") == 0);
+		n = name_of(info->dest_addr, info->dest_addrlen);
+		CHECK(n && strcmp(n->service, "9228") == 0);
+	}
+	fi_freeinfo(info);
+	/* ...and a node without a service still gets both addresses (fabtests' getinfo_test). */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "localhost", NULL, 0, h, &info) == 0);
+	if (info)
+		CHECK(info->src_addr && info->src_addrlen && info->dest_addr && info->dest_addrlen);
+	fi_freeinfo(info);
+	/* The hints' destination is honoured when no node overrides it. */
+	h->dest_addr = malloc(sizeof(bad));
+	memcpy(h->dest_addr, &bad, sizeof(bad));
+	h->dest_addrlen = sizeof(bad);
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == 0);
+	if (info)
+		CHECK(info->dest_addrlen == sizeof(bad) &&
+		      memcmp(info->dest_addr, &bad, sizeof(bad)) == 0);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+
+	/* Refusals: another host, a malformed service, a src_addr that is no service name. */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "192.0.2.1", "9228", 0, NULL, &info) == -FI_ENODATA && !info);
+	CHECK(ddtx_getinfo(API, "no-such-host.invalid", "9228", 0, NULL, &info) == -FI_ENODATA);
+	CHECK(ddtx_getinfo(API, NULL, "a/b", FI_SOURCE, NULL, &info) == -FI_ENODATA);
+	CHECK(ddtx_getinfo(API, NULL, "123456789012345678901234", FI_SOURCE, NULL, &info) ==
+	      -FI_ENODATA);
+	h = rdm_hints();
+	h->src_addr = calloc(1, 48);
+	h->src_addrlen = 48;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == -FI_ENODATA && !info);
+	fi_freeinfo(h);
+	/* Name checks: every reserved field and the terminator matter. */
+	ddtx_name_build(&bad, "x");
+	CHECK(ddtx_name_is(&bad, sizeof(bad)) && !ddtx_name_is(&bad, sizeof(bad) - 1));
+	bad.reserved2 = 1;
+	CHECK(!ddtx_name_is(&bad, sizeof(bad)));
+	ddtx_name_build(&bad, "x");
+	memset(bad.service, 'a', sizeof(bad.service));
+	CHECK(!ddtx_name_is(&bad, sizeof(bad)));
+	CHECK(ddtx_node_is_local(NULL) && ddtx_node_is_local("127.0.0.1"));
+	CHECK(!ddtx_node_is_local("192.0.2.1"));
+}
+
+/* FI_DDTX_IOV_LIMIT caps what is advertised and accepted (fi_ubertest 1.17 needs < 256). */
+static void test_iov_cap(void)
+{
+	struct fi_info *info = NULL, *h;
+	size_t saved = ddtx_settings.iov_limit;
+
+	ddtx_settings.iov_limit = 200;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->tx_attr->iov_limit == 200 && info->rx_attr->iov_limit == 200 &&
+		      info->tx_attr->rma_iov_limit == 200);
+	fi_freeinfo(info);
+	h = rdm_hints();
+	h->tx_attr->iov_limit = 201;
+	expect_enodata("tx iov_limit above FI_DDTX_IOV_LIMIT", API, h);
+	h = rdm_hints();
+	h->rx_attr->iov_limit = 201;
+	expect_enodata("rx iov_limit above FI_DDTX_IOV_LIMIT", API, h);
+	ddtx_settings.iov_limit = 5000; /* above ddtx's own limit: no effect */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->tx_attr->iov_limit == DDTX_IOV_LIMIT);
+	fi_freeinfo(info);
+	ddtx_settings.iov_limit = saved;
+}
+
 int main(void)
 {
+	test_iov_cap();
+	test_addresses();
 	test_no_hints();
 	test_mpich_hints();
 	test_ompi_hints();

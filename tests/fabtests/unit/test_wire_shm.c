@@ -910,6 +910,7 @@ static void make_fake_region(const char *name, uint32_t pid, uint64_t start_time
 		struct ddtx_shm_region_hdr h = { .magic = DDTX_SHM_EP_MAGIC,
 						 .version = DDTX_SHM_VERSION,
 						 .pid = pid,
+						 .pidns = ddtx_shm_pidns(),
 						 .start_time = start_time };
 		CHECK(write(fd, &h, sizeof(h)) == (ssize_t)sizeof(h), "write");
 	}

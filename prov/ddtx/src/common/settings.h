@@ -30,6 +30,8 @@ struct ddtx_settings {
 	size_t slot_size;                  /* FI_DDTX_SHM_SLOT_SIZE */
 	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
 	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
+	size_t iov_limit;                  /* FI_DDTX_IOV_LIMIT: cap on advertised iov limits (0: none) */
+	int resolve_ms;                    /* FI_DDTX_RESOLVE_MS: wait for a service to be bound */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
 	/* DDT engine */
 	size_t mr_cache_max_size;          /* FI_DDTX_MR_CACHE_MAX_SIZE: registered bytes kept */

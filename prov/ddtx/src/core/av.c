@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/name.h"
+#include "common/settings.h"
 #include "core/av.h"
 #include "core/eq.h"
 #include "core/nosys.h"
@@ -90,6 +92,31 @@ static int av_insert_one(struct ddtx_av *av, const uint8_t *blob, fi_addr_t *out
 }
 
 /*
+ * A service name (common/name.h, what fi_getinfo returns as dest_addr) becomes the concrete
+ * address of the endpoint bound to it, waiting up to FI_DDTX_RESOLVE_MS for one; any other
+ * blob is kept as it is.
+ */
+static int av_resolve(struct ddtx_av *av, const uint8_t **blob, uint8_t *buf, size_t buflen)
+{
+	size_t len = buflen;
+	int ret;
+
+	if (av->addrlen != DDTX_NAME_LEN || !ddtx_name_is(*blob, DDTX_NAME_LEN))
+		return 0;
+	ret = ddtx_proto_name_resolve(av->domain->proto, (const struct ddtx_name_addr *)*blob,
+				      ddtx_settings.resolve_ms, buf, &len);
+	if (!ret && len != av->addrlen)
+		ret = -FI_EINVAL;
+	if (ret) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insert: service %s does not resolve: %s\n",
+			  ((const struct ddtx_name_addr *)*blob)->service, fi_strerror(-ret));
+		return ret;
+	}
+	*blob = buf;
+	return 0;
+}
+
+/*
  * A refused address still takes the index it would have had, as an invalid entry: with
  * FI_AV_TABLE an application that passed fi_addr == NULL counts on the i-th address being at
  * base + i, and a refusal that shifted the later ones would send their traffic to the wrong
@@ -112,8 +139,9 @@ static int av_insert_hole(struct ddtx_av *av, fi_addr_t *out)
 /*
  * fi_av(3), synchronous insertion: returns how many addresses were inserted; a refused one gets
  * FI_ADDR_NOTAVAIL in fi_addr and, with FI_SYNC_ERR, its error in the int array passed as
- * context (0 for the others).  An address is refused when the wire does not recognise its
- * format (-FI_EINVAL), so garbage fails here rather than at the first send.  After running out
+ * context (0 for the others).  A service name is resolved first (-FI_EADDRNOTAVAIL when no
+ * live endpoint binds it in FI_DDTX_RESOLVE_MS).  An address is refused when the wire does not
+ * recognise its format (-FI_EINVAL), so garbage fails here rather than at the first send.  After running out
  * of memory the remaining addresses are not tried (-FI_ECANCELED).  ddtx AVs have no FI_EVENT
  * mode (fi_av_open refuses the flag, fi_av_bind is -FI_ENOSYS), so there is no event queue to
  * report to.
@@ -143,7 +171,11 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	for (; i < count; i++) {
 		const uint8_t *blob = (const uint8_t *)addr + i * av->addrlen;
 		fi_addr_t fa = FI_ADDR_NOTAVAIL;
-		int err = ddtx_proto_addr_check(av->domain->proto, blob, av->addrlen);
+		uint8_t buf[sizeof(av->entries[0].addr)];
+		int err = av_resolve(av, &blob, buf, sizeof(buf));
+
+		if (!err)
+			err = ddtx_proto_addr_check(av->domain->proto, blob, av->addrlen);
 
 		if (err) {
 			ret = av_insert_hole(av, &fa);
@@ -175,10 +207,22 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	return (int)done;
 }
 
-static int av_insertsvc(struct fid_av *av, const char *node, const char *service,
+/* node + service: the endpoint bound to service on node (this host only, for now). */
+static int av_insertsvc(struct fid_av *fid, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	return -FI_ENOSYS; /* ddtx addresses are opaque blobs, not host names */
+	struct ddtx_name_addr name;
+
+	if (!service || ddtx_name_build(&name, service) || !name.service[0]) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: invalid service\n");
+		return -FI_EINVAL;
+	}
+	if (!ddtx_node_is_local(node)) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: %s is not this host (the shm wire reaches "
+			  "only this host)\n", node);
+		return -FI_EADDRNOTAVAIL;
+	}
+	return av_insert(fid, &name, 1, fi_addr, flags, context);
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
@@ -243,6 +287,10 @@ static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, s
 
 	if (!addr || !buf || !len)
 		return NULL;
+	if (av->addrlen == DDTX_NAME_LEN && ddtx_name_is(addr, DDTX_NAME_LEN)) {
+		ddtx_name_str(addr, buf, *len, len);
+		return buf;
+	}
 	n = *len < need ? (*len ? (*len - 1) / 2 : 0) : av->addrlen;
 	for (size_t i = 0; i < n; i++) {
 		buf[2 * i] = hex[p[i] >> 4];

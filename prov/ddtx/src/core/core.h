@@ -47,6 +47,8 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 
 /* The fi_info template ddtx answers from (getinfo.c). */
 struct fi_info *ddtx_info_template(void);
+/* The iov limit advertised and enforced: DDTX_IOV_LIMIT capped by FI_DDTX_IOV_LIMIT. */
+size_t ddtx_iov_limit(void);
 
 /* Declare and read the FI_DDTX_* variables (provider.c; called from fi_prov_ini). */
 void ddtx_settings_load(void);

@@ -136,6 +136,30 @@ static void print_stats(struct ddtx_domain *domain)
 #undef U
 }
 
+/* Open domains, so that FI_DDTX_STATS reports those a program never closes. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ddtx_list open_domains = {{&open_domains.head, &open_domains.head}};
+
+void ddtx_domain_stats_at_exit(void)
+{
+	if (!ddtx_settings.print_stats)
+		return;
+	pthread_mutex_lock(&open_lock);
+	struct ddtx_list_entry *e;
+
+	while ((e = ddtx_list_pop_front(&open_domains))) { /* once per domain */
+		struct ddtx_domain *d = ddtx_container_of(e, struct ddtx_domain, open_entry);
+		/* A thread may still hold the domain at exit: then its numbers may be torn. */
+		bool locked = pthread_mutex_trylock(&d->lock) == 0;
+		fprintf(stderr, "ddtx stats: domain %p was not closed (reported at exit)\n",
+			(const void *)d);
+		print_stats(d);
+		if (locked)
+			pthread_mutex_unlock(&d->lock);
+	}
+	pthread_mutex_unlock(&open_lock);
+}
+
 static int domain_close(struct fid *fid)
 {
 	struct ddtx_domain *domain = ddtx_container_of(fid, struct ddtx_domain, fid.fid);
@@ -145,6 +169,10 @@ static int domain_close(struct fid *fid)
 			  atomic_load(&domain->ref));
 		return -FI_EBUSY;
 	}
+	pthread_mutex_lock(&open_lock);
+	if (domain->open_entry.next != &domain->open_entry) /* not reported at exit yet */
+		ddtx_list_remove(&domain->open_entry);
+	pthread_mutex_unlock(&open_lock);
 	if (ddtx_settings.print_stats)
 		print_stats(domain);
 	ddtx_proto_domain_close(domain->proto);
@@ -298,6 +326,9 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	domain->fid.ops = &domain_ops;
 	domain->fid.mr = &domain_mr_ops;
 	atomic_fetch_add(&domain->fabric->ref, 1);
+	pthread_mutex_lock(&open_lock);
+	ddtx_list_push_back(&open_domains, &domain->open_entry);
+	pthread_mutex_unlock(&open_lock);
 	*dom = &domain->fid;
 	return 0;
 

@@ -24,7 +24,11 @@ struct ddtx_domain {
 	pthread_mutex_t lock;
 	struct ddtx_list eps;            /* struct ddtx_ep.domain_entry: progressed by CQ reads */
 	struct ddtx_proto_domain *proto; /* the data path: engine and wire domain (proto/proto.h) */
+	struct ddtx_list_entry open_entry; /* in the list of open domains (FI_DDTX_STATS at exit) */
 };
+
+/* FI_DDTX_STATS: print the statistics of every domain still open (provider cleanup). */
+void ddtx_domain_stats_at_exit(void);
 
 int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);

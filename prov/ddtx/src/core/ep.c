@@ -142,10 +142,15 @@ static int ep_enable(struct ddtx_ep *ep)
 		return -FI_ENOCQ;
 	}
 	const struct ddtx_proto_ep_attr attr = {
-		.tx_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->iov_limit : DDTX_IOV_LIMIT,
-		.rx_iov_limit = ep->info->rx_attr ? ep->info->rx_attr->iov_limit : DDTX_IOV_LIMIT,
-		.rma_iov_limit = ep->info->tx_attr ? ep->info->tx_attr->rma_iov_limit
-						   : DDTX_IOV_LIMIT,
+		.tx_iov_limit = ep->info->tx_attr ? DDTX_MIN(ep->info->tx_attr->iov_limit,
+							     ddtx_iov_limit())
+						  : ddtx_iov_limit(),
+		.rx_iov_limit = ep->info->rx_attr ? DDTX_MIN(ep->info->rx_attr->iov_limit,
+							     ddtx_iov_limit())
+						  : ddtx_iov_limit(),
+		.rma_iov_limit = ep->info->tx_attr ? DDTX_MIN(ep->info->tx_attr->rma_iov_limit,
+							      ddtx_iov_limit())
+						   : ddtx_iov_limit(),
 		.inject_size = ep->info->tx_attr ? ep->info->tx_attr->inject_size
 						 : DDTX_INJECT_SIZE,
 		.directed_recv = ep->info->caps & FI_DIRECTED_RECV,
@@ -282,9 +287,38 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return ret;
 }
 
+/*
+ * Bind a service name (common/name.h) as the endpoint's source: its address is published under
+ * it until the endpoint closes or binds another.  An empty service binds nothing.
+ */
+static int ep_bind_name(struct ddtx_ep *ep, const void *addr, size_t addrlen, const char *call)
+{
+	const struct ddtx_name_addr *name = addr;
+	int ret;
+
+	if (!ddtx_name_is(addr, addrlen)) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "%s: the source address is not a ddtx service name "
+			  "(concrete addresses are assigned by the wire)\n", call);
+		return -FI_EINVAL;
+	}
+	if (!name->service[0])
+		return 0;
+	ddtx_domain_lock(ep->domain);
+	ret = ddtx_proto_ep_bind(ep->proto, name);
+	ddtx_domain_unlock(ep->domain);
+	if (ret)
+		DDTX_WARN(FI_LOG_EP_CTRL, "%s: cannot bind service %s: %s\n", call, name->service,
+			  fi_strerror(-ret));
+	return ret;
+}
+
 static int ep_setname(fid_t fid, void *addr, size_t addrlen)
 {
-	return -FI_ENOSYS; /* addresses are assigned by the wire */
+	struct ddtx_ep *ep = ddtx_container_of(fid, struct ddtx_ep, fid.fid);
+
+	if (!addr)
+		return -FI_EINVAL;
+	return ep_bind_name(ep, addr, addrlen, "fi_setname");
 }
 
 static int ep_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
@@ -470,7 +504,7 @@ int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid
 		return -FI_ENOMEM;
 	}
 	ep->domain = domain;
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	ep->tx_op_flags = (info->tx_attr ? info->tx_attr->op_flags : 0) & ~DDTX_PROTO_NO_COMPLETION;
 	ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
 	ep->min_multi_recv = DDTX_DEFAULT_MIN_MULTI_RECV;
 	ep_init_fid(ep, context);
@@ -485,6 +519,17 @@ int ddtx_ep_open(struct fid_domain *domain_fid, struct fi_info *info, struct fid
 			  fi_strerror(-ret));
 		ep_free(ep);
 		return ret;
+	}
+	if (info->src_addr) {
+		ret = ep_bind_name(ep, info->src_addr, info->src_addrlen, "fi_endpoint");
+		if (ret) {
+			ddtx_domain_lock(domain);
+			ddtx_list_remove(&ep->domain_entry);
+			ddtx_proto_ep_close(ep->proto);
+			ddtx_domain_unlock(domain);
+			ep_free(ep);
+			return ret;
+		}
 	}
 	atomic_fetch_add(&domain->ref, 1);
 	*epp = &ep->fid;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/name.h"
+#include "common/settings.h"
 #include "core/core.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
@@ -17,13 +19,15 @@
 	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW |               \
 	 FI_ORDER_SAW | FI_ORDER_SAR)
 
-/* Capabilities that describe the transmit / receive side of an endpoint. */
-#define DDTX_TX_CAPS                                                                             \
-	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND | FI_LOCAL_COMM |             \
-	 FI_REMOTE_COMM)
+/*
+ * Capabilities that describe the transmit / receive side of an endpoint.  FI_LOCAL_COMM and
+ * FI_REMOTE_COMM are domain capabilities: they appear in info->caps and domain_attr->caps only
+ * (fabtests' fi_getinfo_test rejects them in tx_attr / rx_attr).
+ */
+#define DDTX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND)
 #define DDTX_RX_CAPS                                                                             \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV |               \
-	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
 #define DDTX_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /*
@@ -44,6 +48,14 @@
 		return -FI_ENODATA;                                                              \
 	} while (0)
 
+/* The advertised iov limit: DDTX_IOV_LIMIT, or FI_DDTX_IOV_LIMIT when that is smaller. */
+size_t ddtx_iov_limit(void)
+{
+	size_t cap = ddtx_settings.iov_limit;
+
+	return cap && cap < DDTX_IOV_LIMIT ? cap : DDTX_IOV_LIMIT;
+}
+
 struct fi_info *ddtx_info_template(void)
 {
 	struct fi_info *info = fi_allocinfo();
@@ -61,8 +73,8 @@ struct fi_info *ddtx_info_template(void)
 		.comp_order = FI_ORDER_NONE,
 		.inject_size = DDTX_INJECT_SIZE,
 		.size = DDTX_QUEUE_SIZE,
-		.iov_limit = DDTX_IOV_LIMIT,
-		.rma_iov_limit = DDTX_IOV_LIMIT,
+		.iov_limit = ddtx_iov_limit(),
+		.rma_iov_limit = ddtx_iov_limit(),
 	};
 	*info->rx_attr = (struct fi_rx_attr){
 		.caps = DDTX_CAPS & DDTX_RX_CAPS,
@@ -71,7 +83,7 @@ struct fi_info *ddtx_info_template(void)
 		.comp_order = FI_ORDER_NONE,
 		.total_buffered_recv = 0,
 		.size = DDTX_QUEUE_SIZE,
-		.iov_limit = DDTX_IOV_LIMIT,
+		.iov_limit = ddtx_iov_limit(),
 	};
 	*info->ep_attr = (struct fi_ep_attr){
 		.type = FI_EP_RDM,
@@ -271,10 +283,10 @@ static int check_tx(const struct fi_tx_attr *h)
 		REFUSE("inject_size %zu > %d\n", h->inject_size, DDTX_INJECT_SIZE);
 	if (h->size > DDTX_QUEUE_SIZE)
 		REFUSE("tx size %zu > %d\n", h->size, DDTX_QUEUE_SIZE);
-	if (h->iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("tx iov_limit %zu > %d\n", h->iov_limit, DDTX_IOV_LIMIT);
-	if (h->rma_iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("rma_iov_limit %zu > %d\n", h->rma_iov_limit, DDTX_IOV_LIMIT);
+	if (h->iov_limit > ddtx_iov_limit())
+		REFUSE("tx iov_limit %zu > %zu\n", h->iov_limit, ddtx_iov_limit());
+	if (h->rma_iov_limit > ddtx_iov_limit())
+		REFUSE("rma_iov_limit %zu > %zu\n", h->rma_iov_limit, ddtx_iov_limit());
 	return 0;
 }
 
@@ -295,8 +307,8 @@ static int check_rx(const struct fi_rx_attr *h)
 		REFUSE("rx comp_order 0x%llx not provided\n", (unsigned long long)h->comp_order);
 	if (h->size > DDTX_QUEUE_SIZE)
 		REFUSE("rx size %zu > %d\n", h->size, DDTX_QUEUE_SIZE);
-	if (h->iov_limit > DDTX_IOV_LIMIT)
-		REFUSE("rx iov_limit %zu > %d\n", h->iov_limit, DDTX_IOV_LIMIT);
+	if (h->iov_limit > ddtx_iov_limit())
+		REFUSE("rx iov_limit %zu > %zu\n", h->iov_limit, ddtx_iov_limit());
 	return 0;
 }
 
@@ -349,10 +361,60 @@ static void apply_hints(uint32_t version, const struct fi_info *h, struct fi_inf
 	resolve_mr_mode(version, hd->mr_mode, &info->domain_attr->mr_mode);
 }
 
+static int set_addr(void **dst, size_t *dstlen, const void *addr, size_t len)
+{
+	void *p = malloc(len);
+
+	if (!p)
+		return -FI_ENOMEM;
+	memcpy(p, addr, len);
+	free(*dst);
+	*dst = p;
+	*dstlen = len;
+	return 0;
+}
+
+/*
+ * Addresses (common/name.h): fi_info carries service names, resolved when inserted into an AV.
+ * FI_SOURCE or no node: src_addr names service (the endpoint opened from the info binds it;
+ * none: it binds nothing).  A node without FI_SOURCE: dest_addr names the endpoint bound to
+ * service on node, and src_addr is the hints' or a name binding nothing.  node must be this host
+ * (the shm wire reaches no other).
+ */
+static int fill_addrs(const char *node, const char *service, uint64_t flags,
+		      const struct fi_info *hints, struct fi_info *info)
+{
+	struct ddtx_name_addr name;
+	bool source = (flags & FI_SOURCE) || !node;
+	int ret = 0;
+
+	if (node && !ddtx_node_is_local(node))
+		REFUSE("node %s is not this host (ddtx's shm wire reaches only this host)\n", node);
+	if (ddtx_name_build(&name, service))
+		REFUSE("service \"%s\" is not a ddtx service name (at most %d of [A-Za-z0-9._-])\n",
+		       service, DDTX_NAME_SERVICE_MAX - 1);
+	if (hints && hints->src_addr && hints->src_addrlen)
+		ret = set_addr(&info->src_addr, &info->src_addrlen, hints->src_addr,
+			       hints->src_addrlen);
+	if (!ret && hints && hints->dest_addr && hints->dest_addrlen)
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, hints->dest_addr,
+			       hints->dest_addrlen);
+	if (!ret && !source)
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &name, sizeof(name));
+	if (!ret && source && (node || service || !info->src_addr))
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+	if (!ret && !info->src_addr) {
+		ddtx_name_build(&name, NULL);
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+	}
+	return ret;
+}
+
 int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info *out;
+	int ret;
 
 	if (!info) {
 		DDTX_WARN(FI_LOG_CORE, "fi_getinfo: NULL info pointer\n");
@@ -362,9 +424,11 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 	if (FI_VERSION_LT(DDTX_FI_VERSION, version))
 		REFUSE("API version %u.%u is newer than %u.%u\n", FI_MAJOR(version),
 		       FI_MINOR(version), FI_MAJOR(DDTX_FI_VERSION), FI_MINOR(DDTX_FI_VERSION));
-	/* node/service/FI_SOURCE are ignored: addresses are assigned when endpoints open. */
 	if (hints && check_hints(version, hints))
 		return -FI_ENODATA;
+	if (hints && hints->src_addr && hints->src_addrlen &&
+	    !ddtx_name_is(hints->src_addr, hints->src_addrlen))
+		REFUSE("hints' src_addr is not a ddtx service name\n");
 
 	out = ddtx_info_template();
 	if (!out)
@@ -373,6 +437,11 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		apply_hints(version, hints, out);
 	else
 		resolve_mr_mode(version, FI_MR_UNSPEC, &out->domain_attr->mr_mode);
+	ret = fill_addrs(node, service, flags, hints, out);
+	if (ret) {
+		fi_freeinfo(out);
+		return ret;
+	}
 	*info = out;
 	return 0;
 }

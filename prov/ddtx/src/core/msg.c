@@ -42,7 +42,7 @@ static ssize_t msg_recvmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_
 	if (!msg)
 		return -FI_EINVAL;
 	return ep_recv(ddtx_ep_of(fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-		       msg->context, flags);
+		       msg->context, flags & ~DDTX_PROTO_NO_COMPLETION);
 }
 
 static ssize_t msg_send(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -65,13 +65,13 @@ static ssize_t msg_sendmsg(struct fid_ep *fid, const struct fi_msg *msg, uint64_
 	if (!msg)
 		return -FI_EINVAL;
 	return ep_send(ddtx_ep_of(fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-		       msg->data, msg->context, flags);
+		       msg->data, msg->context, flags & ~DDTX_PROTO_NO_COMPLETION);
 }
 
 static ssize_t msg_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest)
 {
 	struct iovec iov = {(void *)buf, len};
-	return ep_send(ddtx_ep_of(fid), &iov, NULL, 1, dest, 0, NULL, FI_INJECT);
+	return ep_send(ddtx_ep_of(fid), &iov, NULL, 1, dest, 0, NULL, FI_INJECT | DDTX_PROTO_NO_COMPLETION);
 }
 
 static ssize_t msg_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -88,7 +88,7 @@ static ssize_t msg_injectdata(struct fid_ep *fid, const void *buf, size_t len, u
 {
 	struct iovec iov = {(void *)buf, len};
 	return ep_send(ddtx_ep_of(fid), &iov, NULL, 1, dest, data, NULL,
-		       FI_INJECT | FI_REMOTE_CQ_DATA);
+		       FI_INJECT | FI_REMOTE_CQ_DATA | DDTX_PROTO_NO_COMPLETION);
 }
 
 struct fi_ops_msg ddtx_msg_ops = {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/domain.h"
 #include "core/fabric.h"
 
 struct ddtx_settings ddtx_settings = {
@@ -19,6 +20,7 @@ struct ddtx_settings ddtx_settings = {
 	.slot_size = 65536,
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
+	.resolve_ms = 5000,
 	.print_stats = false,
 	.mr_cache_max_size = (size_t)1 << 30,
 	.mr_cache_max_count = 4096,
@@ -30,7 +32,9 @@ struct ddtx_settings ddtx_settings = {
 
 static void ddtx_cleanup(void)
 {
-	/* Nothing global to release: every resource belongs to a fabric/domain object. */
+	/* Every resource belongs to a fabric/domain object; only the statistics of domains the
+	 * program never closed are still owed (FI_DDTX_STATS). */
+	ddtx_domain_stats_at_exit();
 }
 
 struct fi_provider ddtx_prov = {
@@ -67,6 +71,13 @@ static void define_params(void)
 			"(default: 16384)");
 	fi_param_define(&ddtx_prov, "peer_check_ms", FI_PARAM_INT,
 			"Period in milliseconds of the peer liveness check (default: 100)");
+	fi_param_define(&ddtx_prov, "iov_limit", FI_PARAM_SIZE_T,
+			"Cap on the tx, rx and RMA iov_limit that fi_getinfo advertises and endpoints "
+			"accept (default: 0 = 1024, ddtx's own limit).  fi_ubertest 1.17 needs < 256");
+	fi_param_define(&ddtx_prov, "resolve_ms", FI_PARAM_INT,
+			"How long fi_av_insert of a service name (fi_getinfo's dest_addr) or "
+			"fi_av_insertsvc waits in milliseconds for an endpoint to bind that service "
+			"(default: 5000; 0: no wait)");
 	fi_param_define(&ddtx_prov, "stats", FI_PARAM_BOOL,
 			"Print the domain's transfer statistics to stderr when it is closed "
 			"(default: no)");
@@ -153,12 +164,19 @@ void ddtx_settings_load(void)
 			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_PEER_CHECK_MS=%d ignored (must be > 0)\n",
 				  v);
 	}
+	if (fi_param_get_int(&ddtx_prov, "resolve_ms", &v) == 0) {
+		if (v >= 0)
+			ddtx_settings.resolve_ms = v;
+		else
+			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_RESOLVE_MS=%d ignored (must be >= 0)\n", v);
+	}
 	if (fi_param_get_bool(&ddtx_prov, "stats", &v) == 0)
 		ddtx_settings.print_stats = v != 0;
 	load_size("mr_cache_max_size", &ddtx_settings.mr_cache_max_size);
 	load_size("mr_cache_max_count", &ddtx_settings.mr_cache_max_count);
 	load_size("mkey_pool", &ddtx_settings.mkey_pool);
 	load_size("layout_cache_size", &ddtx_settings.layout_cache_size);
+	load_size("iov_limit", &ddtx_settings.iov_limit);
 	if (fi_param_get_bool(&ddtx_prov, "mr_monitor", &v) == 0)
 		ddtx_settings.mr_monitor = v != 0;
 	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)

@@ -44,7 +44,7 @@ static ssize_t rma_readv(struct fid_ep *fid, const struct iovec *iov, void **des
 
 static ssize_t rma_readmsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	return rma_msg(ddtx_ep_of(fid), msg, flags, false);
+	return rma_msg(ddtx_ep_of(fid), msg, flags & ~DDTX_PROTO_NO_COMPLETION, false);
 }
 
 static ssize_t rma_write(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -64,14 +64,14 @@ static ssize_t rma_writev(struct fid_ep *fid, const struct iovec *iov, void **de
 
 static ssize_t rma_writemsg(struct fid_ep *fid, const struct fi_msg_rma *msg, uint64_t flags)
 {
-	return rma_msg(ddtx_ep_of(fid), msg, flags, true);
+	return rma_msg(ddtx_ep_of(fid), msg, flags & ~DDTX_PROTO_NO_COMPLETION, true);
 }
 
 static ssize_t rma_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest,
 			  uint64_t addr, uint64_t key)
 {
 	struct iovec iov = {(void *)buf, len};
-	return rma_one(fid, &iov, NULL, 1, dest, addr, key, 0, NULL, FI_INJECT, true);
+	return rma_one(fid, &iov, NULL, 1, dest, addr, key, 0, NULL, FI_INJECT | DDTX_PROTO_NO_COMPLETION, true);
 }
 
 static ssize_t rma_writedata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -88,7 +88,7 @@ static ssize_t rma_injectdata(struct fid_ep *fid, const void *buf, size_t len, u
 {
 	struct iovec iov = {(void *)buf, len};
 	return rma_one(fid, &iov, NULL, 1, dest, addr, key, data, NULL,
-		       FI_INJECT | FI_REMOTE_CQ_DATA, true);
+		       FI_INJECT | FI_REMOTE_CQ_DATA | DDTX_PROTO_NO_COMPLETION, true);
 }
 
 struct fi_ops_rma ddtx_rma_ops = {

@@ -48,7 +48,7 @@ static ssize_t tag_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 		return -FI_EINVAL;
 	if (!(flags & (FI_PEEK | FI_CLAIM)))
 		return ep_trecv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, msg->tag,
-				msg->ignore, msg->context, flags);
+				msg->ignore, msg->context, flags & ~DDTX_PROTO_NO_COMPLETION);
 	ddtx_domain_lock(ep->domain);
 	ret = ddtx_proto_peek(ep->proto, msg->addr, msg->tag, msg->ignore, msg->context, flags,
 			      msg->msg_iov, msg->iov_count);
@@ -76,14 +76,14 @@ static ssize_t tag_sendmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 	if (!msg)
 		return -FI_EINVAL;
 	return ep_tsend(ddtx_ep_of(fid), msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
-			msg->tag, msg->data, msg->context, flags);
+			msg->tag, msg->data, msg->context, flags & ~DDTX_PROTO_NO_COMPLETION);
 }
 
 static ssize_t tag_inject(struct fid_ep *fid, const void *buf, size_t len, fi_addr_t dest,
 			  uint64_t tag)
 {
 	struct iovec iov = {(void *)buf, len};
-	return ep_tsend(ddtx_ep_of(fid), &iov, NULL, 1, dest, tag, 0, NULL, FI_INJECT);
+	return ep_tsend(ddtx_ep_of(fid), &iov, NULL, 1, dest, tag, 0, NULL, FI_INJECT | DDTX_PROTO_NO_COMPLETION);
 }
 
 static ssize_t tag_senddata(struct fid_ep *fid, const void *buf, size_t len, void *desc,
@@ -100,7 +100,7 @@ static ssize_t tag_injectdata(struct fid_ep *fid, const void *buf, size_t len, u
 {
 	struct iovec iov = {(void *)buf, len};
 	return ep_tsend(ddtx_ep_of(fid), &iov, NULL, 1, dest, tag, data, NULL,
-			FI_INJECT | FI_REMOTE_CQ_DATA);
+			FI_INJECT | FI_REMOTE_CQ_DATA | DDTX_PROTO_NO_COMPLETION);
 }
 
 struct fi_ops_tagged ddtx_tagged_ops = {

@@ -105,3 +105,14 @@ void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep)
 	pep->addr_of_peer = NULL;
 	pep->peer_of_addr_len = pep->addr_of_peer_len = 0;
 }
+
+int ddtx_proto_ep_bind(struct ddtx_proto_ep *pep, const struct ddtx_name_addr *name)
+{
+	return pep && pep->wire ? ddtx_wire_ep_bind(pep->wire, name) : -FI_EINVAL;
+}
+
+int ddtx_proto_name_resolve(struct ddtx_proto_domain *pd, const struct ddtx_name_addr *name,
+			    int timeout_ms, void *addr, size_t *len)
+{
+	return pd ? ddtx_wire_name_resolve(pd->wire, name, timeout_ms, addr, len) : -FI_EINVAL;
+}

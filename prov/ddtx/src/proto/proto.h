@@ -23,6 +23,16 @@
 
 #include <rdma/fi_ddtx.h>
 
+#include "common/name.h"
+
+/*
+ * Internal flag (libfabric's provider-specific range FI_PROV_SPECIFIC): the operation reports no
+ * completion, as fi_inject / fi_injectdata / fi_inject_write do.  The FI_INJECT flag alone
+ * (fi_sendmsg flags, tx op_flags) only lets the caller reuse its buffer at once: such an
+ * operation still completes by the usual rules.  Core strips this bit from callers' flags.
+ */
+#define DDTX_PROTO_NO_COMPLETION (1ULL << 60)
+
 struct ddtx_proto_domain;
 struct ddtx_proto_ep;
 struct ddtx_proto_mr;
@@ -124,6 +134,11 @@ void ddtx_proto_ep_enable(struct ddtx_proto_ep *pep, const struct ddtx_proto_ep_
 void ddtx_proto_ep_set_min_multi_recv(struct ddtx_proto_ep *pep, size_t min);
 /* The endpoint's address blob (-FI_ETOOSMALL with *len set if the buffer is short). */
 int ddtx_proto_ep_getname(struct ddtx_proto_ep *pep, void *addr, size_t *len);
+/* Bind the endpoint to a service name (common/name.h; see ddtx_wire_ep_bind). */
+int ddtx_proto_ep_bind(struct ddtx_proto_ep *pep, const struct ddtx_name_addr *name);
+/* The address blob of the endpoint bound to a service name (see ddtx_wire_name_resolve). */
+int ddtx_proto_name_resolve(struct ddtx_proto_domain *pd, const struct ddtx_name_addr *name,
+			    int timeout_ms, void *addr, size_t *len);
 /* Move incoming messages, posted work and timers forward. */
 void ddtx_proto_progress(struct ddtx_proto_ep *pep);
 /* fi_cancel of a posted receive: FI_ECANCELED completion if found, -FI_ENOENT otherwise. */

@@ -165,6 +165,26 @@ static void check_peers(struct ddtx_proto_ep *pep)
 		return;
 	pep->next_peer_check_ns = now + (uint64_t)ddtx_settings.peer_timeout_ms * 1000000;
 	struct ddtx_list_entry *it, *tmp;
+	bool gone = false;
+	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
+	{
+		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
+		gone = gone || !ddtx_wire_peer_alive(pep->wire, tx->peer);
+	}
+	ddtx_list_foreach_safe(&pep->rx_active, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		gone = gone || !ddtx_wire_peer_alive(pep->wire, rx->peer);
+	}
+	if (!gone)
+		return;
+	/*
+	 * A peer that closed may have sent its last messages (the acknowledgement of a delivery
+	 * complete send, the end of a transfer) after our ring was drained and before it closed:
+	 * they are in the ring now (its ring writes precede its closing).  Take them first, then
+	 * fail what still waits on it.
+	 */
+	ddtx_wire_ep_progress(pep->wire);
 	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
 	{
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);

@@ -144,7 +144,8 @@ ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, 
 	op->peer = peer;
 	op->context = msg->context;
 	op->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	op->report = !(flags & FI_INJECT) && (!pep->attr.tx_selective || (flags & FI_COMPLETION));
+	op->report = !(flags & DDTX_PROTO_NO_COMPLETION) &&
+		     (!pep->attr.tx_selective || (flags & FI_COMPLETION));
 	op->remote_data = write && (flags & FI_REMOTE_CQ_DATA);
 	op->data = msg->data;
 	op->total = total;

@@ -184,15 +184,16 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	bool report = !(flags & FI_INJECT) && (!pep->attr.tx_selective || (flags & FI_COMPLETION));
+	bool report = !(flags & DDTX_PROTO_NO_COMPLETION) &&
+		      (!pep->attr.tx_selective || (flags & FI_COMPLETION));
 	uint16_t hflags = (uint16_t)((tagged ? DDTX_HDR_TAGGED : 0) |
 				     ((flags & FI_REMOTE_CQ_DATA) ? DDTX_HDR_CQ_DATA : 0));
 	struct fi_ddtx_stats *st = &pep->pd->stats;
 	if (count > st->iov_entries_max)
 		st->iov_entries_max = count;
 
-	/* Delivery completion needs the receiver's word; an inject has no completion to delay. */
-	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & FI_INJECT);
+	/* Delivery completion needs the receiver's word; fi_inject has no completion to delay. */
+	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & DDTX_PROTO_NO_COMPLETION);
 	if (want_ack)
 		hflags |= DDTX_HDR_ACK_REQ;
 	bool eager = total <= eager_limit(pep);

@@ -110,6 +110,23 @@ int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len)
 	return ep ? ep->impl->ep_getname(ep, addr, len) : -FI_EINVAL;
 }
 
+int ddtx_wire_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name)
+{
+	if (!ep || !name)
+		return -FI_EINVAL;
+	return ep->impl->ep_bind ? ep->impl->ep_bind(ep, name) : -FI_ENOSYS;
+}
+
+int ddtx_wire_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			   int timeout_ms, void *addr, size_t *len)
+{
+	if (!dom || !name || !len)
+		return -FI_EINVAL;
+	if (!dom->impl->name_resolve)
+		return -FI_ENOSYS;
+	return dom->impl->name_resolve(dom, name, timeout_ms, addr, len);
+}
+
 int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
 			  ddtx_peer_t *peer)
 {

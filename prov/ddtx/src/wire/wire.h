@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/name.h"
+
 /* Capabilities: the limits the engine must respect, as data. */
 struct ddtx_wire_caps {
 	const char *name;         /* "shm", "verbs" */
@@ -164,6 +166,19 @@ void ddtx_wire_ep_close(struct ddtx_wire_ep *ep);
 
 /* Address blob of caps.addr_len bytes (-FI_ETOOSMALL with *len set if the buffer is short). */
 int ddtx_wire_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len);
+/*
+ * Bind the endpoint to a service name (common/name.h): publish its address under the name so
+ * that ddtx_wire_name_resolve() finds it, until the endpoint closes or binds another name.  A
+ * name with an empty service unbinds.  -FI_EADDRINUSE (a live endpoint holds the name),
+ * -FI_ENOSYS (this wire has no names), -FI_EINVAL.
+ */
+int ddtx_wire_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
+/*
+ * The address blob of the endpoint bound to a service name, waiting up to timeout_ms for one
+ * to appear.  -FI_EADDRNOTAVAIL (none bound, or its owner is gone), -FI_ETOOSMALL, -FI_ENOSYS.
+ */
+int ddtx_wire_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			   int timeout_ms, void *addr, size_t *len);
 /* Turn a peer's address blob into a handle (idempotent: the same blob gives the same handle). */
 int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
 			  ddtx_peer_t *peer);

@@ -29,6 +29,10 @@ struct ddtx_wire_impl {
 		       void *handler_arg, struct ddtx_wire_ep **out);
 	void (*ep_close)(struct ddtx_wire_ep *ep);
 	int (*ep_getname)(struct ddtx_wire_ep *ep, void *addr, size_t *len);
+	/* Service names (common/name.h); NULL: this wire cannot bind or resolve them. */
+	int (*ep_bind)(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
+	int (*name_resolve)(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			    int timeout_ms, void *addr, size_t *len);
 	int (*peer_insert)(struct ddtx_wire_ep *ep, const void *addr, size_t len,
 			   ddtx_peer_t *peer);
 	int (*peer_addr)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len);

@@ -274,6 +274,14 @@ bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time)
 	return !start_time || st == start_time;
 }
 
+/* Low 32 bits of the PID namespace inode, recorded in region headers (diagnostics). */
+uint32_t ddtx_shm_pidns(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
+
 /* Does a live process hold the region's owner lock (region_create)?  Locks know no pid
  * namespace: a process sharing /dev/shm from another one has pids this one cannot see. */
 static bool region_held(int dirfd, const char *name)

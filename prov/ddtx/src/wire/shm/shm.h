@@ -42,6 +42,7 @@
 
 #define DDTX_SHM_PREFIX "ddtx-"
 #define DDTX_SHM_RAND_BYTES 16
+#define DDTX_SHM_BOUND_MAX 128                   /* path of a service name file (name.c) */
 #define DDTX_SHM_NAME_MAX 64                     /* "/ddtx-4294967295-<32 hex>" + NUL = 50 */
 
 /* Defaults (see wire.h: ddtx_wire_params). */
@@ -83,7 +84,7 @@ struct ddtx_shm_region_hdr {
 	uint32_t hdr_size;                       /* offset of the first table/ring byte */
 	uint64_t region_size;
 	uint32_t pid;
-	uint32_t reserved;
+	uint32_t pidns;                          /* creator's PID namespace (ddtx_shm_pidns) */
 	uint64_t start_time;
 	uint64_t uid;
 };
@@ -167,6 +168,8 @@ void ddtx_shm_region_destroy(struct ddtx_shm_map *map);
 /* Start time of pid (clock ticks since boot) and whether it is a zombie; -DDTX_SHM_ESRCH if gone. */
 int ddtx_shm_proc_identity(uint32_t pid, uint64_t *start_time, bool *zombie);
 uint64_t ddtx_shm_self_start_time(void);
+/* Low 32 bits of this process's PID namespace inode: pids mean something only within it. */
+uint32_t ddtx_shm_pidns(void);
 /* Is the process (pid, start_time) still running?  start_time 0 = do not check reuse. */
 bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time);
 /* Periodic liveness and stall checks need only the coarse clock. */
@@ -359,6 +362,7 @@ struct ddtx_shm_ep {
 	size_t riov_cap;
 	bool in_progress;
 	uint64_t dropped;                        /* messages refused for their source */
+	char bound[DDTX_SHM_BOUND_MAX];          /* name file published (name.c); "" = none */
 };
 
 
@@ -393,5 +397,11 @@ int ddtx_shm_mkey_map(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey,
 		      const struct ddtx_wire_mkey_entry *entries, size_t n, uint32_t access);
 void ddtx_shm_mkey_invalidate(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);
 void ddtx_shm_cleanup_stale(void);
+
+/* ---- name.c: service names (common/name.h) as name files in /dev/shm ---- */
+int ddtx_shm_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
+void ddtx_shm_name_unbind(struct ddtx_shm_ep *ep);
+int ddtx_shm_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			  int timeout_ms, void *addr, size_t *len);
 
 #endif /* DDTX_WIRE_SHM_H */

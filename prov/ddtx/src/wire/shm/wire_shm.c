@@ -84,6 +84,7 @@ static void region_hdr_init(struct ddtx_shm_region_hdr *r, uint64_t magic, size_
 	r->hdr_size = hdr_size;
 	r->region_size = size;
 	r->pid = (uint32_t)getpid();
+	r->pidns = ddtx_shm_pidns();
 	r->start_time = start_time;
 	r->uid = uid;
 	atomic_thread_fence(memory_order_release);
@@ -352,6 +353,7 @@ static void shm_ep_close(struct ddtx_wire_ep *wep)
 	if (ep->cq_count)
 		DDTX_INFO(FI_LOG_EP_DATA, "shm: closing an endpoint with %zu undelivered "
 			  "completions\n", ep->cq_count);
+	ddtx_shm_name_unbind(ep);
 	ddtx_shm_peers_fini(&ep->peers);
 	ddtx_shm_region_destroy(&ep->map);
 	free(ep->cq);
@@ -765,6 +767,8 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.ep_open = shm_ep_open,
 	.ep_close = shm_ep_close,
 	.ep_getname = shm_ep_getname,
+	.ep_bind = ddtx_shm_ep_bind,
+	.name_resolve = ddtx_shm_name_resolve,
 	.peer_insert = shm_peer_insert,
 	.peer_addr = shm_peer_addr,
 	.peer_alive = shm_peer_alive,

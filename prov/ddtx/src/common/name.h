@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Service names: the address form fi_getinfo returns in src_addr / dest_addr.
+ *
+ * An endpoint has a concrete address (its wire's blob, from fi_getname: on the shm wire its
+ * process, its start time and the random name of its receive ring), known only once it is open.
+ * A client that knows only a host and a service cannot know that blob, so fi_getinfo hands out
+ * a *service name* instead: "the endpoint of user U bound to service S on host H".  An endpoint
+ * opened from an fi_info whose src_addr is a service name with a service binds it (the wire
+ * publishes the endpoint's concrete address under it); fi_av_insert and fi_av_insertsvc resolve
+ * a service name to the concrete address of the endpoint bound to it.  A service name with an
+ * empty service names no endpoint: it is the source address of an endpoint that binds nothing.
+ *
+ * The host identity is what the wire that crosses hosts will fill (issue 11): on one host it is
+ * the network namespace of the process, so that 127.0.0.1:S in one namespace and in another are
+ * different endpoints, as they are for TCP, and the PID namespace (the shm wire's addresses
+ * carry pids, meaningless in another one).  Same size as the shm wire's blob (48 bytes) so an AV
+ * steps through arrays of either form alike.
+ */
+#ifndef DDTX_COMMON_NAME_H
+#define DDTX_COMMON_NAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DDTX_NAME_MAGIC 0x6d6e7864u /* "dxnm" */
+#define DDTX_NAME_VERSION 1
+#define DDTX_NAME_SERVICE_MAX 24    /* bytes of service, NUL included */
+
+struct ddtx_name_addr {
+	uint32_t magic;             /* DDTX_NAME_MAGIC */
+	uint16_t version;           /* DDTX_NAME_VERSION */
+	uint16_t reserved;
+	uint32_t user;              /* uid: names are per user */
+	uint32_t reserved2;
+	uint64_t host;              /* host identity: the network namespace on one machine */
+	char service[DDTX_NAME_SERVICE_MAX]; /* NUL-terminated, [A-Za-z0-9._-]; "" = none */
+};
+_Static_assert(sizeof(struct ddtx_name_addr) == 48, "service name layout");
+#define DDTX_NAME_LEN sizeof(struct ddtx_name_addr)
+
+/* This host's identity: network namespace inode << 32 | PID namespace inode (low 32 bits). */
+uint64_t ddtx_name_host_id(void);
+/* Build the name of service (NULL or "" = no service) on this host: 0 or -FI_EINVAL. */
+int ddtx_name_build(struct ddtx_name_addr *name, const char *service);
+/* Is addr a well-formed service name (magic, version, NUL-terminated valid service)? */
+bool ddtx_name_is(const void *addr, size_t len);
+/* Does node (a host name or numeric address) name this host?  NULL counts as this host. */
+bool ddtx_node_is_local(const char *node);
+/* "fi_ddtx://svc/<service>@<host hex>" into buf (as fi_av_straddr), bytes needed in *need. */
+void ddtx_name_str(const struct ddtx_name_addr *name, char *buf, size_t len, size_t *need);
+
+#endif /* DDTX_COMMON_NAME_H */
