@@ -4,7 +4,7 @@
 # then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
 # ThreadSanitizer into ./build-tsan for the tests that run several threads, and fuzzes the
 # protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs, and runs
-# upstream fabtests' unit, functional and standard sets over ddtx (util/fabtests.sh: each
+# upstream fabtests' unit, functional, standard, short and complex sets over ddtx (util/fabtests.sh: each
 # fabtests test one result, expected notruns from util/fabtests-expected.txt counted as skipped).
 # The last line printed is always "<passed> passed, <failed> failed", counting each test once:
 # a test fails if it failed in either build; a build that does not compile counts as a failure.
