@@ -695,6 +695,69 @@ static int t_cntr(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- poll sets ------------------------------------------------------------------------------ */
+
+/* fi_poll returns the CQ while it holds completions and the counter once per change. */
+static int t_poll_set(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.cntr = true};
+	fx_open(ctx, &o, &fx);
+	static int cq_mark, cntr_mark;
+	fx.cq->fid.context = &cq_mark;          /* what fi_poll hands back for each object */
+	fx.cntr->fid.context = &cntr_mark;
+	struct fi_poll_attr pa = {0};
+	struct fid_poll *ps;
+	void *got[8];
+	FT_CHECK(fi_poll_open(fx.domain, &pa, &ps) == 0, "fi_poll_open");
+	FT_CHECK(fi_poll_add(ps, &fx.cq->fid, 0) == 0, "fi_poll_add cq");
+	FT_CHECK(fi_poll_add(ps, &fx.cntr->fid, 0) == 0, "fi_poll_add cntr");
+	int ret = fi_poll_add(ps, &fx.cq->fid, 0);
+	FT_CHECK(ret == -FI_EALREADY, "adding the CQ twice: %d", ret);
+	FT_CHECK(fi_poll_add(ps, &fx.av->fid, 0) == -FI_EINVAL, "an AV is not pollable");
+	FT_CHECK(fi_poll(ps, got, 8) == 0, "events before any operation");
+
+	char sbuf[64] = "poll set", rbuf[64] = {0};
+	FX_OK(&fx, fi_recv(fx.ep, rbuf, sizeof(rbuf), NULL, FI_ADDR_UNSPEC, rbuf));
+	FX_OK(&fx, fi_send(fx.ep, sbuf, sizeof(sbuf), NULL, fx.peers[0], sbuf));
+	bool saw_cq = false, saw_cntr = false;
+	double t0 = ft_now();
+	while ((!saw_cq || !saw_cntr) && ft_now() - t0 < 10) {
+		int n = fi_poll(ps, got, 8);
+		FT_CHECK(n >= 0 && n <= 2, "fi_poll returned %d", n);
+		for (int i = 0; i < n; i++) {
+			FT_CHECK(got[i] == &cq_mark || got[i] == &cntr_mark, "unknown context %p",
+				 got[i]);
+			saw_cq |= got[i] == &cq_mark;
+			saw_cntr |= got[i] == &cntr_mark;
+		}
+	}
+	FT_CHECK(saw_cq && saw_cntr, "fi_poll never reported the CQ (%d) or the counter (%d)",
+		 saw_cq, saw_cntr);
+	/* Drain the CQ: then neither object has anything new to report. */
+	struct fi_cq_tagged_entry e[4];
+	int drained = 0;
+	t0 = ft_now();
+	while (drained < 2 && ft_now() - t0 < 10) {
+		ssize_t r = fi_cq_read(fx.cq, e, 4);
+		if (r > 0)
+			drained += (int)r;
+	}
+	FT_CHECK(drained == 2 && !strcmp(rbuf, "poll set"), "completions %d, data '%s'", drained,
+		 rbuf);
+	int n = fi_poll(ps, got, 8);
+	FT_CHECK(n == 0, "fi_poll after draining returned %d", n);
+	ret = fi_close(&fx.cq->fid);
+	FT_CHECK(ret == -FI_EBUSY, "closing a CQ in a poll set: %d", ret);
+	FT_CHECK(fi_poll_del(ps, &fx.cq->fid, 0) == 0, "fi_poll_del cq");
+	FT_CHECK(fi_poll_del(ps, &fx.cq->fid, 0) == -FI_ENOENT, "deleting the CQ twice");
+	FT_CHECK(fi_close(&ps->fid) == 0, "closing the poll set");
+	fx.cq->fid.context = NULL;
+	fx.cntr->fid.context = NULL;
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- close order --------------------------------------------------------------------------- */
 
 static int t_close_order(struct ft_ctx *ctx, void *arg)
@@ -1407,6 +1470,7 @@ static const struct fx_test tests[] = {
 	{"sread_yield", 2, 30, t_sread, I(FI_WAIT_YIELD)},
 	{"cq_signal", 1, 30, t_cq_signal, NULL},
 	{"cntr", 1, 30, t_cntr, NULL},
+	{"poll_set", 1, 30, t_poll_set, NULL},
 	{"close_order", 2, 30, t_close_order, NULL},
 	{"enable_unbound", 1, 30, t_enable_unbound, NULL},
 	{"thread_safe", 2, 120, t_thread_safe, NULL},

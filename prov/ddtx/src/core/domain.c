@@ -14,6 +14,7 @@
 #include "core/ep.h"
 #include "core/mr.h"
 #include "core/nosys.h"
+#include "core/poll.h"
 
 static struct fi_ops domain_fid_ops;
 
@@ -189,12 +190,6 @@ static int domain_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int domain_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-			    struct fid_poll **pollset)
-{
-	return -FI_ENOSYS;
-}
-
 static int domain_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,
 			  struct fid_stx **stx, void *context)
 {
@@ -234,7 +229,7 @@ static struct fi_ops_domain domain_ops = {
 	.endpoint = ddtx_ep_open,
 	.scalable_ep = domain_scalable_ep,
 	.cntr_open = ddtx_cntr_open,
-	.poll_open = domain_poll_open,
+	.poll_open = ddtx_poll_open,
 	.stx_ctx = domain_stx_ctx,
 	.srx_ctx = domain_srx_ctx,
 	.query_atomic = domain_query_atomic,
