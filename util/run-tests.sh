@@ -80,11 +80,13 @@ if [ "$fuzz" = 1 ]; then
   # counted as one test, written where the summary below reads test results.
   echo "=== build-fuzz: libFuzzer on the protocol decoder, ${fuzz_secs} s"
   if util/install-deps.sh --fuzz >/dev/null 2>&1; then
-    mkdir -p build-fuzz/meson-logs
-    rm -f build-fuzz/meson-logs/testlog.json
-    if util/fuzz.sh "$fuzz_secs" > build-fuzz/fuzz.log 2>&1; then res=OK; else res=FAIL; fi
+    # The log lives outside build-fuzz/: fuzz.sh recreates that directory on a first run.
+    log=build/fuzz.log
+    mkdir -p build
+    if util/fuzz.sh "$fuzz_secs" > "$log" 2>&1; then res=OK; else res=FAIL; fi
     grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|==.*ERROR|SUMMARY)" \
-      build-fuzz/fuzz.log || tail -20 build-fuzz/fuzz.log
+      "$log" || tail -20 "$log"
+    mkdir -p build-fuzz/meson-logs
     echo "{\"name\": \"ddtx:fuzz / fuzz_proto_${fuzz_secs}s\", \"result\": \"$res\"}" \
       > build-fuzz/meson-logs/testlog.json
     builds+=(build-fuzz)
