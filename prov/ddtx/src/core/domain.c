@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic.h"
 #include "core/av.h"
 #include "core/cntr.h"
 #include "core/cq.h"
@@ -202,12 +203,6 @@ static int domain_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr,
 	return -FI_ENOSYS;
 }
 
-static int domain_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
-			       enum fi_op op, struct fi_atomic_attr *attr, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
 static int domain_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 				   struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -232,7 +227,7 @@ static struct fi_ops_domain domain_ops = {
 	.poll_open = ddtx_poll_open,
 	.stx_ctx = domain_stx_ctx,
 	.srx_ctx = domain_srx_ctx,
-	.query_atomic = domain_query_atomic,
+	.query_atomic = ddtx_query_atomic,
 	.query_collective = domain_query_collective,
 };
 

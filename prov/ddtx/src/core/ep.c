@@ -2,11 +2,12 @@
 /*
  * RDM endpoint: bindings (AV, CQs, counters), enable, options and addressing, and the owner
  * interface through which proto reports completions and resolves addresses (proto/proto.h).
- * The data calls are in msg.c, tagged.c and rma.c.
+ * The data calls are in msg.c, tagged.c, rma.c and atomic.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic.h"
 #include "core/ep.h"
 #include "core/nosys.h"
 
@@ -124,7 +125,8 @@ static int ep_enable(struct ddtx_ep *ep)
 {
 	uint64_t caps = ep->info->caps;
 	uint64_t dir = (caps & DIR_CAPS) ? caps & DIR_CAPS : DIR_CAPS;
-	bool need_tx = (caps & (FI_MSG | FI_TAGGED | FI_RMA)) && (dir & (FI_SEND | FI_READ | FI_WRITE));
+	bool need_tx = (caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC)) &&
+		       (dir & (FI_SEND | FI_READ | FI_WRITE));
 	bool need_rx = (caps & (FI_MSG | FI_TAGGED)) && (dir & FI_RECV);
 	bool have_tx = ep->tx_cq || ep->cntrs[DDTX_CNTR_SEND] || ep->cntrs[DDTX_CNTR_READ] ||
 		       ep->cntrs[DDTX_CNTR_WRITE];
@@ -157,6 +159,7 @@ static int ep_enable(struct ddtx_ep *ep)
 		.tx_selective = ep->tx_selective,
 		.rx_selective = ep->rx_selective,
 		.min_multi_recv = ep->min_multi_recv,
+		.rma_event = caps & FI_RMA_EVENT,
 	};
 	ddtx_proto_ep_enable(ep->proto, &attr);
 	ep->enabled = true;
@@ -479,7 +482,7 @@ static void ep_init_fid(struct ddtx_ep *ep, void *context)
 	ep->fid.msg = &ddtx_msg_ops;
 	ep->fid.tagged = &ddtx_tagged_ops;
 	ep->fid.rma = &ddtx_rma_ops;
-	ep->fid.atomic = &ddtx_nosys_atomic_ops;
+	ep->fid.atomic = &ddtx_atomic_ops;
 	ep->fid.collective = NULL;
 }
 

@@ -24,16 +24,18 @@
  * FI_REMOTE_COMM are domain capabilities: they appear in info->caps and domain_attr->caps only
  * (fabtests' fi_getinfo_test rejects them in tx_attr / rx_attr).
  */
-#define DDTX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_SEND)
+#define DDTX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND)
 #define DDTX_RX_CAPS                                                                             \
-	(FI_MSG | FI_TAGGED | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV |               \
-	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV)
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV |   \
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | FI_RMA_EVENT)
 #define DDTX_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /*
  * Secondary capabilities returned even when not asked for (as libfabric's own providers do).
- * FI_SOURCE is left out: it costs a reverse lookup per receive, so only those who ask get it.
+ * FI_SOURCE is left out: it costs a reverse lookup per receive, so only those who ask get it;
+ * FI_RMA_EVENT too: it costs a notification message per RMA (docs/wire-protocol.md).
  */
+#define DDTX_COSTLY_CAPS (FI_SOURCE | FI_RMA_EVENT)
 #define DDTX_ALWAYS_CAPS (FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /* mr_mode bits ddtx can honour; it requires none of them. */
@@ -338,7 +340,7 @@ static void apply_hints(uint32_t version, const struct fi_info *h, struct fi_inf
 	if (h->caps)
 		info->caps = h->caps | (DDTX_CAPS & DDTX_ALWAYS_CAPS);
 	else
-		info->caps = DDTX_CAPS & ~(uint64_t)FI_SOURCE;
+		info->caps = DDTX_CAPS & ~(uint64_t)DDTX_COSTLY_CAPS;
 	info->tx_attr->caps = info->caps & DDTX_TX_CAPS;
 	info->rx_attr->caps = info->caps & DDTX_RX_CAPS;
 

@@ -41,7 +41,7 @@ static int check_iov(const struct iovec *iov, size_t count)
 static int check_attr(const struct ddtx_domain *domain, const struct fi_mr_attr *attr,
 		      uint64_t flags)
 {
-	if (flags) {
+	if (flags & ~(uint64_t)FI_RMA_EVENT) {
 		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: unsupported flags 0x%llx\n",
 			  (unsigned long long)flags);
 		return -FI_EBADFLAGS;
@@ -76,24 +76,68 @@ static int mr_close(struct fid *fid)
 			  fi_strerror(-ret));
 		return ret;
 	}
+	if (mr->remote_write)
+		atomic_fetch_sub(&mr->remote_write->ref, 1);
+	if (mr->remote_read)
+		atomic_fetch_sub(&mr->remote_read->ref, 1);
 	atomic_fetch_sub(&domain->ref, 1);
 	free(mr);
 	return 0;
 }
 
+/* proto's report of a peer's access to the MR (domain locked). */
+static void mr_event(void *arg, bool write)
+{
+	struct ddtx_mr *mr = arg;
+
+	ddtx_cntr_inc(write ? mr->remote_write : mr->remote_read);
+}
+
+/*
+ * fi_mr_bind of a counter (FI_RMA_EVENT): it counts the peers' RMA and atomics that write
+ * (FI_REMOTE_WRITE) or read (FI_REMOTE_READ) this MR.  Endpoints are bound only with
+ * FI_MR_ENDPOINT, which ddtx does not use.
+ */
 static int mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct ddtx_mr *mr = ddtx_container_of(fid, struct ddtx_mr, fid.fid);
+	struct ddtx_cntr *cntr = ddtx_cntr_from_fid(bfid);
 
-	/* Binding is only meaningful (and only allowed) with FI_MR_ENDPOINT. */
-	return (mr->domain->mr_mode & FI_MR_ENDPOINT) ? -FI_ENOSYS : -FI_EINVAL;
+	if (!cntr) /* Binding an endpoint is only meaningful (and allowed) with FI_MR_ENDPOINT. */
+		return (mr->domain->mr_mode & FI_MR_ENDPOINT) ? -FI_ENOSYS : -FI_EINVAL;
+	if (cntr->domain != mr->domain || !flags ||
+	    (flags & ~(uint64_t)(FI_REMOTE_WRITE | FI_REMOTE_READ)) ||
+	    ((flags & FI_REMOTE_WRITE) && mr->remote_write) ||
+	    ((flags & FI_REMOTE_READ) && mr->remote_read)) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_bind: counter of another domain, flags 0x%llx or "
+			  "rebind\n", (unsigned long long)flags);
+		return -FI_EINVAL;
+	}
+	ddtx_domain_lock(mr->domain);
+	if (flags & FI_REMOTE_WRITE) {
+		mr->remote_write = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+	}
+	if (flags & FI_REMOTE_READ) {
+		mr->remote_read = cntr;
+		atomic_fetch_add(&cntr->ref, 1);
+	}
+	ddtx_proto_mr_bind_event(mr->pmr, mr_event, mr);
+	ddtx_domain_unlock(mr->domain);
+	return 0;
+}
+
+/* FI_ENABLE (after binding, FI_MR_RMA_EVENT style): counting starts at bind time already. */
+static int mr_control(struct fid *fid, int command, void *arg)
+{
+	return command == FI_ENABLE ? 0 : -FI_ENOSYS;
 }
 
 static struct fi_ops mr_fid_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
 	.bind = mr_bind,
-	.control = ddtx_nosys_control, /* FI_ENABLE, FI_REFRESH */
+	.control = mr_control, /* FI_REFRESH is not offered */
 	.ops_open = ddtx_nosys_ops_open,
 };
 

@@ -3,6 +3,7 @@
 #ifndef DDTX_CORE_MR_H
 #define DDTX_CORE_MR_H
 
+#include "core/cntr.h"
 #include "core/domain.h"
 
 struct ddtx_mr {
@@ -11,6 +12,8 @@ struct ddtx_mr {
 	struct ddtx_proto_mr *pmr;
 	uint64_t access;                 /* FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_* */
 	uint64_t flags;
+	struct ddtx_cntr *remote_write;  /* FI_RMA_EVENT counters bound by fi_mr_bind */
+	struct ddtx_cntr *remote_read;
 };
 
 int ddtx_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,

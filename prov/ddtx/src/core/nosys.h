@@ -23,8 +23,6 @@ int ddtx_nosys_reject(struct fid_pep *pep, fid_t handle, const void *param, size
 int ddtx_nosys_shutdown(struct fid_ep *ep, uint64_t flags);
 int ddtx_nosys_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
 		    void *context);
-/* Atomics are not offered: every endpoint's fi_ops_atomic answers -FI_ENOSYS. */
-extern struct fi_ops_atomic ddtx_nosys_atomic_ops;
 
 /* fi_cq_strerror / fi_eq_strerror: prov_errno is an FI_E* value (either sign). */
 const char *ddtx_strerror(int prov_errno, char *buf, size_t len);

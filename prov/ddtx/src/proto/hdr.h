@@ -19,7 +19,8 @@
 #include <stdint.h>
 #include <rdma/fi_errno.h>
 
-#define DDTX_PROTO_VERSION 2   /* 2: RMA_DATA names the target key and address */
+/* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event */
+#define DDTX_PROTO_VERSION 3
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -30,6 +31,8 @@ enum ddtx_msg_type {
 	DDTX_MSG_RMA_DATA = 6, /* remote CQ data of an fi_writedata / FI_REMOTE_CQ_DATA write */
 	DDTX_MSG_ACK = 7,    /* FI_DELIVERY_COMPLETE: the message reached the receive buffer */
 	DDTX_MSG_LIST_REQ = 8, /* UMR: the sender lacks a cached key list; CTS again with it */
+	DDTX_MSG_ATOMIC = 9, /* an atomic for the target to execute: op, segments, operands */
+	DDTX_MSG_ATOMIC_RESP = 10, /* the target's answer: status and, if fetching, old values */
 	DDTX_MSG_TYPE_MAX,
 };
 
@@ -40,6 +43,10 @@ enum ddtx_msg_type {
 #define DDTX_HDR_ACK_REQ (1u << 3)  /* EAGER/RTS: answer with ACK once delivered */
 #define DDTX_HDR_CACHED (1u << 4)   /* CTS (UMR): the key list is the one sent before */
 #define DDTX_HDR_WARM (1u << 5)     /* RTS: the sender's layout is warm (time this transfer) */
+#define DDTX_HDR_RMA_EVENT (1u << 6) /* RMA_DATA: count the access (FI_RMA_EVENT counters) */
+#define DDTX_HDR_READ (1u << 7)     /* RMA_DATA with RMA_EVENT: the access was a read */
+#define DDTX_HDR_MORE (1u << 8)     /* RMA_DATA: a further segment of an operation already
+				     * reported (only the counters of its key count it) */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -124,6 +131,44 @@ struct ddtx_hdr_rma_data {
 	uint64_t seg_len;    /* and length: the target reports only writes into its own keys */
 };
 
+/*
+ * One target segment of an atomic: count elements at addr of the target's application key.
+ * DDTX_MSG_ATOMIC carries nseg of them, then the operand (count elements; none for
+ * FI_ATOMIC_READ), then for DDTX_ATOMIC_COMPARE the compare operand (count elements).
+ */
+struct ddtx_atomic_seg {
+	uint64_t addr;
+	uint64_t count;
+	uint64_t key;
+};
+
+/*
+ * Operand bytes one ATOMIC carries at most (and old-value bytes one ATOMIC_RESP returns): both
+ * peers check against it, so it is part of the protocol.  With its segments and both operands
+ * a request stays under every wire's max_send_size (shm 64 KiB slots, verbs 16 KiB buffers).
+ */
+#define DDTX_ATOMIC_MAX_BYTES 2048
+
+struct ddtx_hdr_atomic {
+	struct ddtx_hdr_base base;
+	uint32_t tx_id;      /* the initiator's operation, echoed in ATOMIC_RESP */
+	uint8_t kind;        /* enum ddtx_atomic_kind (engine/atomic_exec.h) */
+	uint8_t op;          /* enum fi_op */
+	uint8_t datatype;    /* enum fi_datatype */
+	uint8_t reserved2;
+	uint64_t count;      /* elements in all segments */
+	uint32_t nseg;
+	uint32_t reserved3;
+	/* struct ddtx_atomic_seg seg[nseg]; operand; compare operand */
+};
+
+struct ddtx_hdr_atomic_resp {
+	struct ddtx_hdr_base base;
+	uint32_t tx_id;
+	int32_t status;      /* 0, or the negative FI_E* error the target refused it with */
+	uint64_t len;        /* bytes of old values following (fetch and compare; 0 on error) */
+};
+
 /* The layouts peers exchange: a change here is a protocol change (bump DDTX_PROTO_VERSION). */
 _Static_assert(sizeof(struct ddtx_hdr_base) == 8, "hdr_base layout");
 _Static_assert(sizeof(struct ddtx_hdr_eager) == 40, "hdr_eager layout");
@@ -135,6 +180,9 @@ _Static_assert(sizeof(struct ddtx_hdr_data) == 32, "hdr_data layout");
 _Static_assert(sizeof(struct ddtx_hdr_done) == 24, "hdr_done layout");
 _Static_assert(sizeof(struct ddtx_hdr_ack) == 16, "hdr_ack layout");
 _Static_assert(sizeof(struct ddtx_hdr_rma_data) == 48, "hdr_rma_data layout");
+_Static_assert(sizeof(struct ddtx_atomic_seg) == 24, "atomic_seg layout");
+_Static_assert(sizeof(struct ddtx_hdr_atomic) == 32, "hdr_atomic layout");
+_Static_assert(sizeof(struct ddtx_hdr_atomic_resp) == 24, "hdr_atomic_resp layout");
 _Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
 
 static inline size_t ddtx_hdr_min_len(unsigned type)
@@ -148,6 +196,8 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_RMA_DATA: return sizeof(struct ddtx_hdr_rma_data);
 	case DDTX_MSG_ACK: return sizeof(struct ddtx_hdr_ack);
 	case DDTX_MSG_LIST_REQ: return sizeof(struct ddtx_hdr_list_req);
+	case DDTX_MSG_ATOMIC: return sizeof(struct ddtx_hdr_atomic);
+	case DDTX_MSG_ATOMIC_RESP: return sizeof(struct ddtx_hdr_atomic_resp);
 	default: return 0;
 	}
 }
@@ -162,6 +212,7 @@ static inline int ddtx_hdr_status_err(int32_t status)
 	static const int known[] = {
 		FI_EIO, FI_EACCES, FI_EKEYREJECTED, FI_ENOMEM, FI_ENOSPC, FI_EINVAL, FI_ETRUNC,
 		FI_ECANCELED, FI_EMSGSIZE, FI_EAGAIN, FI_ENOENT, FI_ETIMEDOUT, FI_EREMOTEIO,
+		FI_EOPNOTSUPP,
 	};
 	if (status >= 0)
 		return status ? FI_EIO : 0;

@@ -10,12 +10,18 @@
  * with it fails (-FI_EACCES; -FI_EKEYREJECTED where no placeholder could be made).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/mr_watch.h"
 #include "proto/proto_internal.h"
 
 struct ddtx_proto_mr {
 	struct ddtx_proto_domain *pd;
+	struct ddtx_list_entry entry;    /* ddtx_proto_domain.app_mrs */
+	struct iovec *iov;               /* the registered memory, for atomics executed here */
+	size_t count;
+	ddtx_proto_mr_event_fn on_event; /* FI_RMA_EVENT counters bound to the MR (fi_mr_bind) */
+	void *event_arg;
 	struct ddtx_wire_mr *wmr;        /* the registration, the placeholder, or NULL */
 	struct ddtx_mr_watched *watched;
 	uint64_t key;
@@ -99,9 +105,63 @@ int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, siz
 		free(mr);
 		return ret;
 	}
+	mr->iov = malloc(count * sizeof(*iov));
+	if (!mr->iov) {
+		ddtx_wire_mr_dereg(pd->wire, mr->wmr);
+		ddtx_mr_watch_remove(pd->mr_watch, mr->watched);
+		free(mr);
+		return -FI_ENOMEM;
+	}
+	memcpy(mr->iov, iov, count * sizeof(*iov));
+	mr->count = count;
 	mr->key = *key = mr->wmr->key;
+	ddtx_list_push_back(&pd->app_mrs, &mr->entry);
 	*out = mr;
 	return 0;
+}
+
+void ddtx_proto_mr_bind_event(struct ddtx_proto_mr *mr, ddtx_proto_mr_event_fn fn, void *arg)
+{
+	mr->on_event = fn;
+	mr->event_arg = arg;
+}
+
+/*
+ * The MR behind an application key of this domain.  A linear walk: the processes ddtx serves
+ * (MPI windows, fabtests) register a handful of MRs, and only atomics and RMA events look.
+ */
+static struct ddtx_proto_mr *mr_of_key(struct ddtx_proto_domain *pd, uint64_t key)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pd->app_mrs, it, tmp)
+	{
+		struct ddtx_proto_mr *mr = ddtx_container_of(it, struct ddtx_proto_mr, entry);
+		if (mr->key == key && !mr->revoked)
+			return mr;
+	}
+	return NULL;
+}
+
+int ddtx_mr_local(struct ddtx_proto_domain *pd, uint64_t key, uint64_t addr, uint64_t len,
+		  uint32_t access, const struct iovec **iov, size_t *count, size_t *offset)
+{
+	int ret = ddtx_wire_key_check(pd->wire, DDTX_KEY_APP, key, addr, len, access);
+	if (ret)
+		return ret;
+	struct ddtx_proto_mr *mr = mr_of_key(pd, key);
+	if (!mr || addr < mr->iova)
+		return -FI_EKEYREJECTED; /* the wire knows the key, but no fi_mr of ours made it */
+	*iov = mr->iov;
+	*count = mr->count;
+	*offset = addr - mr->iova;
+	return 0;
+}
+
+void ddtx_mr_count_event(struct ddtx_proto_domain *pd, uint64_t key, uint32_t access)
+{
+	struct ddtx_proto_mr *mr = mr_of_key(pd, key);
+	if (mr && mr->on_event)
+		mr->on_event(mr->event_arg, access & DDTX_ACC_REMOTE_WRITE);
 }
 
 int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr)
@@ -114,6 +174,8 @@ int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr)
 	if (ret)
 		return ret;
 	ddtx_mr_watch_remove(pd->mr_watch, mr->watched);
+	ddtx_list_remove(&mr->entry);
+	free(mr->iov);
 	free(mr);
 	return 0;
 }

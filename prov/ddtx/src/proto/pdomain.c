@@ -54,6 +54,7 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out
 		return -FI_ENOMEM;
 	pd->lock = lock;
 	ddtx_list_init(&pd->eps);
+	ddtx_list_init(&pd->app_mrs);
 	const struct ddtx_regcache_params rp = {
 		.max_bytes = ddtx_settings.mr_cache_max_size,
 		.max_count = ddtx_settings.mr_cache_max_count,

@@ -24,6 +24,7 @@ struct ddtx_proto_domain {
 	struct ddtx_mkey_pool *pool;
 	struct ddtx_layout_cache *layouts;
 	struct ddtx_mr_watch *mr_watch;     /* application MRs revoked when their memory goes */
+	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	struct ddtx_cost_model cost;
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;

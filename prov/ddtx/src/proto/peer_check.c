@@ -6,6 +6,7 @@
  * warning that names the peer and the field).  The header checks (type, version, length) are in
  * proto_ep.c's dispatch, the id lookups in each handler, status codes in hdr.h.
  */
+#include "engine/atomic_exec.h"
 #include "proto/proto_internal.h"
 
 /*
@@ -78,5 +79,61 @@ const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr
 			return "desc.len";
 		room -= desc[i].len;
 	}
+	return NULL;
+}
+
+/*
+ * An atomic request must name an operation this side executes, and its length must be exactly
+ * its segments and operands: the element counts sum to count, each segment holds at least one
+ * element and no segment's byte range wraps.  Keys, bounds and access are the wire's key check,
+ * done by the handler per segment.
+ */
+const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len)
+{
+	if (!h->tx_id)
+		return "tx_id";
+	if (h->kind >= DDTX_ATOMIC_KIND_MAX ||
+	    !ddtx_atomic_valid((enum ddtx_atomic_kind)h->kind, h->datatype, h->op))
+		return "op";
+	size_t size = ddtx_atomic_type_size(h->datatype);
+	if (!h->count || h->count > DDTX_ATOMIC_MAX_BYTES / size)
+		return "count";
+	if (!h->nseg || h->nseg > h->count)
+		return "nseg";
+	size_t bytes = h->count * size;
+	size_t want = sizeof(*h) + h->nseg * sizeof(struct ddtx_atomic_seg) +
+		      (ddtx_atomic_has_operand(h->op) ? bytes : 0) +
+		      (ddtx_atomic_has_compare(h->op) ? bytes : 0);
+	if (len != want)
+		return "length";
+	const struct ddtx_atomic_seg *seg = (const void *)(h + 1);
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < h->nseg; i++) {
+		if (!seg[i].count || seg[i].count > h->count - sum)
+			return "seg.count";
+		if (seg[i].addr + seg[i].count * size < seg[i].addr)
+			return "seg.addr";
+		sum += seg[i].count;
+	}
+	if (sum != h->count)
+		return "seg.count";
+	return NULL;
+}
+
+/*
+ * RMA_DATA reports remote CQ data (first segment of a write), an RMA event (any segment of a
+ * write or read), or both; a read carries no CQ data and a further segment (MORE) none either.
+ */
+const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h)
+{
+	uint16_t f = h->base.flags;
+	if (!(f & (DDTX_HDR_CQ_DATA | DDTX_HDR_RMA_EVENT)))
+		return "flags";
+	if ((f & DDTX_HDR_READ) && (!(f & DDTX_HDR_RMA_EVENT) || (f & DDTX_HDR_CQ_DATA)))
+		return "flags";
+	if ((f & DDTX_HDR_MORE) && (f & DDTX_HDR_CQ_DATA))
+		return "flags";
+	if (h->seg_len > h->len)
+		return "seg_len";
 	return NULL;
 }

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 
 #include <rdma/fi_ddtx.h>
@@ -80,6 +81,7 @@ struct ddtx_proto_ep_attr {
 	bool directed_recv;             /* FI_DIRECTED_RECV: receives honour their source */
 	bool tx_selective, rx_selective; /* FI_SELECTIVE_COMPLETION on the CQ bindings */
 	size_t min_multi_recv;          /* FI_OPT_MIN_MULTI_RECV */
+	bool rma_event;                 /* FI_RMA_EVENT: tell targets of RMA what landed */
 };
 
 /* ---- domain: the engine and the wire domain (memory registration) ---- */
@@ -112,6 +114,13 @@ int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, siz
 		      uint64_t access, const uint64_t *requested_key, uint64_t iova,
 		      struct ddtx_proto_mr **out, uint64_t *key);
 int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr);
+/*
+ * FI_RMA_EVENT on an MR (fi_mr_bind of a counter): fn(arg, write) is called, domain locked,
+ * whenever a peer's RMA or atomic accessed the MR (write: it wrote, else it read).  A peer's RMA
+ * is seen only when the peer's endpoint has FI_RMA_EVENT (its notification, docs/wire-protocol.md).
+ */
+typedef void (*ddtx_proto_mr_event_fn)(void *arg, bool write);
+void ddtx_proto_mr_bind_event(struct ddtx_proto_mr *mr, ddtx_proto_mr_event_fn fn, void *arg);
 
 /* Layout handles of fi_ddtx.h (they take the domain lock themselves). */
 int ddtx_proto_layout_create(struct ddtx_proto_domain *pd, const struct iovec *blocks,
@@ -158,5 +167,24 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 /* fi_writemsg / fi_readmsg and the simpler calls built on them. */
 ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, uint64_t flags,
 		       bool write);
+
+/* ---- atomics (fi_atomic(3)): executed by the target, proto/atomic.c ---- */
+
+/* The three families; the same numbers as the engine's executor (engine/atomic_exec.h). */
+enum ddtx_proto_atomic_kind {
+	DDTX_PROTO_ATOMIC_WRITE, DDTX_PROTO_ATOMIC_FETCH, DDTX_PROTO_ATOMIC_COMPARE,
+};
+
+/*
+ * fi_atomicvalid and siblings, fi_query_atomic: 0 with *count the most elements one operation
+ * carries and *size the bytes of one, or -FI_EOPNOTSUPP if kind does not offer op on datatype.
+ */
+int ddtx_proto_atomic_valid(struct ddtx_proto_domain *pd, enum ddtx_proto_atomic_kind kind,
+			    uint32_t datatype, uint32_t op, size_t *count, size_t *size);
+/* fi_atomicmsg, fi_fetch_atomicmsg, fi_compare_atomicmsg and the calls built on them. */
+ssize_t ddtx_proto_atomic(struct ddtx_proto_ep *pep, enum ddtx_proto_atomic_kind kind,
+			  const struct fi_msg_atomic *msg, const struct fi_ioc *comparev,
+			  size_t compare_count, struct fi_ioc *resultv, size_t result_count,
+			  uint64_t flags);
 
 #endif /* DDTX_PROTO_H */

@@ -41,6 +41,12 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	case DDTX_MSG_LIST_REQ:
 		ddtx_recv_on_list_req(pep, src, buf, len);
 		break;
+	case DDTX_MSG_ATOMIC:
+		ddtx_atomic_on_req(pep, src, buf, len);
+		break;
+	case DDTX_MSG_ATOMIC_RESP:
+		ddtx_atomic_on_resp(pep, src, buf, len);
+		break;
 	}
 }
 
@@ -81,13 +87,18 @@ int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_own
 	ddtx_list_init(&pep->tx_failed);
 	ddtx_list_init(&pep->rx_active);
 	ddtx_list_init(&pep->rma_active);
+	ddtx_list_init(&pep->atomic_active);
 	ddtx_list_init(&pep->ctrl);
 	ddtx_optable_init(&pep->txs);
 	ddtx_optable_init(&pep->rxs);
+	ddtx_optable_init(&pep->atomics);
 	ddtx_rmkey_init(&pep->rmkeys, 256);
 	int ret = ddtx_wire_ep_open(pd->wire, &handlers, pep, &pep->wire);
 	if (ret) {
 		ddtx_rmkey_fini(&pep->rmkeys);
+		ddtx_optable_fini(&pep->atomics);
+		ddtx_optable_fini(&pep->txs);
+		ddtx_optable_fini(&pep->rxs);
 		free(pep);
 		return ret;
 	}
@@ -139,13 +150,16 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	while ((it = ddtx_list_pop_front(&pep->rma_active))) {
 		struct ddtx_rma *op = ddtx_container_of(it, struct ddtx_rma, entry);
 		free(op->inject_buf);
+		free(op->segs);
 		free(op);
 	}
+	ddtx_atomic_free_all(pep);
 	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);
+	ddtx_optable_fini(&pep->atomics);
 	/* Keep the domain's remote-cache counts when the endpoint goes. */
 	pep->pd->rmkey_hits += pep->rmkeys.hits;
 	pep->pd->rmkey_misses += pep->rmkeys.misses;
@@ -158,7 +172,8 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 /* Fail every operation that waits on a peer whose process is gone. */
 static void check_peers(struct ddtx_proto_ep *pep)
 {
-	if (ddtx_list_empty(&pep->tx_active) && ddtx_list_empty(&pep->rx_active))
+	if (ddtx_list_empty(&pep->tx_active) && ddtx_list_empty(&pep->rx_active) &&
+	    ddtx_list_empty(&pep->atomic_active))
 		return;
 	uint64_t now = ddtx_coarse_time_ns();
 	if (now < pep->next_peer_check_ns)
@@ -175,6 +190,11 @@ static void check_peers(struct ddtx_proto_ep *pep)
 	{
 		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
 		gone = gone || !ddtx_wire_peer_alive(pep->wire, rx->peer);
+	}
+	ddtx_list_foreach_safe(&pep->atomic_active, it, tmp)
+	{
+		struct ddtx_atomic_op *op = ddtx_container_of(it, struct ddtx_atomic_op, entry);
+		gone = gone || !ddtx_wire_peer_alive(pep->wire, op->peer);
 	}
 	if (!gone)
 		return;
@@ -199,6 +219,22 @@ static void check_peers(struct ddtx_proto_ep *pep)
 		if (!ddtx_wire_peer_alive(pep->wire, rx->peer)) {
 			ddtx_ctrl_drop_peer(pep, rx->peer);
 			ddtx_rx_fail(pep, rx, FI_EIO);
+		}
+	}
+	/* An atomic's answer may be the message the peer sent last: failed only if still missing.
+	 * Failing one peer's atomics may remove several entries, so the walk restarts after each. */
+	for (bool again = true; again;) {
+		again = false;
+		ddtx_list_foreach_safe(&pep->atomic_active, it, tmp)
+		{
+			struct ddtx_atomic_op *op =
+				ddtx_container_of(it, struct ddtx_atomic_op, entry);
+			if (!ddtx_wire_peer_alive(pep->wire, op->peer)) {
+				ddtx_ctrl_drop_peer(pep, op->peer);
+				ddtx_atomic_fail_peer(pep, op->peer, FI_EIO);
+				again = true;
+				break;
+			}
 		}
 	}
 }

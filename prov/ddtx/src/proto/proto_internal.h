@@ -170,6 +170,20 @@ struct ddtx_ctrl {
 	uint8_t msg[];
 };
 
+/* An atomic waiting for the target's answer. */
+struct ddtx_atomic_op {
+	struct ddtx_list_entry entry;    /* proto_ep.atomic_active */
+	uint32_t id;
+	ddtx_peer_t peer;
+	void *context;
+	uint64_t cq_flags;               /* FI_ATOMIC | FI_WRITE, or FI_READ when fetching */
+	bool report;
+	enum ddtx_proto_counter cntr;
+	size_t result_len;               /* bytes of old values expected back (0: none) */
+	size_t result_count;
+	struct iovec result[];           /* where they go */
+};
+
 /* An RMA operation in flight. */
 struct ddtx_rma {
 	enum ddtx_wr_kind kind;          /* DDTX_WR_RMA */
@@ -181,6 +195,8 @@ struct ddtx_rma {
 	bool remote_data;                /* send DDTX_MSG_RMA_DATA once the writes land */
 	uint64_t data;
 	struct fi_rma_iov first;         /* the first remote segment, named in RMA_DATA */
+	struct fi_rma_iov *segs;         /* FI_RMA_EVENT: every remote segment, one RMA_DATA each */
+	size_t nsegs;
 	size_t total;
 	size_t writes_pending;
 	int status;
@@ -209,6 +225,8 @@ struct ddtx_proto_ep {
 	struct ddtx_list tx_failed;                /* struct ddtx_tx reported, writes in flight */
 	struct ddtx_list rx_active;                /* struct ddtx_rx in DDTX_RX_RNDV */
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
+	struct ddtx_list atomic_active;            /* struct ddtx_atomic_op */
+	struct ddtx_optable atomics;               /* id -> ddtx_atomic_op */
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
@@ -292,6 +310,8 @@ bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts);
 const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len);
 const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
+const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
+const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
@@ -313,5 +333,19 @@ struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h);
 void ddtx_rma_on_complete(struct ddtx_proto_ep *pep, struct ddtx_rma *op, int status);
 void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			     size_t len);
+
+/* atomic.c */
+void ddtx_atomic_on_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_atomic_on_resp(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_atomic_fail_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer, int err);
+void ddtx_atomic_free_all(struct ddtx_proto_ep *pep);
+
+/* mr.c: what an application key of this domain names, for work the target does itself */
+/* The registered memory of [addr, addr+len) of key, checked for access: 0 with the MR's list and
+ * the offset into it, or -FI_EKEYREJECTED / -FI_EACCES. */
+int ddtx_mr_local(struct ddtx_proto_domain *pd, uint64_t key, uint64_t addr, uint64_t len,
+		  uint32_t access, const struct iovec **iov, size_t *count, size_t *offset);
+/* A peer's RMA or atomic accessed key (access: DDTX_ACC_REMOTE_*): its MR counters count it. */
+void ddtx_mr_count_event(struct ddtx_proto_domain *pd, uint64_t key, uint32_t access);
 
 #endif /* DDTX_PROTO_INTERNAL_H */

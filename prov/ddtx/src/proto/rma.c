@@ -9,27 +9,48 @@
 
 #include "proto/proto_internal.h"
 
+/*
+ * Tell the target what landed in its memory: remote CQ data (fi_writedata), and with FI_RMA_EVENT
+ * one message per remote segment, so the counters of each MR it touched count it.  The wire moved
+ * the bytes without the target's help, so this is the only way it learns of them.
+ */
+static void rma_notify(struct ddtx_proto_ep *pep, struct ddtx_rma *op)
+{
+	const struct fi_rma_iov *segs = op->segs ? op->segs : &op->first;
+	size_t nsegs = op->segs ? op->nsegs : 1;
+	for (size_t i = 0; i < nsegs; i++) {
+		uint16_t flags = 0;
+		if (op->remote_data && i == 0)
+			flags |= DDTX_HDR_CQ_DATA;
+		if (op->segs)
+			flags |= DDTX_HDR_RMA_EVENT | ((op->cq_flags & FI_READ) ? DDTX_HDR_READ : 0);
+		if (i > 0)
+			flags |= DDTX_HDR_MORE;
+		struct ddtx_hdr_rma_data h;
+		ddtx_hdr_init(&h.base, DDTX_MSG_RMA_DATA, flags);
+		h.data = op->data;
+		h.len = op->total;
+		h.key = segs[i].key;
+		h.addr = segs[i].addr;
+		h.seg_len = segs[i].len;
+		ddtx_ctrl_send(pep, op->peer, &h, sizeof(h));
+	}
+}
+
 static void rma_finish(struct ddtx_proto_ep *pep, struct ddtx_rma *op)
 {
 	enum ddtx_proto_counter cntr = (op->cq_flags & FI_READ) ? DDTX_CNTR_READ : DDTX_CNTR_WRITE;
 	if (op->status) {
 		ddtx_complete_tx_err(pep, op->context, op->cq_flags, 0, op->status, cntr);
 	} else {
-		if (op->remote_data) {
-			struct ddtx_hdr_rma_data h;
-			ddtx_hdr_init(&h.base, DDTX_MSG_RMA_DATA, DDTX_HDR_CQ_DATA);
-			h.data = op->data;
-			h.len = op->total;
-			h.key = op->first.key;
-			h.addr = op->first.addr;
-			h.seg_len = op->first.len;
-			ddtx_ctrl_send(pep, op->peer, &h, sizeof(h));
-		}
+		if (op->remote_data || op->segs)
+			rma_notify(pep, op);
 		ddtx_count_scheme(pep, FI_DDTX_SCHEME_RMA, op->total);
 		ddtx_complete_tx(pep, op->context, op->cq_flags, op->report, cntr);
 	}
 	ddtx_list_remove(&op->entry);
 	free(op->inject_buf);
+	free(op->segs);
 	free(op);
 }
 
@@ -46,22 +67,33 @@ void ddtx_rma_on_remote_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const v
 {
 	const struct ddtx_hdr_rma_data *h = buf;
 	(void)len;
-	/* Only a write into a key of this domain, open for remote writes, produces a completion:
-	 * a peer cannot fill the CQ with events of writes that never touched our memory. */
-	int ret = ddtx_wire_key_check(pep->pd->wire, DDTX_KEY_APP, h->key, h->addr, h->seg_len,
-				      DDTX_ACC_REMOTE_WRITE);
-	if (ret || h->seg_len > h->len) {
+	const uint16_t f = h->base.flags;
+	const uint32_t access = (f & DDTX_HDR_READ) ? DDTX_ACC_REMOTE_READ : DDTX_ACC_REMOTE_WRITE;
+	const char *bad = ddtx_check_rma_data(h);
+	/* Only an access to a key of this domain, open for that access, produces a completion or
+	 * a count: a peer cannot fill the CQ or move counters for memory it never touched. */
+	int ret = bad ? -FI_EINVAL
+		      : ddtx_wire_key_check(pep->pd->wire, DDTX_KEY_APP, h->key, h->addr,
+					    h->seg_len, access);
+	if (ret) {
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping RMA_DATA from peer %u: key %#llx at %#llx "
-			  "(%llu bytes) is not a remote-write target here: %s\n", src,
+			  "(%llu bytes) is not a remote-%s target here: %s\n", src,
 			  (unsigned long long)h->key, (unsigned long long)h->addr,
-			  (unsigned long long)h->seg_len, fi_strerror(ret ? -ret : FI_EINVAL));
+			  (unsigned long long)h->seg_len, (f & DDTX_HDR_READ) ? "read" : "write",
+			  bad ? bad : fi_strerror(-ret));
 		return;
 	}
-	const struct ddtx_proto_completion c = {
-		.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, .len = h->len,
-		.data = h->data, .src_addr = ddtx_addr_of(pep, src)};
-	ddtx_report(pep, DDTX_PROTO_RX, &c);
-	ddtx_count(pep, DDTX_CNTR_REMOTE_WRITE, false);
+	if (f & DDTX_HDR_CQ_DATA) {
+		const struct ddtx_proto_completion c = {
+			.flags = FI_REMOTE_CQ_DATA | FI_RMA | FI_REMOTE_WRITE, .len = h->len,
+			.data = h->data, .src_addr = ddtx_addr_of(pep, src)};
+		ddtx_report(pep, DDTX_PROTO_RX, &c);
+	}
+	if (!(f & DDTX_HDR_MORE))
+		ddtx_count(pep, (f & DDTX_HDR_READ) ? DDTX_CNTR_REMOTE_READ : DDTX_CNTR_REMOTE_WRITE,
+			   false);
+	if (f & DDTX_HDR_RMA_EVENT)
+		ddtx_mr_count_event(pep->pd, h->key, access);
 }
 
 /* Post the work requests of every rma_iov segment; the op finishes with its last completion. */
@@ -151,6 +183,16 @@ ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, 
 	op->total = total;
 	if (msg->rma_iov_count)
 		op->first = msg->rma_iov[0];
+	if (pep->attr.rma_event && msg->rma_iov_count) {
+		op->segs = malloc(msg->rma_iov_count * sizeof(*op->segs));
+		if (!op->segs) {
+			free(op);
+			ret = -FI_ENOMEM;
+			goto out;
+		}
+		memcpy(op->segs, msg->rma_iov, msg->rma_iov_count * sizeof(*op->segs));
+		op->nsegs = msg->rma_iov_count;
+	}
 	ddtx_list_push_back(&pep->rma_active, &op->entry);
 
 	const struct iovec *iov = msg->msg_iov;
@@ -161,6 +203,7 @@ ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, 
 		op->inject_buf = malloc(DDTX_MAX(total, (size_t)1));
 		if (!op->inject_buf) {
 			ddtx_list_remove(&op->entry);
+			free(op->segs);
 			free(op);
 			ret = -FI_ENOMEM;
 			goto out;
