@@ -75,9 +75,9 @@ static int t_getinfo(struct ft_ctx *ctx, void *arg)
 	struct fi_info *h;
 	struct fx_opts base = {0};
 	h = fx_hints(&base);
-	h->caps |= FI_ATOMIC;
+	h->caps |= FI_TRIGGER;
 	int ret = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
-	FT_CHECK(ret == -FI_ENODATA, "FI_ATOMIC: %d (%s), want -FI_ENODATA", ret, fi_strerror(-ret));
+	FT_CHECK(ret == -FI_ENODATA, "FI_TRIGGER: %d (%s), want -FI_ENODATA", ret, fi_strerror(-ret));
 	fi_freeinfo(h);
 	h = fx_hints(&base);
 	h->ep_attr->type = FI_EP_MSG;

@@ -181,21 +181,47 @@ static void test_ompi_hints(void)
 	fi_freeinfo(h);
 }
 
+/*
+ * FI_ATOMIC and FI_RMA_EVENT are granted when asked for and reported on the sides they belong to
+ * (fi_getinfo(3): atomics on both, RMA events on the receive side); hints with no caps get every
+ * primary cap but not FI_RMA_EVENT, which costs a message per RMA.
+ */
+static void test_atomic_caps(void)
+{
+	struct fi_info *h = rdm_hints(), *info = NULL;
+
+	h->caps = FI_MSG | FI_RMA | FI_ATOMIC | FI_RMA_EVENT;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == 0);
+	if (info) {
+		CHECK((info->caps & (FI_ATOMIC | FI_RMA_EVENT)) == (FI_ATOMIC | FI_RMA_EVENT));
+		CHECK(info->tx_attr->caps & FI_ATOMIC);
+		CHECK((info->rx_attr->caps & (FI_ATOMIC | FI_RMA_EVENT)) ==
+		      (FI_ATOMIC | FI_RMA_EVENT));
+		CHECK(!(info->tx_attr->caps & FI_RMA_EVENT));
+	}
+	fi_freeinfo(info);
+	h->caps = 0;
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == 0);
+	if (info) {
+		CHECK(info->caps & FI_ATOMIC);
+		CHECK(!(info->caps & FI_RMA_EVENT));
+	}
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
 static void test_refusals(void)
 {
 	struct fi_info *h;
 
 	h = rdm_hints();
-	h->caps = FI_TAGGED | FI_ATOMIC;
-	expect_enodata("FI_ATOMIC", API, h);
+	h->caps = FI_TAGGED | FI_TRIGGER;
+	expect_enodata("FI_TRIGGER", API, h);
 
 	h = rdm_hints();
 	h->caps = FI_MSG | FI_HMEM;
 	expect_enodata("FI_HMEM", API, h);
-
-	h = rdm_hints();
-	h->caps = FI_MSG | FI_RMA_EVENT;
-	expect_enodata("FI_RMA_EVENT", API, h);
 
 	h = rdm_hints();
 	h->ep_attr->type = FI_EP_MSG;
@@ -489,6 +515,7 @@ int main(void)
 	test_no_hints();
 	test_mpich_hints();
 	test_ompi_hints();
+	test_atomic_caps();
 	test_refusals();
 	test_mr_mode();
 	test_misc();

@@ -27,13 +27,15 @@ static ssize_t atomic_one(struct fid_ep *fid, enum ddtx_proto_atomic_kind kind,
 			  fi_addr_t dest, uint64_t addr, uint64_t key, enum fi_datatype datatype,
 			  enum fi_op op, void *context, uint64_t flags)
 {
+	/* The elements: the operand's, or for FI_ATOMIC_READ (whose operand is ignored and may
+	 * be NULL) the result list's. */
 	size_t total = 0;
-	for (size_t i = 0; iov && i < count; i++)
-		total += iov[i].count;
-	/* FI_ATOMIC_READ's operand may be absent: the result list says how many elements. */
-	if (!total && resultv)
+	if (op == FI_ATOMIC_READ && resultv)
 		for (size_t i = 0; i < result_count; i++)
 			total += resultv[i].count;
+	else
+		for (size_t i = 0; iov && i < count; i++)
+			total += iov[i].count;
 	const struct fi_rma_ioc rma = {.addr = addr, .count = total, .key = key};
 	const struct fi_msg_atomic msg = {.msg_iov = iov, .iov_count = iov ? count : 0,
 					  .addr = dest, .rma_iov = &rma, .rma_iov_count = 1,

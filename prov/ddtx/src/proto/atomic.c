@@ -92,7 +92,8 @@ ssize_t ddtx_proto_atomic(struct ddtx_proto_ep *pep, enum ddtx_proto_atomic_kind
 	const bool compare = kind == DDTX_PROTO_ATOMIC_COMPARE;
 	const bool fetch = kind != DDTX_PROTO_ATOMIC_WRITE;
 	const size_t limit = pep->attr.tx_iov_limit;
-	if (!ioc_ok(msg->msg_iov, msg->iov_count, limit) ||
+	/* FI_ATOMIC_READ takes no operand: its buffer list is not looked at. */
+	if ((operand && !ioc_ok(msg->msg_iov, msg->iov_count, limit)) ||
 	    (compare && !ioc_ok(comparev, compare_count, limit)) ||
 	    (fetch && !ioc_ok(resultv, result_count, limit)) ||
 	    !msg->rma_iov_count || msg->rma_iov_count > pep->attr.rma_iov_limit || !msg->rma_iov) {
@@ -105,8 +106,7 @@ ssize_t ddtx_proto_atomic(struct ddtx_proto_ep *pep, enum ddtx_proto_atomic_kind
 			return -FI_EINVAL;
 		count += msg->rma_iov[i].count;
 	}
-	/* FI_ATOMIC_READ takes no operand: its buffer list may be absent, else it must match. */
-	if ((operand || msg->iov_count) && ioc_total(msg->msg_iov, msg->iov_count) != count) {
+	if (operand && ioc_total(msg->msg_iov, msg->iov_count) != count) {
 		DDTX_WARN(FI_LOG_EP_DATA, "atomic: %zu operand elements for %zu target elements\n",
 			  ioc_total(msg->msg_iov, msg->iov_count), count);
 		return -FI_EINVAL;
