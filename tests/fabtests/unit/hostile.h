@@ -52,6 +52,7 @@ struct hostile {
 	struct hostile_completion done[HOSTILE_MAX_COMPLETIONS];
 	size_t ndone;
 	size_t dropped_completions;     /* beyond HOSTILE_MAX_COMPLETIONS */
+	uint64_t counted[DDTX_CNTR_COUNT]; /* what the victim counted, by counter role */
 	struct hostile_peer attacker, friend;
 };
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/settings.h"
+#include "engine/atomic_exec.h"
 #include "hostile.h"
 #include "unit_check.h"
 #include "wire/shm/shm.h"
@@ -337,6 +338,310 @@ static void t_forged_rma_data(void)
 	pthread_mutex_unlock(&H.lock);
 }
 
+/* ---- atomics and RMA events ---- */
+
+static void friend_delivers(const char *what);
+
+/* An ATOMIC request from the attacker: header, segments, operand bytes (none if NULL). */
+static size_t atomic_req(uint8_t *buf, uint32_t tx_id, uint8_t kind, uint8_t op, uint8_t dt,
+			 const struct ddtx_atomic_seg *seg, uint32_t nseg, uint64_t count,
+			 const void *operand, size_t operand_len)
+{
+	struct ddtx_hdr_atomic *a = (void *)buf;
+	memset(a, 0, sizeof(*a));
+	hdr(&a->base, DDTX_MSG_ATOMIC, 0);
+	a->tx_id = tx_id;
+	a->kind = kind;
+	a->op = op;
+	a->datatype = dt;
+	a->count = count;
+	a->nseg = nseg;
+	memcpy(a + 1, seg, nseg * sizeof(*seg));
+	uint8_t *p = (uint8_t *)(a + 1) + nseg * sizeof(*seg);
+	if (operand_len)
+		memcpy(p, operand, operand_len);
+	return sizeof(*a) + nseg * sizeof(*seg) + operand_len;
+}
+
+/* Send one request and return the status of the victim's answer (1: no answer). */
+static int atomic_answer(const uint8_t *req, size_t len, uint32_t tx_id, uint64_t *old)
+{
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, req, len) == 0, "attacker send");
+	progress_n(4);
+	size_t rlen;
+	const struct ddtx_hdr_atomic_resp *r =
+		hostile_peer_last(&H.attacker, DDTX_MSG_ATOMIC_RESP, &rlen);
+	if (!r)
+		return 1;
+	CHECK(r->tx_id == tx_id, "answer names tx %u, want %u", r->tx_id, tx_id);
+	CHECK(rlen == sizeof(*r) + r->len, "answer of %zu bytes says %llu", rlen,
+	      (unsigned long long)r->len);
+	if (old && !r->status && r->len >= 8)
+		memcpy(old, r + 1, 8);
+	return r->status;
+}
+
+/*
+ * Atomic requests are executed only on keys of the victim's domain, within bounds and with the
+ * access the op needs, and only when consistent; every refusal is answered with the error (so an
+ * honest initiator never hangs) and changes nothing; a flood of them leaves the victim serving.
+ */
+static void t_forged_atomic(void)
+{
+	uint64_t *mem = (uint64_t *)big, *ro = (uint64_t *)(big + 8192);
+	struct ddtx_proto_mr *wmr, *rmr;
+	uint64_t wkey, rkey;
+	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
+	pthread_mutex_lock(&H.lock);
+	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE | FI_REMOTE_READ, NULL,
+				    (uintptr_t)big, &wmr, &wkey);
+	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)ro, &rmr,
+				     &rkey);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
+	mem[0] = 40;
+	ro[0] = 7;
+	uint8_t req[1024];
+	uint64_t two = 2, old = 0;
+	struct ddtx_atomic_seg seg = {(uintptr_t)big, 1, wkey};
+	size_t len;
+
+	/* the honest request: applied, old value returned */
+	len = atomic_req(req, 11, DDTX_ATOMIC_FETCH, FI_SUM, FI_UINT64, &seg, 1, 1, &two, 8);
+	CHECK(atomic_answer(req, len, 11, &old) == 0 && old == 40 && mem[0] == 42,
+	      "fetch-add: old %llu, memory %llu", (unsigned long long)old,
+	      (unsigned long long)mem[0]);
+	/* unknown key, past the end, read-only key */
+	seg.key = wkey ^ 0x9999;
+	len = atomic_req(req, 12, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg, 1, 1, &two, 8);
+	CHECK(atomic_answer(req, len, 12, NULL) == -FI_EKEYREJECTED, "unknown key");
+	seg = (struct ddtx_atomic_seg){(uintptr_t)big + 4096 - 8, 2, wkey};
+	uint64_t two2[2] = {2, 2};
+	len = atomic_req(req, 13, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg, 1, 2, two2, 16);
+	CHECK(atomic_answer(req, len, 13, NULL) == -FI_EACCES, "past the key's end");
+	seg = (struct ddtx_atomic_seg){(uintptr_t)ro, 1, rkey};
+	len = atomic_req(req, 14, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg, 1, 1, &two, 8);
+	CHECK(atomic_answer(req, len, 14, NULL) == -FI_EACCES, "sum into a read-only key");
+	len = atomic_req(req, 15, DDTX_ATOMIC_FETCH, FI_ATOMIC_READ, FI_UINT64, &seg, 1, 1, NULL, 0);
+	CHECK(atomic_answer(req, len, 15, &old) == 0 && old == 7, "read of a read-only key");
+	/* inconsistent requests: each answered -FI_EINVAL, nothing applied */
+	seg = (struct ddtx_atomic_seg){(uintptr_t)big, 1, wkey};
+	struct {
+		const char *what;
+		uint8_t kind, op, dt;
+		uint32_t nseg;
+		uint64_t count, seg_count;
+		size_t operand;
+	} bad[] = {
+		{"BOR on a double", DDTX_ATOMIC_WRITE, FI_BOR, FI_DOUBLE, 1, 1, 1, 8},
+		{"CSWAP as a write", DDTX_ATOMIC_WRITE, FI_CSWAP, FI_UINT64, 1, 1, 1, 16},
+		{"unknown kind", 7, FI_SUM, FI_UINT64, 1, 1, 1, 8},
+		{"unknown datatype", DDTX_ATOMIC_WRITE, FI_SUM, 200, 1, 1, 1, 8},
+		{"unknown op", DDTX_ATOMIC_WRITE, 99, FI_UINT64, 1, 1, 1, 8},
+		{"count 0", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 0, 0, 0},
+		{"count above the limit", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 1u << 30,
+		 1u << 30, 8},
+		{"segment count short of count", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 2, 1, 16},
+		{"segment count wraps", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 1, UINT64_MAX, 8},
+		{"operand missing", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 1, 1, 0},
+		{"operand too long", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1, 1, 1, 64},
+		{"no segments", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 0, 1, 1, 8},
+		{"nseg beyond the message", DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, 1u << 31, 1, 1, 8},
+	};
+	uint8_t zeros[64] = {0};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		seg.count = bad[i].seg_count;
+		len = atomic_req(req, 100 + (uint32_t)i, bad[i].kind, bad[i].op, bad[i].dt, &seg, 1,
+				 bad[i].count, zeros, bad[i].operand);
+		((struct ddtx_hdr_atomic *)req)->nseg = bad[i].nseg;
+		int st = atomic_answer(req, len, 100 + (uint32_t)i, NULL);
+		CHECK(st == -FI_EINVAL, "%s: answered %d, want -FI_EINVAL", bad[i].what, st);
+	}
+	/* a segment address that wraps the address space */
+	seg = (struct ddtx_atomic_seg){UINT64_MAX - 3, 1, wkey};
+	len = atomic_req(req, 200, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg, 1, 1, &two, 8);
+	CHECK(atomic_answer(req, len, 200, NULL) == -FI_EINVAL, "wrapping segment address");
+	/* tx_id 0 names no operation: not answered */
+	seg = (struct ddtx_atomic_seg){(uintptr_t)big, 1, wkey};
+	len = atomic_req(req, 0, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg, 1, 1, &two, 8);
+	CHECK(atomic_answer(req, len, 0, NULL) == 1, "tx_id 0 answered");
+	CHECK(mem[0] == 42 && ro[0] == 7, "refused requests changed memory: %llu %llu",
+	      (unsigned long long)mem[0], (unsigned long long)ro[0]);
+	CHECK(H.ndone == 0, "%zu completions at the target of atomics", H.ndone);
+	/* a flood of valid and invalid requests: bounded memory, the friend still served */
+	long rss0 = hostile_rss_kib();
+	for (int i = 0; i < 20000; i++) {
+		len = atomic_req(req, 1000 + (uint32_t)i, DDTX_ATOMIC_WRITE, FI_SUM, FI_UINT64, &seg,
+				 1, 1, &two, (i & 1) ? 8 : 0);
+		CHECK(hostile_send(&H, &H.attacker, req, len) == 0, "attacker send");
+		if (i % 64 == 0) {
+			progress_n(1);
+			hostile_peer_forget(&H.attacker);
+		}
+	}
+	progress_n(8);
+	hostile_peer_forget(&H.attacker);
+	CHECK(mem[0] == 42 + 2 * 10000, "after the flood: %llu, want %d", (unsigned long long)mem[0],
+	      42 + 2 * 10000);
+	long rss1 = hostile_rss_kib();
+	CHECK(rss1 - rss0 < 8192, "RSS grew by %ld KiB", rss1 - rss0);
+	friend_delivers("after 20,000 atomic requests");
+	pthread_mutex_lock(&H.lock);
+	ddtx_proto_mr_dereg(H.pd, wmr);
+	ddtx_proto_mr_dereg(H.pd, rmr);
+	pthread_mutex_unlock(&H.lock);
+}
+
+/* The victim's fetch-add to the attacker; returns the request the attacker received. */
+static struct ddtx_hdr_atomic victim_fetch(uint64_t *result, void *ctx)
+{
+	uint64_t one = 1;
+	struct fi_ioc ioc = {&one, 1}, res = {result, 1};
+	struct fi_rma_ioc rma = {0x1000, 1, 0x77};
+	struct fi_msg_atomic m = {.msg_iov = &ioc, .iov_count = 1, .addr = 0, .rma_iov = &rma,
+				  .rma_iov_count = 1, .datatype = FI_UINT64, .op = FI_SUM,
+				  .context = ctx};
+	hostile_peer_forget(&H.attacker);
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_atomic(H.pep, DDTX_PROTO_ATOMIC_FETCH, &m, NULL, 0, &res, 1, 0);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "fetch atomic: %zd", ret);
+	progress_n(2);
+	struct ddtx_hdr_atomic a = {0};
+	const struct ddtx_hdr_atomic *got = hostile_peer_last(&H.attacker, DDTX_MSG_ATOMIC, NULL);
+	CHECK(got != NULL, "the attacker got no ATOMIC");
+	if (got)
+		a = *got;
+	return a;
+}
+
+static void send_resp(struct hostile_peer *p, uint32_t tx_id, int32_t status, uint64_t len_field,
+		      const void *vals, size_t nbytes)
+{
+	uint8_t msg[256];
+	struct ddtx_hdr_atomic_resp *r = (void *)msg;
+	hdr(&r->base, DDTX_MSG_ATOMIC_RESP, 0);
+	r->tx_id = tx_id;
+	r->status = status;
+	r->len = len_field;
+	memcpy(r + 1, vals, nbytes);
+	CHECK(hostile_send(&H, p, msg, sizeof(*r) + nbytes) == 0, "send");
+	progress_n(2);
+}
+
+/*
+ * Answers to the victim's atomics: only the peer asked, only once, only the old values it asked
+ * for (anything else fails the operation with FI_EIO and leaves the result buffer alone), and a
+ * status the victim reports only if it is one ddtx sends.
+ */
+static void t_forged_atomic_resp(void)
+{
+	int ctx[6], err = 0;
+	uint64_t result = 0xdead, v = 1234, two[2] = {5, 6};
+	struct ddtx_hdr_atomic a = victim_fetch(&result, &ctx[0]);
+	send_resp(&H.attacker, a.tx_id + 1, 0, 8, &v, 8); /* an id never issued */
+	send_resp(&H.friend, a.tx_id, 0, 8, &v, 8);       /* the right id from another peer */
+	CHECK(hostile_count(&H, &ctx[0], NULL) == 0 && result == 0xdead,
+	      "a stale or misdirected answer completed the atomic");
+	send_resp(&H.attacker, a.tx_id, 0, 8, &v, 8);
+	CHECK(hostile_count(&H, &ctx[0], &err) == 1 && err == 0 && result == 1234,
+	      "the real answer: %zu completions, err %d, result %llu",
+	      hostile_count(&H, &ctx[0], NULL), err, (unsigned long long)result);
+	send_resp(&H.attacker, a.tx_id, 0, 8, &two, 8); /* a second answer to the same id */
+	CHECK(hostile_count(&H, &ctx[0], NULL) == 1 && result == 1234, "answered twice");
+
+	/* more old values than asked for, a len field that lies, a status ddtx never sends */
+	result = 0xdead;
+	a = victim_fetch(&result, &ctx[1]);
+	send_resp(&H.attacker, a.tx_id, 0, 16, two, 16);
+	CHECK(hostile_count(&H, &ctx[1], &err) == 1 && err == FI_EIO && result == 0xdead,
+	      "16 bytes of old values for 8: err %d, result %llu", err, (unsigned long long)result);
+	a = victim_fetch(&result, &ctx[2]);
+	send_resp(&H.attacker, a.tx_id, 0, 8, two, 16);
+	CHECK(hostile_count(&H, &ctx[2], &err) == 1 && err == FI_EIO && result == 0xdead,
+	      "len 8 in a 16-byte answer: err %d", err);
+	a = victim_fetch(&result, &ctx[3]);
+	send_resp(&H.attacker, a.tx_id, INT32_MIN, 0, NULL, 0);
+	CHECK(hostile_count(&H, &ctx[3], &err) == 1 && err == FI_EIO, "INT32_MIN status: err %d",
+	      err);
+	a = victim_fetch(&result, &ctx[4]);
+	send_resp(&H.attacker, a.tx_id, -FI_EACCES, 0, NULL, 0);
+	CHECK(hostile_count(&H, &ctx[4], &err) == 1 && err == FI_EACCES && result == 0xdead,
+	      "-FI_EACCES status: err %d", err);
+	CHECK(ddtx_list_empty(&H.pep->atomic_active), "atomics left waiting");
+}
+
+static uint64_t mr_events[2];
+
+static void on_mr_event(void *arg, bool write)
+{
+	(void)arg;
+	mr_events[write]++;
+}
+
+/* RMA events: counted only for keys of this domain with the access the event claims, and only
+ * in the flag combinations an initiator sends. */
+static void t_forged_rma_event(void)
+{
+	struct ddtx_proto_mr *wmr, *rmr;
+	uint64_t wkey, rkey;
+	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
+	pthread_mutex_lock(&H.lock);
+	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE, NULL, (uintptr_t)big, &wmr,
+				    &wkey);
+	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)(big + 8192),
+				     &rmr, &rkey);
+	ddtx_proto_mr_bind_event(wmr, on_mr_event, NULL);
+	ddtx_proto_mr_bind_event(rmr, on_mr_event, NULL);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
+	struct ddtx_hdr_rma_data r;
+	memset(&r, 0, sizeof(r));
+	struct {
+		uint16_t flags;
+		uint64_t key, addr;
+		bool counted;
+	} cases[] = {
+		{DDTX_HDR_RMA_EVENT, wkey, (uintptr_t)big, true},                 /* write */
+		{DDTX_HDR_RMA_EVENT | DDTX_HDR_MORE, wkey, (uintptr_t)big, true}, /* its next segment */
+		{DDTX_HDR_RMA_EVENT | DDTX_HDR_READ, rkey, (uintptr_t)(big + 8192), true},
+		{DDTX_HDR_RMA_EVENT | DDTX_HDR_READ, wkey, (uintptr_t)big, false}, /* no read access */
+		{DDTX_HDR_RMA_EVENT, rkey, (uintptr_t)(big + 8192), false},       /* no write access */
+		{DDTX_HDR_RMA_EVENT, wkey ^ 0x4444, (uintptr_t)big, false},       /* unknown key */
+		{DDTX_HDR_RMA_EVENT, wkey, (uintptr_t)big + 4000, false},         /* past the end */
+		{DDTX_HDR_READ, rkey, (uintptr_t)(big + 8192), false},            /* READ alone */
+		{DDTX_HDR_READ | DDTX_HDR_CQ_DATA | DDTX_HDR_RMA_EVENT, rkey,
+		 (uintptr_t)(big + 8192), false},                                 /* CQ data on a read */
+		{DDTX_HDR_MORE | DDTX_HDR_CQ_DATA, wkey, (uintptr_t)big, false},  /* CQ data twice */
+		{0, wkey, (uintptr_t)big, false},                                 /* reports nothing */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t ep0 = H.counted[DDTX_CNTR_REMOTE_WRITE] + H.counted[DDTX_CNTR_REMOTE_READ];
+		uint64_t mr0 = mr_events[0] + mr_events[1];
+		hdr(&r.base, DDTX_MSG_RMA_DATA, cases[i].flags);
+		r.key = cases[i].key;
+		r.addr = cases[i].addr;
+		r.len = r.seg_len = 100;
+		CHECK(hostile_send(&H, &H.attacker, &r, sizeof(r)) == 0, "attacker send");
+		progress_n(2);
+		uint64_t ep1 = H.counted[DDTX_CNTR_REMOTE_WRITE] + H.counted[DDTX_CNTR_REMOTE_READ];
+		uint64_t mr1 = mr_events[0] + mr_events[1];
+		bool more = cases[i].flags & DDTX_HDR_MORE;
+		CHECK(mr1 - mr0 == cases[i].counted, "case %zu (flags 0x%x): MR events %llu", i,
+		      cases[i].flags, (unsigned long long)(mr1 - mr0));
+		CHECK(ep1 - ep0 == (cases[i].counted && !more), "case %zu: endpoint counts %llu", i,
+		      (unsigned long long)(ep1 - ep0));
+	}
+	CHECK(mr_events[1] == 2 && mr_events[0] == 1, "MR events: %llu writes %llu reads",
+	      (unsigned long long)mr_events[1], (unsigned long long)mr_events[0]);
+	CHECK(H.ndone == 0, "%zu completions from RMA events", H.ndone);
+	pthread_mutex_lock(&H.lock);
+	ddtx_proto_mr_dereg(H.pd, wmr);
+	ddtx_proto_mr_dereg(H.pd, rmr);
+	pthread_mutex_unlock(&H.lock);
+}
+
 /* The friend's ten messages (tags FRIEND_TAG + i) arrive, in order and intact, within 15 s. */
 #define FRIEND_TAG 0xf00d0000ull
 static void friend_delivers(const char *what)
@@ -467,6 +772,9 @@ int main(int argc, char **argv)
 		{"ring_seq", t_ring_seq, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_dead_claim", t_ring_dead_claim, DDTX_SCHEME_SETTING_AUTO},
 		{"random", t_random, DDTX_SCHEME_SETTING_AUTO},
+		{"forged_atomic", t_forged_atomic, DDTX_SCHEME_SETTING_AUTO},
+		{"forged_atomic_resp", t_forged_atomic_resp, DDTX_SCHEME_SETTING_AUTO},
+		{"forged_rma_event", t_forged_rma_event, DDTX_SCHEME_SETTING_AUTO},
 	};
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s CASE\n", argv[0]);
