@@ -8,10 +8,11 @@
  * and multi-receive buffers, rendezvous receives, and a registered remote-write key.
  *
  * Input: records of [selector (1 byte), length (2 bytes, little endian), bytes].  Unless the
- * selector's bit 6 is set, the message gets a valid header (type 1 + selector % 8, the current
- * version) and, when bits 4-5 are non-zero, the id or key field its type names is replaced by
- * one of a live operation, so the fuzzer reaches code past the id lookup that it could never
- * guess its way into (ids carry a generation).
+ * selector's bit 6 is set, the message gets a valid header (type 1 + selector bits 0-2, plus 8
+ * when bit 7 is set: the atomics; the current version) and, when bits 4-5 are non-zero, the id
+ * or key field its type names is replaced by one of a live operation, so the fuzzer reaches code
+ * past the id lookup that it could never guess its way into (ids carry a generation).  Atomics
+ * of the victim to the attacker are kept outstanding too, for the answers to name.
  *
  * Built two ways: with clang's libFuzzer (meson -Dfuzz=enabled, util/fuzz.sh), and as a replay
  * program in every build, which runs the files it is given (the seed corpus and every crash
@@ -82,6 +83,17 @@ static void replenish(void)
 					false);
 		}
 	}
+	static uint64_t operand[4], result[4];
+	for (size_t k = list_len(&H.pep->atomic_active); k < 2; k++) {
+		struct fi_ioc ioc = {operand, 1 + k}, res = {result, 1 + k};
+		struct fi_rma_ioc rma = {0x1000, 1 + k, 0x77};
+		struct fi_msg_atomic m = {.msg_iov = &ioc, .iov_count = 1, .addr = 0,
+					  .rma_iov = &rma, .rma_iov_count = 1,
+					  .datatype = FI_UINT64, .op = k ? FI_CSWAP : FI_SUM,
+					  .context = context()};
+		ddtx_proto_atomic(H.pep, k ? DDTX_PROTO_ATOMIC_COMPARE : DDTX_PROTO_ATOMIC_FETCH, &m,
+				  &ioc, 1, &res, 1, 0);
+	}
 	if (list_len(&H.pep->posted_msg) + list_len(&H.pep->posted_tag) < 3) {
 		for (int i = 0; i < 4; i++) {
 			struct iovec r = {recv_buf[i], sizeof(recv_buf[i])};
@@ -124,6 +136,24 @@ static void fix_up(uint8_t *msg, size_t len, unsigned which)
 		if (len >= 12)
 			memcpy(msg + 8, &id, 4);
 		break;
+	case DDTX_MSG_ATOMIC_RESP:
+		if (!ddtx_list_empty(&H.pep->atomic_active) && len >= 12) {
+			const struct ddtx_list_entry *e = H.pep->atomic_active.head.next;
+			if (which > 1 && e->next != &H.pep->atomic_active.head)
+				e = e->next;
+			id = ddtx_container_of(e, struct ddtx_atomic_op, entry)->id;
+			memcpy(msg + 8, &id, 4);
+		}
+		break;
+	case DDTX_MSG_ATOMIC:
+		/* the first segment names the registered key, at an offset within it */
+		if (len >= sizeof(struct ddtx_hdr_atomic) + sizeof(struct ddtx_atomic_seg)) {
+			uint64_t addr = (uintptr_t)target + (which - 1) * 1024;
+			uint8_t *seg = msg + sizeof(struct ddtx_hdr_atomic);
+			memcpy(seg + offsetof(struct ddtx_atomic_seg, key), &target_key, 8);
+			memcpy(seg + offsetof(struct ddtx_atomic_seg, addr), &addr, 8);
+		}
+		break;
 	case DDTX_MSG_RMA_DATA:
 		if (len >= offsetof(struct ddtx_hdr_rma_data, seg_len)) {
 			uint64_t addr = (uintptr_t)target + (which - 1) * 4096;
@@ -155,7 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = sizeof(struct ddtx_hdr_base);
 		if (!(sel & 0x40)) {
 			struct ddtx_hdr_base *b = (void *)msg;
-			b->type = (uint8_t)(1 + sel % 8);
+			b->type = (uint8_t)(1 + (sel & 7) + ((sel & 0x80) ? 8 : 0));
 			b->version = DDTX_PROTO_VERSION;
 			if (sel & 0x30)
 				fix_up(msg, len, (sel >> 4) & 3);

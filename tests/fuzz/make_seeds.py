@@ -6,9 +6,13 @@ message; see fuzz_proto.c for the selector's bits.  Headers follow prov/ddtx/src
 import os
 import struct
 
-V = 2  # DDTX_PROTO_VERSION
+V = 3  # DDTX_PROTO_VERSION
 PACK, SGL, UMR = 1, 2, 3
 TAGGED, CQ_DATA, LAST, ACK_REQ, CACHED, WARM = 1, 2, 4, 8, 16, 32
+RMA_EVENT, READ, MORE = 64, 128, 256
+ATOMIC_WRITE, ATOMIC_FETCH, ATOMIC_COMPARE = 0, 1, 2   # engine/atomic_exec.h
+FI_MIN, FI_SUM, FI_BOR, FI_ATOMIC_READ, FI_CSWAP, FI_CSWAP_LE, FI_MSWAP = 0, 2, 6, 10, 12, 14, 18
+FI_INT8, FI_UINT64, FI_DOUBLE, FI_LONG_DOUBLE_COMPLEX, FI_UINT128 = 0, 7, 9, 13, 15
 
 
 def base(t, flags=0):
@@ -20,7 +24,18 @@ def rec(sel, msg):
 
 
 def live(t, which=1):   # selector: header kept valid, id of the which-th live operation
-    return ((t - 1) % 8) | (which << 4)
+    return ((t - 1) % 8) | (which << 4) | (0x80 if t > 8 else 0)
+
+
+def atomic(kind, op, dt, size, segs, operand=b"", compare=b"", tx_id=3):
+    count = sum(c for _, c, _ in segs)
+    m = base(9) + struct.pack("<IBBBBQII", tx_id, kind, op, dt, 0, count, len(segs), 0)
+    m += b"".join(struct.pack("<QQQ", a, c, k) for a, c, k in segs)
+    return m + operand + compare
+
+
+def atomic_resp(status, old=b"", tx_id=0):
+    return base(10) + struct.pack("<IiQ", tx_id, status, len(old)) + old
 
 
 def cts(acc, off, scheme, flags=0, chunk=0, wset=0, descs=()):
@@ -59,6 +74,29 @@ seeds = {
     "eager": rec(0, eager(b"hello", 0)) + rec(0, eager(b"tagged", 7, TAGGED, 3)),
     "eager_ack_req": rec(0, eager(b"x" * 100, 0, ACK_REQ, 9)),
     "raw": rec(0x40, bytes(range(64))),
+    # atomics: requests on the registered key (fixed up: key and address of segment 0)
+    "atomic_sum": rec(live(9), atomic(ATOMIC_WRITE, FI_SUM, FI_UINT64, 8, [(0, 4, 0)],
+                                      struct.pack("<4Q", 1, 2, 3, 4))),
+    "atomic_fetch_min_int8": rec(live(9, 2), atomic(ATOMIC_FETCH, FI_MIN, FI_INT8, 1, [(0, 16, 0)],
+                                                     bytes(range(16)))),
+    "atomic_read": rec(live(9), atomic(ATOMIC_FETCH, FI_ATOMIC_READ, FI_DOUBLE, 8, [(0, 2, 0)])),
+    "atomic_cswap_ldc": rec(live(9), atomic(ATOMIC_COMPARE, FI_CSWAP, FI_LONG_DOUBLE_COMPLEX, 32,
+                                            [(0, 1, 0)], b"a" * 32, b"\0" * 32)),
+    "atomic_mswap_u128": rec(live(9, 3), atomic(ATOMIC_COMPARE, FI_MSWAP, FI_UINT128, 16,
+                                                 [(0, 2, 0)], b"m" * 32, b"k" * 32)),
+    "atomic_two_segs": rec(live(9), atomic(ATOMIC_WRITE, FI_BOR, FI_UINT64, 8,
+                                           [(0, 1, 0), (0x1000, 1, 0x77)], b"o" * 16)),
+    "atomic_bad_count": rec(live(9), atomic(ATOMIC_WRITE, FI_SUM, FI_UINT64, 8,
+                                            [(0, 2**63, 0)], b"x" * 8)),
+    "atomic_bad_op": rec(live(9), atomic(ATOMIC_WRITE, FI_CSWAP_LE, FI_LONG_DOUBLE_COMPLEX, 32,
+                                         [(0, 1, 0)], b"y" * 32)),
+    "atomic_resp": rec(live(10), atomic_resp(0, struct.pack("<Q", 5)))
+    + rec(live(10, 2), atomic_resp(0, struct.pack("<2Q", 6, 7))),
+    "atomic_resp_error": rec(live(10), atomic_resp(-13)) + rec(live(10, 2), atomic_resp(-2**31)),
+    "atomic_resp_long": rec(live(10), atomic_resp(0, b"z" * 64)),
+    "rma_event": rec(live(6), base(6, RMA_EVENT) + struct.pack("<QQQQQ", 0, 4096, 0, 0, 4096))
+    + rec(live(6, 2), base(6, RMA_EVENT | MORE) + struct.pack("<QQQQQ", 0, 4096, 0, 0, 1024))
+    + rec(live(6), base(6, RMA_EVENT | READ) + struct.pack("<QQQQQ", 0, 64, 0, 0, 64)),
 }
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
