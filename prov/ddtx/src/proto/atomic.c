@@ -24,8 +24,8 @@ _Static_assert((int)DDTX_PROTO_ATOMIC_WRITE == (int)DDTX_ATOMIC_WRITE &&
  * and both operands must fit one message of the wire. */
 static size_t max_count(const struct ddtx_wire_caps *caps, size_t size)
 {
-	size_t room = caps->max_send_size - sizeof(struct ddtx_hdr_atomic) -
-		      sizeof(struct ddtx_atomic_seg);
+	const size_t overhead = sizeof(struct ddtx_hdr_atomic) + sizeof(struct ddtx_atomic_seg);
+	size_t room = caps->max_send_size > overhead ? caps->max_send_size - overhead : 0;
 	return DDTX_MIN((size_t)DDTX_ATOMIC_MAX_BYTES, room / 2) / size;
 }
 
@@ -35,8 +35,11 @@ int ddtx_proto_atomic_valid(struct ddtx_proto_domain *pd, enum ddtx_proto_atomic
 	if (!ddtx_atomic_valid((enum ddtx_atomic_kind)kind, datatype, op))
 		return -FI_EOPNOTSUPP;
 	size_t sz = ddtx_atomic_type_size(datatype);
+	size_t n = max_count(ddtx_wire_domain_caps(pd->wire), sz);
+	if (!n)
+		return -FI_EOPNOTSUPP; /* a wire whose messages cannot carry one element */
 	if (count)
-		*count = max_count(ddtx_wire_domain_caps(pd->wire), sz);
+		*count = n;
 	if (size)
 		*size = sz;
 	return 0;
