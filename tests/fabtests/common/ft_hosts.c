@@ -5,7 +5,9 @@
  * which the host's own tmpfs covers /dev/shm.  Rank r of n goes to host r * nhosts / n: the
  * first half on A, the second on B (a 4-rank job has 2 per host).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "ft_harness.h"
 
 #include <errno.h>

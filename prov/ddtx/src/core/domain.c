@@ -134,6 +134,11 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   zero copy not ready %llu umr fallbacks %llu explorations "
 			"%llu learned threshold %llu B\n", U(s->zcopy_not_ready),
 		U(s->umr_fallbacks), U(s->explorations), U(s->learned_threshold));
+	for (uint32_t i = 0; i < s->nwires; i++)
+		fprintf(stderr, "ddtx stats:   wire %-5s peers %llu msgs %llu bytes %llu rma ops "
+				"%llu bytes %llu\n", s->wires[i].name, U(s->wires[i].peers),
+			U(s->wires[i].msgs), U(s->wires[i].msg_bytes), U(s->wires[i].rma_ops),
+			U(s->wires[i].rma_bytes));
 #undef U
 }
 

@@ -100,8 +100,16 @@ static void define_params(void)
 			"Register layouts worth zero copy in a background thread; off: register "
 			"on first use (default: yes)");
 	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
-			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
-			"shm or verbs (default: auto)");
+			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else multi "
+			"when the ofi wire can cross hosts, else shm), shm, verbs, or multi (a wire "
+			"per peer: shm to this host's peers, FI_DDTX_FABRIC_WIRE to others) "
+			"(default: auto)");
+	fi_param_define(&ddtx_prov, "fabric_wire", FI_PARAM_STRING,
+			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
+			"(default: the first of them available)");
+	fi_param_define(&ddtx_prov, "local_wire", FI_PARAM_STRING,
+			"multi wire: the wire to peers on this host: shm, or none to send to them "
+			"through the fabric wire too (default: shm)");
 	fi_param_define(&ddtx_prov, "iface", FI_PARAM_STRING,
 			"verbs wire: RDMA device, optionally with a port, e.g. mlx5_0 or mlx5_0:1 "
 			"(default: the first device with an active port)");
@@ -182,5 +190,7 @@ void ddtx_settings_load(void)
 	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)
 		ddtx_settings.reg_thread = v != 0;
 	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
+	fi_param_get_str(&ddtx_prov, "fabric_wire", &ddtx_settings.fabric_wire);
+	fi_param_get_str(&ddtx_prov, "local_wire", &ddtx_settings.local_wire);
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
 }

@@ -2,7 +2,9 @@
 /* The data path's domain: the wire domain, the DDT engine's caches, pool and cost model. */
 #include "proto/pdomain.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
@@ -39,6 +41,8 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.key_segments = 0, /* wire default */
 		.wire = ddtx_settings.wire,
 		.iface = ddtx_settings.iface,
+		.fabric_wire = ddtx_settings.fabric_wire,
+		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)
@@ -161,6 +165,17 @@ void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats 
 	st->zcopy_not_ready = pd->zcopy_not_ready;
 	st->umr_fallbacks = pd->umr_fallbacks;
 	st->explorations = pd->cost.explorations;
+	struct ddtx_wire_stats ws;
+	ddtx_wire_domain_stats(pd->wire, &ws);
+	st->nwires = (uint32_t)DDTX_MIN(ws.count, (size_t)FI_DDTX_WIRES_MAX);
+	for (uint32_t i = 0; i < st->nwires; i++) {
+		snprintf(st->wires[i].name, sizeof(st->wires[i].name), "%s", ws.sub[i].name);
+		st->wires[i].peers = ws.sub[i].peers;
+		st->wires[i].msgs = ws.sub[i].msgs;
+		st->wires[i].msg_bytes = ws.sub[i].msg_bytes;
+		st->wires[i].rma_ops = ws.sub[i].rma_ops;
+		st->wires[i].rma_bytes = ws.sub[i].rma_bytes;
+	}
 	st->learned_threshold = ddtx_cost_threshold(&pd->cost);
 	st->rmkey_hits = pd->rmkey_hits;
 	st->rmkey_misses = pd->rmkey_misses;

@@ -11,19 +11,23 @@
 #include "wire/wire_impl.h"
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+extern const struct ddtx_wire_impl ddtx_multi_wire_impl;
 #ifdef DDTX_HAVE_VERBS
 extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
 #endif
 
 /*
  * In order of preference for "auto": verbs when an RDMA device is present (its available()
- * lists the devices), shm otherwise, so a host without a device behaves as if verbs did not
- * exist.
+ * lists the devices; it keeps UMR, which a wire per peer gives up), then multi (shm to this
+ * host's peers, a fabric wire to others) when a wire that crosses hosts without a device of
+ * ddtx's own is there, shm otherwise, so a host without a fabric behaves as if the others did
+ * not exist.
  */
 static const struct ddtx_wire_impl *const impls[] = {
 #ifdef DDTX_HAVE_VERBS
 	&ddtx_verbs_wire_impl,
 #endif
+	&ddtx_multi_wire_impl,
 	&ddtx_shm_wire_impl,
 };
 
@@ -33,12 +37,28 @@ static const struct ddtx_wire_impl *impl_by_name(const char *name)
 {
 	for (size_t i = 0; i < NIMPLS; i++) {
 		bool avail = !impls[i]->available || impls[i]->available();
-		if ((!name || !strcmp(name, "auto")) && avail)
+		bool auto_ok = avail && (!impls[i]->auto_choice || impls[i]->auto_choice());
+		if ((!name || !strcmp(name, "auto")) && auto_ok)
 			return impls[i];
 		if (name && !strcmp(name, impls[i]->name))
 			return avail ? impls[i] : NULL;
 	}
 	return NULL;
+}
+
+bool ddtx_wire_available(const char *name)
+{
+	for (size_t i = 0; name && i < NIMPLS; i++)
+		if (!strcmp(name, impls[i]->name))
+			return !impls[i]->available || impls[i]->available();
+	return false;
+}
+
+void ddtx_wire_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats)
+{
+	stats->count = 0;
+	if (dom && dom->impl->domain_stats)
+		dom->impl->domain_stats(dom, stats);
 }
 
 void ddtx_wire_cleanup_stale(void)

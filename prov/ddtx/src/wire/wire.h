@@ -8,8 +8,8 @@
  * tags, libfabric objects or schemes.  Completions and incoming messages are reported through
  * callbacks invoked only from ddtx_wire_ep_progress(), never from inside a post call.
  *
- * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core) fill the
- * table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
+ * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core; "multi": a
+ * wire per peer over two of the others, wire/multi/) fill the table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
  * (params.wire).  All functions return 0 or a negative FI_E* code.
  */
 #ifndef DDTX_WIRE_H
@@ -45,6 +45,22 @@ struct ddtx_wire_params {
 	size_t key_slots;         /* shm: capacity of the key table (power of two) */
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
 	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
+	const char *fabric_wire;  /* multi: the wire to other hosts (FI_DDTX_FABRIC_WIRE);
+				   * NULL = the first available of ofi, verbs */
+	bool local_off;           /* multi: same-host peers also through the fabric wire
+				   * (FI_DDTX_LOCAL_WIRE=none) */
+};
+
+/* What each sub-wire of a wire per peer (multi) carried, counted by the sending side. */
+#define DDTX_WIRE_STATS_MAX 2
+struct ddtx_wire_stats {
+	size_t count;             /* sub-wires described; 0 for a wire that has none */
+	struct {
+		const char *name;
+		uint64_t peers;           /* peers reached through it */
+		uint64_t msgs, msg_bytes; /* messages sent (header included) */
+		uint64_t rma_ops, rma_bytes; /* writes and reads posted */
+	} sub[DDTX_WIRE_STATS_MAX];
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */
@@ -97,6 +113,10 @@ int ddtx_wire_domain_open(const struct ddtx_wire_params *params,
 			  struct ddtx_wire_domain **out);
 void ddtx_wire_domain_close(struct ddtx_wire_domain *dom);
 const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom);
+/* What the domain's sub-wires carried (count 0 for a wire without sub-wires). */
+void ddtx_wire_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats);
+/* Is the wire implementation called name built in and usable here (a device present)? */
+bool ddtx_wire_available(const char *name);
 
 /*
  * Is addr a well-formed address blob of this wire: caps.addr_len bytes, its magic and version,
@@ -209,6 +229,7 @@ struct ddtx_wire_send_buf {
 	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer) */
 	void *wire_priv;
 	uint64_t wire_pos;
+	uint32_t wire_route;            /* a wire per peer: the sub-wire that claimed it */
 };
 int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			 struct ddtx_wire_send_buf *buf);
