@@ -40,8 +40,9 @@ struct ddtx_settings {
 	size_t mkey_pool;                  /* FI_DDTX_MKEY_POOL: mkeys made at domain open */
 	size_t layout_cache_size;          /* FI_DDTX_LAYOUT_CACHE_SIZE: layouts kept */
 	bool reg_thread;                   /* FI_DDTX_REG_THREAD: register in the background */
-	char *wire;                        /* FI_DDTX_WIRE: auto, shm or verbs (NULL = auto) */
+	char *wire;                        /* FI_DDTX_WIRE: auto, shm, verbs or ofi (NULL = auto) */
 	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */
+	char *ofi_provider;                /* FI_DDTX_OFI_PROVIDER: the ofi wire's core */
 };
 
 extern struct ddtx_settings ddtx_settings;

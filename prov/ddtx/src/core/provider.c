@@ -101,7 +101,11 @@ static void define_params(void)
 			"on first use (default: yes)");
 	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
 			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
-			"shm or verbs (default: auto)");
+			"shm, verbs or ofi (a core libfabric provider, FI_DDTX_OFI_PROVIDER) "
+			"(default: auto)");
+	fi_param_define(&ddtx_prov, "ofi_provider", FI_PARAM_STRING,
+			"ofi wire: the core libfabric provider ddtx runs over, e.g. tcp or shm "
+			"(default: tcp)");
 	fi_param_define(&ddtx_prov, "iface", FI_PARAM_STRING,
 			"verbs wire: RDMA device, optionally with a port, e.g. mlx5_0 or mlx5_0:1 "
 			"(default: the first device with an active port)");
@@ -183,4 +187,5 @@ void ddtx_settings_load(void)
 		ddtx_settings.reg_thread = v != 0;
 	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
+	fi_param_get_str(&ddtx_prov, "ofi_provider", &ddtx_settings.ofi_provider);
 }

@@ -39,6 +39,7 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.key_segments = 0, /* wire default */
 		.wire = ddtx_settings.wire,
 		.iface = ddtx_settings.iface,
+		.ofi_provider = ddtx_settings.ofi_provider,
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)

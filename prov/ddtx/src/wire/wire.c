@@ -14,17 +14,20 @@ extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
 #ifdef DDTX_HAVE_VERBS
 extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
 #endif
+extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
 /*
  * In order of preference for "auto": verbs when an RDMA device is present (its available()
  * lists the devices), shm otherwise, so a host without a device behaves as if verbs did not
- * exist.
+ * exist.  ofi (a core libfabric provider) comes after shm, which is always available, so
+ * "auto" never picks it: it is used when asked for (FI_DDTX_WIRE=ofi or a layered fi_info).
  */
 static const struct ddtx_wire_impl *const impls[] = {
 #ifdef DDTX_HAVE_VERBS
 	&ddtx_verbs_wire_impl,
 #endif
 	&ddtx_shm_wire_impl,
+	&ddtx_ofi_wire_impl,
 };
 
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
