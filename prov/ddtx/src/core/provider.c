@@ -100,10 +100,13 @@ static void define_params(void)
 			"Register layouts worth zero copy in a background thread; off: register "
 			"on first use (default: yes)");
 	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
-			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else multi "
-			"when the ofi wire can cross hosts, else shm), shm, verbs, or multi (a wire "
-			"per peer: shm to this host's peers, FI_DDTX_FABRIC_WIRE to others) "
+			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
+			"shm, verbs, ofi (a core libfabric provider, FI_DDTX_OFI_PROVIDER) or multi "
+			"(a wire per peer: shm to this host's peers, FI_DDTX_FABRIC_WIRE to others) "
 			"(default: auto)");
+	fi_param_define(&ddtx_prov, "ofi_provider", FI_PARAM_STRING,
+			"ofi wire: the core libfabric provider ddtx runs over, e.g. tcp or shm "
+			"(default: tcp)");
 	fi_param_define(&ddtx_prov, "fabric_wire", FI_PARAM_STRING,
 			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
 			"(default: the first of them available)");
@@ -193,4 +196,5 @@ void ddtx_settings_load(void)
 	fi_param_get_str(&ddtx_prov, "fabric_wire", &ddtx_settings.fabric_wire);
 	fi_param_get_str(&ddtx_prov, "local_wire", &ddtx_settings.local_wire);
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
+	fi_param_get_str(&ddtx_prov, "ofi_provider", &ddtx_settings.ofi_provider);
 }

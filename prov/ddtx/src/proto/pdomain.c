@@ -43,6 +43,7 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.iface = ddtx_settings.iface,
 		.fabric_wire = ddtx_settings.fabric_wire,
 		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
+		.ofi_provider = ddtx_settings.ofi_provider,
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)

@@ -15,20 +15,22 @@ extern const struct ddtx_wire_impl ddtx_multi_wire_impl;
 #ifdef DDTX_HAVE_VERBS
 extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
 #endif
+extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
 /*
  * In order of preference for "auto": verbs when an RDMA device is present (its available()
- * lists the devices; it keeps UMR, which a wire per peer gives up), then multi (shm to this
- * host's peers, a fabric wire to others) when a wire that crosses hosts without a device of
- * ddtx's own is there, shm otherwise, so a host without a fabric behaves as if the others did
- * not exist.
+ * lists the devices), shm otherwise, so a host without a device behaves as if verbs did not
+ * exist.  multi (a wire per peer) and ofi (a core libfabric provider) are used when asked for
+ * (FI_DDTX_WIRE=multi|ofi): under multi every same-host peer loses UMR and gets the fabric
+ * wire's smaller limits, which the single-host default must not pay.
  */
 static const struct ddtx_wire_impl *const impls[] = {
 #ifdef DDTX_HAVE_VERBS
 	&ddtx_verbs_wire_impl,
 #endif
-	&ddtx_multi_wire_impl,
 	&ddtx_shm_wire_impl,
+	&ddtx_ofi_wire_impl,
+	&ddtx_multi_wire_impl,
 };
 
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
@@ -37,8 +39,7 @@ static const struct ddtx_wire_impl *impl_by_name(const char *name)
 {
 	for (size_t i = 0; i < NIMPLS; i++) {
 		bool avail = !impls[i]->available || impls[i]->available();
-		bool auto_ok = avail && (!impls[i]->auto_choice || impls[i]->auto_choice());
-		if ((!name || !strcmp(name, "auto")) && auto_ok)
+		if ((!name || !strcmp(name, "auto")) && avail)
 			return impls[i];
 		if (name && !strcmp(name, impls[i]->name))
 			return avail ? impls[i] : NULL;

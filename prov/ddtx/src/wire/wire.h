@@ -8,8 +8,10 @@
  * tags, libfabric objects or schemes.  Completions and incoming messages are reported through
  * callbacks invoked only from ddtx_wire_ep_progress(), never from inside a post call.
  *
- * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core; "multi": a
- * wire per peer over two of the others, wire/multi/) fill the table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
+ * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core, wire/verbs/;
+ * "ofi": a core libfabric provider, wire/ofi/; "multi": a wire per peer over two of the others,
+ * wire/multi/) fill the
+ * table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
  * (params.wire).  All functions return 0 or a negative FI_E* code.
  */
 #ifndef DDTX_WIRE_H
@@ -24,7 +26,7 @@
 
 /* Capabilities: the limits the engine must respect, as data. */
 struct ddtx_wire_caps {
-	const char *name;         /* "shm", "verbs" */
+	const char *name;         /* "shm", "verbs", "ofi" */
 	size_t max_sge;           /* SGL entries per side of one work request */
 	size_t max_mkey_entries;  /* entries of one multi-entry (UMR) key; 0 = no UMR */
 	size_t max_send_size;     /* largest message ddtx_wire_send() carries (header included) */
@@ -37,7 +39,7 @@ struct ddtx_wire_caps {
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
 struct ddtx_wire_params {
-	const char *wire;         /* implementation: "shm", "verbs"; NULL or "auto" = default */
+	const char *wire;         /* implementation: "shm", "verbs", "ofi"; NULL/"auto" = default */
 	size_t max_sge;           /* 0 = wire default */
 	size_t max_mkey_entries;  /* 0 = wire default */
 	size_t ring_slots;        /* shm: receive ring slots per endpoint (power of two) */
@@ -45,6 +47,7 @@ struct ddtx_wire_params {
 	size_t key_slots;         /* shm: capacity of the key table (power of two) */
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
 	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
+	const char *ofi_provider; /* ofi: core provider name (FI_DDTX_OFI_PROVIDER); NULL = tcp */
 	const char *fabric_wire;  /* multi: the wire to other hosts (FI_DDTX_FABRIC_WIRE);
 				   * NULL = the first available of ofi, verbs */
 	bool local_off;           /* multi: same-host peers also through the fabric wire

@@ -14,8 +14,6 @@ struct ddtx_wire_impl {
 	const char *name;
 	/* Can this wire run here (a device present)?  NULL: always. */
 	bool (*available)(void);
-	/* Is it what FI_DDTX_WIRE=auto should take here?  NULL: whenever available. */
-	bool (*auto_choice)(void);
 	void (*cleanup_stale)(void);
 	int (*domain_open)(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
 	void (*domain_close)(struct ddtx_wire_domain *dom);

@@ -22,12 +22,6 @@
 /* Candidates for the fabric wire when FI_DDTX_FABRIC_WIRE is not set, in order. */
 static const char *const fabric_candidates[] = {"ofi", "verbs"};
 
-static bool multi_auto_choice(void)
-{
-	/* verbs stands before multi in wire.c's table: with a device it is taken whole. */
-	return ddtx_wire_available("ofi");
-}
-
 static const char *pick_fabric(const struct ddtx_wire_params *params)
 {
 	if (params && params->fabric_wire && *params->fabric_wire)
@@ -553,7 +547,6 @@ static int multi_ep_progress(struct ddtx_wire_ep *wep)
 const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.name = "multi",
 	.available = NULL,               /* opening it finds out whether a fabric wire is there */
-	.auto_choice = multi_auto_choice,
 	.cleanup_stale = NULL,           /* the sub-wires clean their own */
 	.domain_open = multi_domain_open,
 	.domain_close = multi_domain_close,
