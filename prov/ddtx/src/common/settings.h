@@ -43,6 +43,7 @@ struct ddtx_settings {
 	char *wire;                        /* FI_DDTX_WIRE: auto, shm, verbs, ofi or multi
 					    * (NULL = auto) */
 	char *fabric_wire;                 /* FI_DDTX_FABRIC_WIRE: multi's wire to other hosts */
+	int fabric_timeout_ms;             /* FI_DDTX_FABRIC_TIMEOUT_MS (multi) */
 	char *local_wire;                  /* FI_DDTX_LOCAL_WIRE: multi's wire to this host's
 					    * peers: shm (default) or none (the fabric wire) */
 	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */

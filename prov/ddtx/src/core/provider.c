@@ -110,6 +110,11 @@ static void define_params(void)
 	fi_param_define(&ddtx_prov, "fabric_wire", FI_PARAM_STRING,
 			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
 			"(default: the first of them available)");
+	fi_param_define(&ddtx_prov, "fabric_timeout_ms", FI_PARAM_INT,
+			"multi wire: a peer on another host that has been silent this long while "
+			"operations wait on it, and does not answer a probe within as long again, "
+			"is gone: its operations fail; 0 = only when the fabric reports an error "
+			"(default: 0)");
 	fi_param_define(&ddtx_prov, "local_wire", FI_PARAM_STRING,
 			"multi wire: the wire to peers on this host: shm, or none to send to them "
 			"through the fabric wire too (default: shm)");
@@ -195,6 +200,8 @@ void ddtx_settings_load(void)
 	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
 	fi_param_get_str(&ddtx_prov, "fabric_wire", &ddtx_settings.fabric_wire);
 	fi_param_get_str(&ddtx_prov, "local_wire", &ddtx_settings.local_wire);
+	if (fi_param_get_int(&ddtx_prov, "fabric_timeout_ms", &v) == 0 && v >= 0)
+		ddtx_settings.fabric_timeout_ms = v;
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
 	fi_param_get_str(&ddtx_prov, "ofi_provider", &ddtx_settings.ofi_provider);
 }

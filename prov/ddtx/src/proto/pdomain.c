@@ -42,6 +42,7 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.wire = ddtx_settings.wire,
 		.iface = ddtx_settings.iface,
 		.fabric_wire = ddtx_settings.fabric_wire,
+		.fabric_timeout_ms = ddtx_settings.fabric_timeout_ms,
 		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
 		.ofi_provider = ddtx_settings.ofi_provider,
 	};

@@ -52,7 +52,16 @@ struct ddtx_wire_params {
 				   * NULL = the first available of ofi, verbs */
 	bool local_off;           /* multi: same-host peers also through the fabric wire
 				   * (FI_DDTX_LOCAL_WIRE=none) */
+	int fabric_timeout_ms;    /* multi: a fabric peer silent this long while work waits on
+				   * it, and not answering a probe, is gone (0: never) */
 };
+
+/*
+ * The first byte of a message a wire sends for itself (the multi wire's liveness probes): the
+ * protocols never begin a message with it (proto/hdr.h asserts), so a wire that receives one
+ * keeps it.
+ */
+#define DDTX_WIRE_MSG_OWN 0xffu
 
 /* What each sub-wire of a wire per peer (multi) carried, counted by the sending side. */
 #define DDTX_WIRE_STATS_MAX 2

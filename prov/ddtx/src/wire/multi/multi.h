@@ -81,6 +81,7 @@ bool ddtx_multi_host_same(const struct ddtx_multi_host *a, const struct ddtx_mul
 struct ddtx_multi_domain {
 	struct ddtx_wire_domain base;
 	bool fabric_only;                    /* FI_DDTX_LOCAL_WIRE=none */
+	int fabric_timeout_ms;               /* FI_DDTX_FABRIC_TIMEOUT_MS */
 	struct ddtx_wire_domain *sub[DDTX_MULTI_NSUB];
 	const struct ddtx_wire_caps *sub_caps[DDTX_MULTI_NSUB];
 	struct ddtx_wire_caps caps;
@@ -100,6 +101,11 @@ struct ddtx_multi_peer {
 	ddtx_peer_t sub_peer;
 	uint8_t *addr;                       /* the full blob it was inserted with; NULL when it
 					      * is known only from its first message */
+	/* liveness of a fabric peer (liveness.c) */
+	uint64_t heard_ns;                   /* last message from it (or when it became known) */
+	uint64_t probe_ns;                   /* when our unanswered probe went out; 0 = none */
+	bool pong_owed;                      /* it probed us: answer at the next progress */
+	bool gone;                           /* silent past the timeout: every call fails */
 };
 
 struct ddtx_multi_ep;
@@ -121,6 +127,8 @@ struct ddtx_multi_ep {
 	size_t npeers, peers_cap;
 	ddtx_peer_t *of_sub[DDTX_MULTI_NSUB];     /* sub-wire handle -> multi handle */
 	size_t of_sub_len[DDTX_MULTI_NSUB];
+	uint64_t timeout_ns;                 /* FI_DDTX_FABRIC_TIMEOUT_MS; 0 = no probes */
+	bool pongs_owed;
 };
 
 static inline struct ddtx_multi_domain *ddtx_multi_domain_of(struct ddtx_wire_domain *d)
@@ -138,6 +146,23 @@ static inline struct ddtx_multi_ep *ddtx_multi_ep_of(struct ddtx_wire_ep *e)
 ddtx_peer_t ddtx_multi_peer_of_sub(struct ddtx_multi_ep *ep, int sub, ddtx_peer_t sp);
 struct ddtx_multi_peer *ddtx_multi_peer_get(struct ddtx_multi_ep *ep, ddtx_peer_t peer);
 void ddtx_multi_peers_fini(struct ddtx_multi_ep *ep);
+
+/* ---- liveness of fabric peers (liveness.c) ---- */
+/*
+ * A fabric over TCP reports a host that vanished only after the kernel gives up retransmitting
+ * (about 15 minutes), so the multi wire probes: when the protocol asks whether a fabric peer
+ * lives (it does so while operations wait on it) and nothing came from it for timeout/2, a probe
+ * goes out; no message at all within the timeout after it, and the peer is gone.  A peer that
+ * does not progress (manual progress, a long computation) answers late: the timeout must exceed
+ * the longest pause between a peer's progress calls.
+ */
+/* A message from a sub-wire: true if it was the wire's own (a probe or its answer), kept. */
+bool ddtx_multi_live_recv(struct ddtx_multi_ep *ep, struct ddtx_multi_peer *p, const void *buf,
+			  size_t len);
+/* Is a fabric peer alive by the probes?  May send a probe. */
+bool ddtx_multi_live_check(struct ddtx_multi_ep *ep, struct ddtx_multi_peer *p);
+/* Send the answers owed (from progress, outside the sub-wires' callbacks). */
+void ddtx_multi_live_answer(struct ddtx_multi_ep *ep);
 
 extern const struct ddtx_wire_impl ddtx_multi_wire_impl;
 

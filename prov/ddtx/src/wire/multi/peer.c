@@ -6,6 +6,8 @@
  */
 #include <stdlib.h>
 
+#include "common/clock.h"
+
 #include "wire/multi/multi.h"
 
 struct ddtx_multi_peer *ddtx_multi_peer_get(struct ddtx_multi_ep *ep, ddtx_peer_t peer)
@@ -40,7 +42,8 @@ ddtx_peer_t ddtx_multi_peer_of_sub(struct ddtx_multi_ep *ep, int sub, ddtx_peer_
 		ep->peers_cap = n;
 	}
 	ddtx_peer_t h = (ddtx_peer_t)ep->npeers++;
-	ep->peers[h] = (struct ddtx_multi_peer){.sub = (uint8_t)sub, .sub_peer = sp, .addr = NULL};
+	ep->peers[h] = (struct ddtx_multi_peer){.sub = (uint8_t)sub, .sub_peer = sp, .addr = NULL,
+						.heard_ns = ddtx_coarse_time_ns()};
 	ep->of_sub[sub][sp] = h;
 	return h;
 }

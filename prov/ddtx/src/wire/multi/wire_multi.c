@@ -72,6 +72,7 @@ static int multi_domain_open(const struct ddtx_wire_params *params, struct ddtx_
 		goto err;
 	ddtx_multi_cleanup_stale();
 	dom->fabric_only = params && params->local_off;
+	dom->fabric_timeout_ms = params ? params->fabric_timeout_ms : 0;
 	sub.wire = "shm";
 	ret = ddtx_wire_domain_open(&sub, &dom->sub[DDTX_MULTI_LOCAL]);
 	if (ret)
@@ -213,6 +214,8 @@ static void sub_on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 		DDTX_WARN(FI_LOG_EP_DATA, "multi: no memory for a new peer; message dropped\n");
 		return;
 	}
+	if (ddtx_multi_live_recv(ep, &ep->peers[h], buf, len))
+		return;
 	if (ep->handlers.on_recv)
 		ep->handlers.on_recv(ep->handler_arg, h, buf, len);
 }
@@ -258,6 +261,7 @@ static int multi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_h
 	ep->dom = dom;
 	ep->handlers = *handlers;
 	ep->handler_arg = handler_arg;
+	ep->timeout_ns = (uint64_t)dom->fabric_timeout_ms * 1000000;
 	for (int s = 0; s < DDTX_MULTI_NSUB; s++) {
 		ep->sub_arg[s] = (struct ddtx_multi_sub_arg){.ep = ep, .sub = s};
 		ret = ddtx_wire_ep_open(dom->sub[s], &sub_handlers, &ep->sub_arg[s], &ep->sub[s]);
@@ -428,7 +432,8 @@ static bool multi_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
 	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
 
-	return p && ddtx_wire_peer_alive(ep->sub[p->sub], p->sub_peer);
+	return p && ddtx_multi_live_check(ep, p) &&
+	       ddtx_wire_peer_alive(ep->sub[p->sub], p->sub_peer);
 }
 
 /* ---- traffic: each call goes to the peer's sub-wire, and is counted there ---- */
@@ -443,6 +448,8 @@ static int multi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hd
 
 	if (!p || count > ep->dom->caps.max_sge)
 		return -FI_EINVAL;
+	if (p->gone)
+		return -FI_EIO;
 	for (size_t i = 0; i < count && iov; i++)
 		total += iov[i].iov_len;
 	if (total > ep->dom->caps.max_send_size)
@@ -464,6 +471,8 @@ static int multi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t m
 
 	if (!p || !buf)
 		return -FI_EINVAL;
+	if (p->gone)
+		return -FI_EIO;
 	if (min_len > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
 	ret = ddtx_wire_send_claim(ep->sub[p->sub], p->sub_peer, min_len, buf);
@@ -506,6 +515,8 @@ static int multi_rma(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct io
 
 	if (!p || lcount > ep->dom->caps.max_sge || len > ep->dom->caps.max_rma_size)
 		return -FI_EINVAL;
+	if (p->gone)
+		return -FI_EIO;
 	ret = write ? ddtx_wire_write(ep->sub[p->sub], p->sub_peer, local, lcount, space, rkey,
 				      raddr, len, wr_context)
 		    : ddtx_wire_read(ep->sub[p->sub], p->sub_peer, local, lcount, space, rkey,
@@ -541,6 +552,7 @@ static int multi_ep_progress(struct ddtx_wire_ep *wep)
 		if (r > 0)
 			n += r;
 	}
+	ddtx_multi_live_answer(ep);
 	return n;
 }
 
