@@ -312,10 +312,15 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	ret = domain_init_lock(domain);
 	if (ret)
 		goto err_info;
-	ret = ddtx_proto_domain_open(&domain->lock, &domain->proto);
+	/* A layered entry ("tcp;ofi_rxm;ddtx") names the ofi wire's core. */
+	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
+	char *ofi_core = ddtx_layered_core(info->fabric_attr && info->fabric_attr->prov_name
+						   ? info->fabric_attr->prov_name
+						   : domain->fabric->attr.prov_name);
+	ret = ddtx_proto_domain_open(&domain->lock, ofi_core, &domain->proto);
+	free(ofi_core);
 	if (ret)
 		goto err_lock;
-	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
 	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
 	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
 	atomic_init(&domain->ref, 0);

@@ -30,7 +30,7 @@ static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
 
 #define EXPLORE_EVERY 32
 
-static int open_wire(struct ddtx_proto_domain *pd)
+static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
 {
 	const struct ddtx_wire_params params = {
 		.max_sge = ddtx_settings.max_sge,
@@ -39,12 +39,12 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.slot_size = ddtx_settings.slot_size,
 		.key_slots = ddtx_settings.key_slots,
 		.key_segments = 0, /* wire default */
-		.wire = ddtx_settings.wire,
+		.wire = ofi_core ? "ofi" : ddtx_settings.wire,
 		.iface = ddtx_settings.iface,
 		.fabric_wire = ddtx_settings.fabric_wire,
 		.fabric_timeout_ms = ddtx_settings.fabric_timeout_ms,
 		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
-		.ofi_provider = ddtx_settings.ofi_provider,
+		.ofi_provider = ofi_core ? ofi_core : ddtx_settings.ofi_provider,
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)
@@ -53,7 +53,8 @@ static int open_wire(struct ddtx_proto_domain *pd)
 	return ret;
 }
 
-int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out)
+int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+			   struct ddtx_proto_domain **out)
 {
 	struct ddtx_proto_domain *pd = calloc(1, sizeof(*pd));
 	if (!pd)
@@ -70,7 +71,7 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out
 		.max_wsets = 0,
 		.thread = ddtx_settings.reg_thread,
 	};
-	int ret = open_wire(pd);
+	int ret = open_wire(pd, ofi_core);
 	if (ret)
 		goto fail;
 	ret = ddtx_regcache_open(pd->wire, &rp, &pd->regcache);

@@ -85,7 +85,9 @@ struct ddtx_proto_ep_attr {
 /* ---- domain: the engine and the wire domain (memory registration) ---- */
 
 /* lock: the domain lock the caller holds around data calls (layout handles take it). */
-int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out);
+/* ofi_core: open the ofi wire over this core provider (a layered fi_info); NULL: FI_DDTX_WIRE. */
+int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+			   struct ddtx_proto_domain **out);
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
 /*
  * Domain-wide work not tied to an endpoint (domain locked): revoking the keys of application

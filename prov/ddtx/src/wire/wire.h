@@ -287,6 +287,14 @@ int ddtx_wire_write_mkey(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
 /* Deliver incoming messages and completions through the handlers; returns how many. */
 int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep);
 
+/*
+ * ofi wire: the provider name of the core that `want` (FI_DDTX_OFI_PROVIDER's syntax; NULL: the
+ * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17, into name[len].
+ * -FI_ENODATA when no usable core answers (the reason is logged at info level).  For fi_getinfo's
+ * layered entries.
+ */
+int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len);
+
 /* Remove shared-memory files left by processes that no longer exist (called at start-up). */
 void ddtx_wire_cleanup_stale(void);
 

@@ -11,7 +11,9 @@
 #include "common/provider.h"
 #include "wire/ofi/ofi.h"
 
-#define DDTX_OFI_DEFAULT_CORE "tcp"
+/* libfabric 1.17's tcp has FI_EP_RDM only through ofi_rxm ("net" is its own RDM endpoint);
+ * named in full, the inner fi_getinfo asks ofi_rxm alone (no warning from other utilities). */
+#define DDTX_OFI_DEFAULT_CORE "tcp;ofi_rxm"
 #define DDTX_OFI_API FI_VERSION(1, 14)
 
 static bool names_ddtx(const char *name)
@@ -82,6 +84,21 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 	return 0;
 }
 
+int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len)
+{
+	struct fi_info *core;
+	int ret = ddtx_ofi_core_getinfo(want, &core);
+
+	if (ret)
+		return ret;
+	if (strlen(core->fabric_attr->prov_name) >= len)
+		ret = -FI_ETOOSMALL;
+	else
+		strcpy(name, core->fabric_attr->prov_name);
+	fi_freeinfo(core);
+	return ret;
+}
+
 /* "auto" never picks the ofi wire (wire.c lists it last); it is there when asked for. */
 bool ddtx_ofi_available(void)
 {
@@ -122,6 +139,8 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	}
 	dom->mr_local = dom->core->domain_attr->mr_mode & FI_MR_LOCAL;
 	dom->mr_virt = dom->core->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	dom->rma_order = dom->core->tx_attr->msg_order &
+			 (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW);
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);

@@ -50,6 +50,7 @@ struct ddtx_ofi_domain {
 	uint32_t core_id;                 /* ddtx_ofi_core_id of the core */
 	bool mr_local;                    /* FI_MR_LOCAL: descriptors for local buffers */
 	bool mr_virt;                     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+	uint64_t rma_order;               /* the core's FI_ORDER_{RAR,RAW,WAR,WAW} */
 	pthread_mutex_t lock;             /* the key table (the registration thread uses it) */
 	struct ddtx_ofi_mr *keys[2][DDTX_OFI_KEY_BUCKETS];
 	uint64_t next_app_key;            /* keys the wire chooses (FI_MR_PROV_KEY at ddtx) */
@@ -86,6 +87,8 @@ struct ddtx_ofi_peer {
 	uint8_t blob[DDTX_OFI_BLOB_LEN];
 	bool heard;                       /* it sent to us: it knows our blob */
 	bool dead;                        /* a send to it failed: the core lost it */
+	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
+	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
 };
 
 /* A remote app key's translation as learnt from KEY_REP. */
@@ -123,6 +126,7 @@ struct ddtx_ofi_op {
 	int status;
 	bool resolved;                    /* core_key and core_addr known */
 	bool parked;                      /* in ep->waiting */
+	bool counted;                     /* in the peer's reads/writes */
 	size_t nchunks, next_chunk;
 	struct ddtx_ofi_chunk *chunks;
 	struct ddtx_ofi_wr *wrs;

@@ -129,9 +129,16 @@ static void repost_flush(struct ddtx_ofi_ep *ep)
 /* A completion (status 0) or an error completion of the object at ctx. */
 static int complete(struct ddtx_ofi_ep *ep, void *ctx, size_t len, int status)
 {
-	enum ddtx_ofi_ctx_kind kind = ((struct ddtx_ofi_buf *)ctx)->kind;
+	enum ddtx_ofi_ctx_kind kind;
 	int n = 0;
 
+	if (!ctx) {
+		/* an error of no operation of ours (the core lost a connection) */
+		DDTX_INFO(FI_LOG_EP_DATA, "ofi: core error without a context: %s\n",
+			  fi_strerror(-status));
+		return 0;
+	}
+	kind = ((struct ddtx_ofi_buf *)ctx)->kind;
 	/* kind sits after the fi_context2 in both structures */
 	_Static_assert(offsetof(struct ddtx_ofi_buf, kind) == offsetof(struct ddtx_ofi_wr, kind),
 		       "kind at the same offset");

@@ -50,9 +50,39 @@ static void op_free(struct ddtx_ofi_op *op)
 	free(op);
 }
 
+/*
+ * ddtx promises RMA ordering (RAR, RAW, WAR, WAW) to one target; a core that does not (tcp;
+ * ofi_rxm has no FI_ORDER_WAR: a read may see a later write's data) gets the op held until the
+ * conflicting ones in flight complete.
+ */
+static bool order_conflict(struct ddtx_ofi_ep *ep, const struct ddtx_ofi_op *op)
+{
+	const struct ddtx_ofi_peer *p = ep->peers[op->peer];
+	uint64_t have = ep->dom->rma_order;
+
+	if (op->counted)
+		return false;
+	if (op->write)
+		return (p->reads && !(have & FI_ORDER_WAR)) || (p->writes && !(have & FI_ORDER_WAW));
+	return (p->writes && !(have & FI_ORDER_RAW)) || (p->reads && !(have & FI_ORDER_RAR));
+}
+
+static void op_count(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op, int delta)
+{
+	struct ddtx_ofi_peer *p = ep->peers[op->peer];
+
+	if (op->write)
+		p->writes += (uint32_t)delta;
+	else
+		p->reads += (uint32_t)delta;
+	op->counted = delta > 0;
+}
+
 /* Finish op from progress (handlers run only there). */
 static void op_finish(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 {
+	if (op->counted)
+		op_count(ep, op, -1);
 	if (op->status && op->space == DDTX_KEY_APP)
 		rkey_drop(ep, op->peer, op->rkey);
 	if (ep->handlers.on_complete)
@@ -191,15 +221,25 @@ static int op_resolve(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 	return ddtx_ofi_key_translate(&r->rep, op->raddr, op->len, need, &op->core_addr);
 }
 
-/* Resolve and post, or park in ep->waiting. */
+static void op_park(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
+{
+	op->parked = true;
+	ep->peers[op->peer]->nparked++;
+	ddtx_list_push_back(&ep->waiting, &op->entry);
+}
+
+/* Resolve and post, or park in ep->waiting (in order: behind the peer's parked ops). */
 static void op_start(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 {
+	if ((ep->peers[op->peer]->nparked && !op->counted) || order_conflict(ep, op)) {
+		op_park(ep, op);
+		return;
+	}
 	if (!op->resolved) {
 		int ret = op_resolve(ep, op);
 
 		if (ret == -FI_EAGAIN) {
-			op->parked = true;
-			ddtx_list_push_back(&ep->waiting, &op->entry);
+			op_park(ep, op);
 			return;
 		}
 		if (ret) {
@@ -208,10 +248,43 @@ static void op_start(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 		}
 		op->resolved = true;
 	}
-	if (op_post(ep, op) == -FI_EAGAIN) {
-		op->parked = true;
-		ddtx_list_push_back(&ep->waiting, &op->entry);
+	if (!op->counted)
+		op_count(ep, op, 1);
+	if (op_post(ep, op) == -FI_EAGAIN)
+		op_park(ep, op);
+}
+
+/*
+ * The parked ops of one caller operation (same peer and wr_context, consecutive: a peer's ops
+ * park in order) are resolved together: if one segment's key is refused, none is posted, so a
+ * refused operation writes nothing, as rma_check promises when the key was known in advance.
+ * Returns 0 (all resolved), -FI_EAGAIN (an answer is still awaited) or the refusal.
+ */
+static int group_resolve(struct ddtx_ofi_ep *ep, struct ddtx_list_entry *first,
+			 struct ddtx_list_entry *end, size_t *n)
+{
+	int ret = 0;
+
+	*n = 0;
+	for (struct ddtx_list_entry *e = first; e != end; e = e->next) {
+		struct ddtx_ofi_op *op = ddtx_container_of(e, struct ddtx_ofi_op, entry);
+		struct ddtx_ofi_op *head = ddtx_container_of(first, struct ddtx_ofi_op, entry);
+		int r;
+
+		if (op->peer != head->peer || op->wr_context != head->wr_context || op->counted)
+			break;
+		(*n)++;
+		if (op->resolved)
+			continue;
+		r = op_resolve(ep, op);
+		if (!r)
+			op->resolved = true;
+		else if (r == -FI_EAGAIN && !ret)
+			ret = r;
+		else if (r != -FI_EAGAIN)
+			ret = r;
 	}
+	return ret;
 }
 
 int ddtx_ofi_rma_resume(struct ddtx_ofi_ep *ep)
@@ -222,18 +295,34 @@ int ddtx_ofi_rma_resume(struct ddtx_ofi_ep *ep)
 	if (ddtx_list_empty(&ep->waiting))
 		return 0;
 	ddtx_list_init(&parked);
-	while (!ddtx_list_empty(&ep->waiting))
-		ddtx_list_push_back(&parked, ddtx_list_pop_front(&ep->waiting));
+	while (!ddtx_list_empty(&ep->waiting)) {
+		struct ddtx_list_entry *e = ddtx_list_pop_front(&ep->waiting);
+
+		ep->peers[ddtx_container_of(e, struct ddtx_ofi_op, entry)->peer]->nparked = 0;
+		ddtx_list_push_back(&parked, e);
+	}
 	while (!ddtx_list_empty(&parked)) {
-		struct ddtx_ofi_op *op = ddtx_container_of(ddtx_list_pop_front(&parked),
-							   struct ddtx_ofi_op, entry);
-		op->parked = false;
-		if (ep->peers[op->peer]->dead && !op->pending) {
-			op_fail_later(ep, op, -FI_EIO);
-			continue;
+		struct ddtx_list_entry *first = ddtx_list_first(&parked);
+		struct ddtx_ofi_op *head = ddtx_container_of(first, struct ddtx_ofi_op, entry);
+		size_t run = 1;
+		int gret = 0;
+
+		if (!head->counted && !ep->peers[head->peer]->dead)
+			gret = group_resolve(ep, first, &parked.head, &run);
+		for (size_t i = 0; i < run; i++) {
+			struct ddtx_ofi_op *op = ddtx_container_of(ddtx_list_pop_front(&parked),
+								   struct ddtx_ofi_op, entry);
+			op->parked = false;
+			n++;
+			if (ep->peers[op->peer]->dead && !op->pending)
+				op_fail_later(ep, op, -FI_EIO);
+			else if (gret == -FI_EAGAIN)
+				op_park(ep, op);
+			else if (gret)
+				op_fail_later(ep, op, gret);
+			else
+				op_start(ep, op);
 		}
-		op_start(ep, op);
-		n++;
 	}
 	return n;
 }
@@ -348,6 +437,7 @@ void ddtx_ofi_wr_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_wr *wr, int status
 			return;          /* the rest is posted when the core takes it */
 		ddtx_list_remove(&op->entry);
 		op->parked = false;
+		ep->peers[op->peer]->nparked--;
 	}
 	op_finish(ep, op);
 }
