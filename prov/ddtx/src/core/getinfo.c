@@ -11,7 +11,7 @@
 #include "common/name.h"
 #include "common/settings.h"
 #include "core/core.h"
-#include "wire/wire.h"
+#include "proto/proto.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
 #define DDTX_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
@@ -449,7 +449,7 @@ static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_i
 		DDTX_INFO(FI_LOG_CORE, "fi_getinfo: no layered (ofi wire) entry for a destination "
 			  "named by node/service: the ofi wire has no service names\n");
 	if (want_layered && !named_dest &&
-	    ddtx_wire_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
+	    ddtx_proto_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
 				    sizeof(core)) == 0) {
 		layered = fi_dupinfo(native);
 		if (!layered) {
