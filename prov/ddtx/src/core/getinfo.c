@@ -11,7 +11,7 @@
 #include "common/name.h"
 #include "common/settings.h"
 #include "core/core.h"
-#include "wire/wire.h"
+#include "proto/proto.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
 #define DDTX_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
@@ -432,7 +432,7 @@ static bool wire_is(const char *name)
  * "<core>;ddtx", else of FI_DDTX_OFI_PROVIDER (default tcp;ofi_rxm), when that core is usable.
  * fabric_attr->prov_name is the core's name; libfabric appends ";ddtx".
  */
-static int add_entries(const struct fi_info *hints, struct fi_info *native,
+static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_info *native,
 		       struct fi_info **info)
 {
 	const char *hname = hints && hints->fabric_attr ? hints->fabric_attr->prov_name : NULL;
@@ -442,8 +442,14 @@ static int add_entries(const struct fi_info *hints, struct fi_info *native,
 	char core[128];
 	struct fi_info *layered = NULL;
 
-	if (want_layered &&
-	    ddtx_wire_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
+	/* Service names are the shm wire's directory: over a core provider, addresses travel by
+	 * fi_getname and fi_av_insert only, so a destination named by node/service has no
+	 * layered entry, and layered entries carry no name to bind. */
+	if (want_layered && named_dest)
+		DDTX_INFO(FI_LOG_CORE, "fi_getinfo: no layered (ofi wire) entry for a destination "
+			  "named by node/service: the ofi wire has no service names\n");
+	if (want_layered && !named_dest &&
+	    ddtx_proto_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
 				    sizeof(core)) == 0) {
 		layered = fi_dupinfo(native);
 		if (!layered) {
@@ -452,6 +458,10 @@ static int add_entries(const struct fi_info *hints, struct fi_info *native,
 		}
 		free(layered->fabric_attr->prov_name);
 		layered->fabric_attr->prov_name = strdup(core);
+		free(layered->src_addr);
+		free(layered->dest_addr);
+		layered->src_addr = layered->dest_addr = NULL;
+		layered->src_addrlen = layered->dest_addrlen = 0;
 		if (!layered->fabric_attr->prov_name) {
 			fi_freeinfo(layered);
 			free(asked);
@@ -503,5 +513,5 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		fi_freeinfo(out);
 		return ret;
 	}
-	return add_entries(hints, out, info);
+	return add_entries(hints, node && !(flags & FI_SOURCE), out, info);
 }

@@ -30,6 +30,11 @@ static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
 
 #define EXPLORE_EVERY 32
 
+int ddtx_proto_ofi_core_name(const char *want, char *name, size_t len)
+{
+	return ddtx_wire_ofi_core_name(want, name, len);
+}
+
 static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
 {
 	const struct ddtx_wire_params params = {

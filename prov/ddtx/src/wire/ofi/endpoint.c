@@ -114,7 +114,6 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 
 	if (!ep)
 		return;
-	ddtx_ofi_rma_fini(ep);
 	while (!ddtx_list_empty(&ep->ctrl))
 		free(ddtx_container_of(ddtx_list_pop_front(&ep->ctrl), struct ddtx_ofi_ctrl, entry));
 	if (ep->ep)
@@ -123,6 +122,8 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 		fi_close(&ep->av->fid);
 	if (ep->cq)
 		fi_close(&ep->cq->fid);
+	/* after the core endpoint: nothing completes into an op any more */
+	ddtx_ofi_rma_fini(ep);
 	if (ep->slab_mr)
 		fi_close(&ep->slab_mr->fid);
 	for (size_t i = 0; i < ep->npeers; i++)
@@ -153,6 +154,7 @@ int ddtx_ofi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handl
 	ddtx_list_init(&ep->waiting);
 	ddtx_list_init(&ep->done);
 	ddtx_list_init(&ep->ctrl);
+	ddtx_list_init(&ep->ops);
 	ret = open_slab(ep);
 	if (!ret)
 		ret = open_core(ep);
@@ -213,6 +215,10 @@ int ddtx_ofi_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t len,
 			*peer = (ddtx_peer_t)i;
 			return 0;
 		}
+	}
+	if (ep->npeers >= DDTX_OFI_MAX_PEERS) {
+		DDTX_WARN(FI_LOG_AV, "ofi: %zu peers: no more accepted\n", ep->npeers);
+		return -FI_ENOSPC;
 	}
 	if (ep->npeers == ep->peer_cap) {
 		size_t ncap = ep->peer_cap ? 2 * ep->peer_cap : 16;

@@ -39,6 +39,9 @@
 #define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
 #define DDTX_OFI_KEY_BUCKETS 4096
 #define DDTX_OFI_CQ_BATCH 16
+/* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
+ * a flood of forged sender addresses does not grow the table past it. */
+#define DDTX_OFI_MAX_PEERS (1u << 20)
 
 struct ddtx_ofi_domain {
 	struct ddtx_wire_domain base;
@@ -113,6 +116,7 @@ struct ddtx_ofi_wr {
 
 struct ddtx_ofi_op {
 	struct ddtx_list_entry entry;     /* waiting for a key (ep->waiting) */
+	struct ddtx_list_entry all;       /* ep->ops: every op until it finishes (freed at close) */
 	void *wr_context;
 	ddtx_peer_t peer;
 	bool write;
@@ -165,6 +169,7 @@ struct ddtx_ofi_ep {
 	struct ddtx_list waiting;         /* ops waiting for a key */
 	struct ddtx_list done;            /* ops finished inside a post call: report at progress */
 	struct ddtx_list ctrl;            /* KEY_REP answers waiting for a send buffer */
+	struct ddtx_list ops;             /* every op not finished */
 };
 
 static inline struct ddtx_ofi_domain *ddtx_odom_of(struct ddtx_wire_domain *d)

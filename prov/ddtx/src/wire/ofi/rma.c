@@ -38,6 +38,7 @@ static void rkey_drop(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint64_t key)
 
 static void op_free(struct ddtx_ofi_op *op)
 {
+	ddtx_list_remove(&op->all);
 	for (size_t i = 0; op->wrs && i < op->nchunks; i++) {
 		for (size_t j = 0; j < op->wrs[i].nmrs; j++)
 			if (op->wrs[i].mrs[j])
@@ -351,6 +352,7 @@ static int rma(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *l
 	op->raddr = raddr;
 	op->len = len;
 	op->lcount = lcount;
+	ddtx_list_push_back(&ep->ops, &op->all);
 	if (p->dead) {
 		op_fail_later(ep, op, -FI_EIO);
 		return 0;
@@ -458,12 +460,11 @@ int ddtx_ofi_rma_report(struct ddtx_ofi_ep *ep)
 
 void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep)
 {
-	struct ddtx_list *lists[] = { &ep->waiting, &ep->done };
-
-	for (size_t i = 0; i < 2; i++)
-		while (!ddtx_list_empty(lists[i]))
-			op_free(ddtx_container_of(ddtx_list_pop_front(lists[i]),
-						  struct ddtx_ofi_op, entry));
+	/* Ops still waiting, finished but unreported, or in flight in the closed core endpoint. */
+	while (!ddtx_list_empty(&ep->ops))
+		op_free(ddtx_container_of(ddtx_list_first(&ep->ops), struct ddtx_ofi_op, all));
+	ddtx_list_init(&ep->waiting);
+	ddtx_list_init(&ep->done);
 	while (!ddtx_list_empty(&ep->rkeys))
 		free(ddtx_container_of(ddtx_list_pop_front(&ep->rkeys), struct ddtx_ofi_rkey,
 				       entry));
