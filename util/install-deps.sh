@@ -6,7 +6,7 @@
 #     --fuzz  adds clang-14 and libclang-rt-14-dev (libFuzzer) for util/fuzz.sh
 #     --fabtests adds autoconf, automake and libtool to build upstream fabtests (util/fabtests.sh)
 set -euo pipefail
-pkgs=(meson ninja-build pkg-config gcc libfabric-dev libfabric-bin libibverbs-dev python3)
+pkgs=(meson ninja-build pkg-config gcc libfabric-dev libfabric-bin libibverbs-dev python3 iproute2)
 for arg in "$@"; do
   case $arg in
     --plots) pkgs+=(python3-matplotlib) ;;

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Installs what is missing (Debian 12), builds ddtx into ./build and runs the whole test suite;
 # then builds it again with AddressSanitizer into ./build-asan and runs the suite there, and with
-# ThreadSanitizer into ./build-tsan for the tests that run several threads, and fuzzes the
+# ThreadSanitizer into ./build-tsan for the tests that run several threads (the plain build runs
+# the functional suite a second and third time over the ofi wire, meson suite "ofi", on the tcp
+# and shm core providers, about 6 minutes; the sanitizer builds leave that suite out), and fuzzes the
 # protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs, and runs
 # upstream fabtests' unit, functional, standard, short and complex sets over ddtx (util/fabtests.sh: each
 # fabtests test one result, expected notruns from util/fabtests-expected.txt counted as skipped).
@@ -42,6 +44,7 @@ builds=()        # build directories whose testlog.json is counted
 broken=()        # builds that did not configure or compile
 
 only_tests=()    # test names for the next run_suite (empty: all)
+test_opts=()     # more meson test options for the next run_suite
 run_suite() {    # run_suite DIR TIMEOUT_MULTIPLIER [meson options...]
   local dir=$1 mult=$2
   shift 2
@@ -53,7 +56,8 @@ run_suite() {    # run_suite DIR TIMEOUT_MULTIPLIER [meson options...]
   fi
   echo "=== $dir: meson test"
   rm -f "$dir/meson-logs/testlog.json"
-  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult" "${only_tests[@]}"
+  meson test -C "$dir" --print-errorlogs --timeout-multiplier "$mult" "${test_opts[@]}" \
+    "${only_tests[@]}"
   builds+=("$dir")
 }
 
@@ -63,7 +67,10 @@ run_suite build 1 -Dverbs=enabled -Dmlx5dv=enabled
 if [ "$asan" = 1 ]; then
   # Leak checking stays on; abort on the first error so the test reports it.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:print_summary=1:detect_leaks=1}
+  # The ofi suite repeats the functional suite over another wire: once, in the plain build.
+  test_opts=(--no-suite ofi)
   run_suite build-asan 4 -Db_sanitize=address -Db_lundef=false
+  test_opts=()
 fi
 if [ "$tsan" = 1 ]; then
   # The tests where threads share provider state: the registration and pool-refill threads,

@@ -24,6 +24,8 @@ extern "C" {
 
 #define FI_DDTX_DOMAIN_OPS_1 "ddtx_domain_ops_1"
 
+#define FI_DDTX_WIRES_MAX 2
+
 /* How a message's or RMA operation's bytes were moved. */
 enum fi_ddtx_scheme {
 	FI_DDTX_SCHEME_EAGER = 0,  /* copied through the receiver's ring with the header */
@@ -60,6 +62,16 @@ struct fi_ddtx_stats {
 	uint64_t umr_fallbacks;        /* UMR decided but not possible (keys short): SGL */
 	uint64_t explorations;         /* choices made to measure a scheme's cost */
 	uint64_t learned_threshold;    /* block length where zero copy starts to win, bytes */
+
+	/* A wire per peer (FI_DDTX_WIRE=multi): what each wire carried from this domain, counted
+	 * where it was posted.  nwires is 0 on a single wire. */
+	uint32_t nwires;
+	struct fi_ddtx_wire_stats {
+		char name[16];             /* "shm", "ofi", "verbs" */
+		uint64_t peers;            /* peers reached through it */
+		uint64_t msgs, msg_bytes;  /* messages sent (protocol headers included) */
+		uint64_t rma_ops, rma_bytes; /* RDMA writes and reads posted */
+	} wires[FI_DDTX_WIRES_MAX];
 };
 
 /*

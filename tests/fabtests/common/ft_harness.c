@@ -66,6 +66,7 @@ int ft_spawn(int nranks, int timeout_s, ft_rank_fn fn, void *arg)
 		FT_CHECK(pids[r] >= 0, "fork: %s", strerror(errno));
 		if (pids[r] == 0) {
 			struct ft_ctx ctx = {.rank = r, .size = nranks, .shared = sh};
+			ft_host_enter(r, nranks);
 			int rc = fn(&ctx, arg);
 			fflush(stdout);
 			fflush(stderr);

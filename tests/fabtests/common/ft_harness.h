@@ -40,6 +40,12 @@ typedef int (*ft_rank_fn)(struct ft_ctx *ctx, void *arg);
 int ft_spawn(int nranks, int timeout_s, ft_rank_fn fn, void *arg);
 
 void ft_barrier(struct ft_ctx *ctx);
+/*
+ * Hosts (ft_hosts.c): with DDTX_HOSTS set (util/hosts.sh run), ft_spawn puts rank r of n on host
+ * r * nhosts / n before it runs; ft_host_of says which (-1: no hosts, one machine as it is).
+ */
+int ft_host_of(int rank, int nranks);
+void ft_host_enter(int rank, int nranks);
 /* Every rank contributes len (<= FT_XCHG_MAX) bytes; all receives size * len bytes in rank order. */
 #define FT_XCHG_MAX 256
 void ft_allgather(struct ft_ctx *ctx, const void *mine, size_t len, void *all);

@@ -126,7 +126,7 @@ int hostile_open(struct hostile *h)
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&h->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
-	int ret = ddtx_proto_domain_open(&h->lock, &h->pd);
+	int ret = ddtx_proto_domain_open(&h->lock, NULL, &h->pd);
 	if (ret)
 		return ret;
 	ret = ddtx_proto_ep_open(h->pd, &owner_ops, h, &h->pep);

@@ -40,8 +40,14 @@ struct ddtx_settings {
 	size_t mkey_pool;                  /* FI_DDTX_MKEY_POOL: mkeys made at domain open */
 	size_t layout_cache_size;          /* FI_DDTX_LAYOUT_CACHE_SIZE: layouts kept */
 	bool reg_thread;                   /* FI_DDTX_REG_THREAD: register in the background */
-	char *wire;                        /* FI_DDTX_WIRE: auto, shm or verbs (NULL = auto) */
+	char *wire;                        /* FI_DDTX_WIRE: auto, shm, verbs, ofi or multi
+					    * (NULL = auto) */
+	char *fabric_wire;                 /* FI_DDTX_FABRIC_WIRE: multi's wire to other hosts */
+	int fabric_timeout_ms;             /* FI_DDTX_FABRIC_TIMEOUT_MS (multi) */
+	char *local_wire;                  /* FI_DDTX_LOCAL_WIRE: multi's wire to this host's
+					    * peers: shm (default) or none (the fabric wire) */
 	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */
+	char *ofi_provider;                /* FI_DDTX_OFI_PROVIDER: the ofi wire's core */
 };
 
 extern struct ddtx_settings ddtx_settings;

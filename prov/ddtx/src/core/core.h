@@ -49,6 +49,11 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 struct fi_info *ddtx_info_template(void);
 /* The iov limit advertised and enforced: DDTX_IOV_LIMIT capped by FI_DDTX_IOV_LIMIT. */
 size_t ddtx_iov_limit(void);
+/*
+ * The core provider of a layered name ("tcp;ofi_rxm;ddtx" -> "tcp;ofi_rxm"), malloc'd; NULL when
+ * name is not "<core>;ddtx" (the native entries, wire chosen by FI_DDTX_WIRE).
+ */
+char *ddtx_layered_core(const char *prov_name);
 
 /* Declare and read the FI_DDTX_* variables (provider.c; called from fi_prov_ini). */
 void ddtx_settings_load(void);

@@ -135,6 +135,11 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   zero copy not ready %llu umr fallbacks %llu explorations "
 			"%llu learned threshold %llu B\n", U(s->zcopy_not_ready),
 		U(s->umr_fallbacks), U(s->explorations), U(s->learned_threshold));
+	for (uint32_t i = 0; i < s->nwires; i++)
+		fprintf(stderr, "ddtx stats:   wire %-5s peers %llu msgs %llu bytes %llu rma ops "
+				"%llu bytes %llu\n", s->wires[i].name, U(s->wires[i].peers),
+			U(s->wires[i].msgs), U(s->wires[i].msg_bytes), U(s->wires[i].rma_ops),
+			U(s->wires[i].rma_bytes));
 #undef U
 }
 
@@ -302,10 +307,15 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	ret = domain_init_lock(domain);
 	if (ret)
 		goto err_info;
-	ret = ddtx_proto_domain_open(&domain->lock, &domain->proto);
+	/* A layered entry ("tcp;ofi_rxm;ddtx") names the ofi wire's core. */
+	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
+	char *ofi_core = ddtx_layered_core(info->fabric_attr && info->fabric_attr->prov_name
+						   ? info->fabric_attr->prov_name
+						   : domain->fabric->attr.prov_name);
+	ret = ddtx_proto_domain_open(&domain->lock, ofi_core, &domain->proto);
+	free(ofi_core);
 	if (ret)
 		goto err_lock;
-	domain->fabric = ddtx_container_of(fabric, struct ddtx_fabric, fid);
 	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
 	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
 	atomic_init(&domain->ref, 0);

@@ -11,6 +11,7 @@
 #include "common/name.h"
 #include "common/settings.h"
 #include "core/core.h"
+#include "proto/proto.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
 #define DDTX_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
@@ -412,6 +413,76 @@ static int fill_addrs(const char *node, const char *service, uint64_t flags,
 	return ret;
 }
 
+char *ddtx_layered_core(const char *prov_name)
+{
+	const char *last;
+
+	if (!prov_name || !(last = strrchr(prov_name, ';')) || last == prov_name ||
+	    strcasecmp(last + 1, DDTX_PROV_NAME) != 0)
+		return NULL;
+	return strndup(prov_name, (size_t)(last - prov_name));
+}
+
+static bool wire_is(const char *name)
+{
+	return ddtx_settings.wire && strcasecmp(ddtx_settings.wire, name) == 0;
+}
+
+/*
+ * The entries of one template: the native one (wire chosen by FI_DDTX_WIRE) unless the ofi wire
+ * is forced or a layered name was asked for, then the layered one over the core of the hints'
+ * "<core>;ddtx", else of FI_DDTX_OFI_PROVIDER (default tcp;ofi_rxm), when that core is usable.
+ * fabric_attr->prov_name is the core's name; libfabric appends ";ddtx".
+ */
+static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_info *native,
+		       struct fi_info **info)
+{
+	const char *hname = hints && hints->fabric_attr ? hints->fabric_attr->prov_name : NULL;
+	char *asked = ddtx_layered_core(hname);
+	bool want_native = !asked && !wire_is("ofi");
+	bool want_layered = asked || !ddtx_settings.wire || wire_is("ofi") || wire_is("auto");
+	char core[128];
+	struct fi_info *layered = NULL;
+
+	/* Service names are the shm wire's directory: over a core provider, addresses travel by
+	 * fi_getname and fi_av_insert only, so a destination named by node/service has no
+	 * layered entry, and layered entries carry no name to bind. */
+	if (want_layered && named_dest)
+		DDTX_INFO(FI_LOG_CORE, "fi_getinfo: no layered (ofi wire) entry for a destination "
+			  "named by node/service: the ofi wire has no service names\n");
+	if (want_layered && !named_dest &&
+	    ddtx_proto_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
+				    sizeof(core)) == 0) {
+		layered = fi_dupinfo(native);
+		if (!layered) {
+			free(asked);
+			return -FI_ENOMEM;
+		}
+		free(layered->fabric_attr->prov_name);
+		layered->fabric_attr->prov_name = strdup(core);
+		free(layered->src_addr);
+		free(layered->dest_addr);
+		layered->src_addr = layered->dest_addr = NULL;
+		layered->src_addrlen = layered->dest_addrlen = 0;
+		if (!layered->fabric_attr->prov_name) {
+			fi_freeinfo(layered);
+			free(asked);
+			return -FI_ENOMEM;
+		}
+	}
+	free(asked);
+	if (want_native) {
+		native->next = layered;
+		*info = native;
+	} else {
+		fi_freeinfo(native);
+		*info = layered;
+	}
+	if (!*info)
+		REFUSE("the ofi wire was asked for and no core provider is usable\n");
+	return 0;
+}
+
 int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		 const struct fi_info *hints, struct fi_info **info)
 {
@@ -444,6 +515,5 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		fi_freeinfo(out);
 		return ret;
 	}
-	*info = out;
-	return 0;
+	return add_entries(hints, node && !(flags & FI_SOURCE), out, info);
 }

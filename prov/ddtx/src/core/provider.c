@@ -101,7 +101,23 @@ static void define_params(void)
 			"on first use (default: yes)");
 	fi_param_define(&ddtx_prov, "wire", FI_PARAM_STRING,
 			"Wire (NIC) to use: auto (verbs when an RDMA device is present, else shm), "
-			"shm or verbs (default: auto)");
+			"shm, verbs, ofi (a core libfabric provider, FI_DDTX_OFI_PROVIDER) or multi "
+			"(a wire per peer: shm to this host's peers, FI_DDTX_FABRIC_WIRE to others) "
+			"(default: auto)");
+	fi_param_define(&ddtx_prov, "ofi_provider", FI_PARAM_STRING,
+			"ofi wire: the core libfabric provider ddtx runs over, e.g. tcp or shm "
+			"(default: tcp)");
+	fi_param_define(&ddtx_prov, "fabric_wire", FI_PARAM_STRING,
+			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
+			"(default: the first of them available)");
+	fi_param_define(&ddtx_prov, "fabric_timeout_ms", FI_PARAM_INT,
+			"multi wire: a peer on another host that has been silent this long while "
+			"operations wait on it, and does not answer a probe within as long again, "
+			"is gone: its operations fail; 0 = only when the fabric reports an error "
+			"(default: 0)");
+	fi_param_define(&ddtx_prov, "local_wire", FI_PARAM_STRING,
+			"multi wire: the wire to peers on this host: shm, or none to send to them "
+			"through the fabric wire too (default: shm)");
 	fi_param_define(&ddtx_prov, "iface", FI_PARAM_STRING,
 			"verbs wire: RDMA device, optionally with a port, e.g. mlx5_0 or mlx5_0:1 "
 			"(default: the first device with an active port)");
@@ -182,5 +198,10 @@ void ddtx_settings_load(void)
 	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)
 		ddtx_settings.reg_thread = v != 0;
 	fi_param_get_str(&ddtx_prov, "wire", &ddtx_settings.wire);
+	fi_param_get_str(&ddtx_prov, "fabric_wire", &ddtx_settings.fabric_wire);
+	fi_param_get_str(&ddtx_prov, "local_wire", &ddtx_settings.local_wire);
+	if (fi_param_get_int(&ddtx_prov, "fabric_timeout_ms", &v) == 0 && v >= 0)
+		ddtx_settings.fabric_timeout_ms = v;
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
+	fi_param_get_str(&ddtx_prov, "ofi_provider", &ddtx_settings.ofi_provider);
 }

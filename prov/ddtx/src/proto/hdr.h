@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <rdma/fi_errno.h>
+#include "wire/wire.h"
 
 /* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event */
 #define DDTX_PROTO_VERSION 3
@@ -171,6 +172,7 @@ struct ddtx_hdr_atomic_resp {
 
 /* The layouts peers exchange: a change here is a protocol change (bump DDTX_PROTO_VERSION). */
 _Static_assert(sizeof(struct ddtx_hdr_base) == 8, "hdr_base layout");
+_Static_assert(DDTX_MSG_TYPE_MAX <= DDTX_WIRE_MSG_OWN, "a type wires keep for themselves");
 _Static_assert(sizeof(struct ddtx_hdr_eager) == 40, "hdr_eager layout");
 _Static_assert(sizeof(struct ddtx_hdr_rts) == 64, "hdr_rts layout");
 _Static_assert(sizeof(struct ddtx_desc) == 16, "desc layout");

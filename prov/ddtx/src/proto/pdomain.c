@@ -2,7 +2,9 @@
 /* The data path's domain: the wire domain, the DDT engine's caches, pool and cost model. */
 #include "proto/pdomain.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
@@ -28,7 +30,12 @@ static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
 
 #define EXPLORE_EVERY 32
 
-static int open_wire(struct ddtx_proto_domain *pd)
+int ddtx_proto_ofi_core_name(const char *want, char *name, size_t len)
+{
+	return ddtx_wire_ofi_core_name(want, name, len);
+}
+
+static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
 {
 	const struct ddtx_wire_params params = {
 		.max_sge = ddtx_settings.max_sge,
@@ -37,8 +44,12 @@ static int open_wire(struct ddtx_proto_domain *pd)
 		.slot_size = ddtx_settings.slot_size,
 		.key_slots = ddtx_settings.key_slots,
 		.key_segments = 0, /* wire default */
-		.wire = ddtx_settings.wire,
+		.wire = ofi_core ? "ofi" : ddtx_settings.wire,
 		.iface = ddtx_settings.iface,
+		.fabric_wire = ddtx_settings.fabric_wire,
+		.fabric_timeout_ms = ddtx_settings.fabric_timeout_ms,
+		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
+		.ofi_provider = ofi_core ? ofi_core : ddtx_settings.ofi_provider,
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)
@@ -47,7 +58,8 @@ static int open_wire(struct ddtx_proto_domain *pd)
 	return ret;
 }
 
-int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out)
+int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+			   struct ddtx_proto_domain **out)
 {
 	struct ddtx_proto_domain *pd = calloc(1, sizeof(*pd));
 	if (!pd)
@@ -65,7 +77,7 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out
 		.max_wsets = 0,
 		.thread = ddtx_settings.reg_thread,
 	};
-	int ret = open_wire(pd);
+	int ret = open_wire(pd, ofi_core);
 	if (ret)
 		goto fail;
 	ret = ddtx_regcache_open(pd->wire, &rp, &pd->regcache);
@@ -162,6 +174,17 @@ void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats 
 	st->zcopy_not_ready = pd->zcopy_not_ready;
 	st->umr_fallbacks = pd->umr_fallbacks;
 	st->explorations = pd->cost.explorations;
+	struct ddtx_wire_stats ws;
+	ddtx_wire_domain_stats(pd->wire, &ws);
+	st->nwires = (uint32_t)DDTX_MIN(ws.count, (size_t)FI_DDTX_WIRES_MAX);
+	for (uint32_t i = 0; i < st->nwires; i++) {
+		snprintf(st->wires[i].name, sizeof(st->wires[i].name), "%s", ws.sub[i].name);
+		st->wires[i].peers = ws.sub[i].peers;
+		st->wires[i].msgs = ws.sub[i].msgs;
+		st->wires[i].msg_bytes = ws.sub[i].msg_bytes;
+		st->wires[i].rma_ops = ws.sub[i].rma_ops;
+		st->wires[i].rma_bytes = ws.sub[i].rma_bytes;
+	}
 	st->learned_threshold = ddtx_cost_threshold(&pd->cost);
 	st->rmkey_hits = pd->rmkey_hits;
 	st->rmkey_misses = pd->rmkey_misses;

@@ -87,7 +87,14 @@ struct ddtx_proto_ep_attr {
 /* ---- domain: the engine and the wire domain (memory registration) ---- */
 
 /* lock: the domain lock the caller holds around data calls (layout handles take it). */
-int ddtx_proto_domain_open(pthread_mutex_t *lock, struct ddtx_proto_domain **out);
+/*
+ * The core provider the ofi wire would run over for `want` (FI_DDTX_OFI_PROVIDER's syntax, NULL:
+ * its default), e.g. "tcp" -> "tcp;ofi_rxm": fi_getinfo's layered entries.  -FI_ENODATA: none.
+ */
+int ddtx_proto_ofi_core_name(const char *want, char *name, size_t len);
+/* ofi_core: open the ofi wire over this core provider (a layered fi_info); NULL: FI_DDTX_WIRE. */
+int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+			   struct ddtx_proto_domain **out);
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
 /*
  * Domain-wide work not tied to an endpoint (domain locked): revoking the keys of application

@@ -11,20 +11,26 @@
 #include "wire/wire_impl.h"
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
+extern const struct ddtx_wire_impl ddtx_multi_wire_impl;
 #ifdef DDTX_HAVE_VERBS
 extern const struct ddtx_wire_impl ddtx_verbs_wire_impl;
 #endif
+extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
 /*
  * In order of preference for "auto": verbs when an RDMA device is present (its available()
  * lists the devices), shm otherwise, so a host without a device behaves as if verbs did not
- * exist.
+ * exist.  multi (a wire per peer) and ofi (a core libfabric provider) are used when asked for
+ * (FI_DDTX_WIRE=multi|ofi): under multi every same-host peer loses UMR and gets the fabric
+ * wire's smaller limits, which the single-host default must not pay.
  */
 static const struct ddtx_wire_impl *const impls[] = {
 #ifdef DDTX_HAVE_VERBS
 	&ddtx_verbs_wire_impl,
 #endif
 	&ddtx_shm_wire_impl,
+	&ddtx_ofi_wire_impl,
+	&ddtx_multi_wire_impl,
 };
 
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
@@ -39,6 +45,21 @@ static const struct ddtx_wire_impl *impl_by_name(const char *name)
 			return avail ? impls[i] : NULL;
 	}
 	return NULL;
+}
+
+bool ddtx_wire_available(const char *name)
+{
+	for (size_t i = 0; name && i < NIMPLS; i++)
+		if (!strcmp(name, impls[i]->name))
+			return !impls[i]->available || impls[i]->available();
+	return false;
+}
+
+void ddtx_wire_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats)
+{
+	stats->count = 0;
+	if (dom && dom->impl->domain_stats)
+		dom->impl->domain_stats(dom, stats);
 }
 
 void ddtx_wire_cleanup_stale(void)

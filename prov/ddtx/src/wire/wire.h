@@ -8,7 +8,9 @@
  * tags, libfabric objects or schemes.  Completions and incoming messages are reported through
  * callbacks invoked only from ddtx_wire_ep_progress(), never from inside a post call.
  *
- * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core) fill the
+ * Implementations ("shm": a software HCA on one host, wire/shm/; "verbs": rdma-core, wire/verbs/;
+ * "ofi": a core libfabric provider, wire/ofi/; "multi": a wire per peer over two of the others,
+ * wire/multi/) fill the
  * table of wire_impl.h; wire.c dispatches these calls to the one that opened the domain
  * (params.wire).  All functions return 0 or a negative FI_E* code.
  */
@@ -24,7 +26,7 @@
 
 /* Capabilities: the limits the engine must respect, as data. */
 struct ddtx_wire_caps {
-	const char *name;         /* "shm", "verbs" */
+	const char *name;         /* "shm", "verbs", "ofi" */
 	size_t max_sge;           /* SGL entries per side of one work request */
 	size_t max_mkey_entries;  /* entries of one multi-entry (UMR) key; 0 = no UMR */
 	size_t max_send_size;     /* largest message ddtx_wire_send() carries (header included) */
@@ -37,7 +39,7 @@ struct ddtx_wire_caps {
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
 struct ddtx_wire_params {
-	const char *wire;         /* implementation: "shm", "verbs"; NULL or "auto" = default */
+	const char *wire;         /* implementation: "shm", "verbs", "ofi"; NULL/"auto" = default */
 	size_t max_sge;           /* 0 = wire default */
 	size_t max_mkey_entries;  /* 0 = wire default */
 	size_t ring_slots;        /* shm: receive ring slots per endpoint (power of two) */
@@ -45,6 +47,32 @@ struct ddtx_wire_params {
 	size_t key_slots;         /* shm: capacity of the key table (power of two) */
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
 	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
+	const char *ofi_provider; /* ofi: core provider name (FI_DDTX_OFI_PROVIDER); NULL = tcp */
+	const char *fabric_wire;  /* multi: the wire to other hosts (FI_DDTX_FABRIC_WIRE);
+				   * NULL = the first available of ofi, verbs */
+	bool local_off;           /* multi: same-host peers also through the fabric wire
+				   * (FI_DDTX_LOCAL_WIRE=none) */
+	int fabric_timeout_ms;    /* multi: a fabric peer silent this long while work waits on
+				   * it, and not answering a probe, is gone (0: never) */
+};
+
+/*
+ * The first byte of a message a wire sends for itself (the multi wire's liveness probes): the
+ * protocols never begin a message with it (proto/hdr.h asserts), so a wire that receives one
+ * keeps it.
+ */
+#define DDTX_WIRE_MSG_OWN 0xffu
+
+/* What each sub-wire of a wire per peer (multi) carried, counted by the sending side. */
+#define DDTX_WIRE_STATS_MAX 2
+struct ddtx_wire_stats {
+	size_t count;             /* sub-wires described; 0 for a wire that has none */
+	struct {
+		const char *name;
+		uint64_t peers;           /* peers reached through it */
+		uint64_t msgs, msg_bytes; /* messages sent (header included) */
+		uint64_t rma_ops, rma_bytes; /* writes and reads posted */
+	} sub[DDTX_WIRE_STATS_MAX];
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */
@@ -97,6 +125,10 @@ int ddtx_wire_domain_open(const struct ddtx_wire_params *params,
 			  struct ddtx_wire_domain **out);
 void ddtx_wire_domain_close(struct ddtx_wire_domain *dom);
 const struct ddtx_wire_caps *ddtx_wire_domain_caps(struct ddtx_wire_domain *dom);
+/* What the domain's sub-wires carried (count 0 for a wire without sub-wires). */
+void ddtx_wire_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats);
+/* Is the wire implementation called name built in and usable here (a device present)? */
+bool ddtx_wire_available(const char *name);
 
 /*
  * Is addr a well-formed address blob of this wire: caps.addr_len bytes, its magic and version,
@@ -209,6 +241,7 @@ struct ddtx_wire_send_buf {
 	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer) */
 	void *wire_priv;
 	uint64_t wire_pos;
+	uint32_t wire_route;            /* a wire per peer: the sub-wire that claimed it */
 };
 int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			 struct ddtx_wire_send_buf *buf);
@@ -253,6 +286,14 @@ int ddtx_wire_write_mkey(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
 
 /* Deliver incoming messages and completions through the handlers; returns how many. */
 int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep);
+
+/*
+ * ofi wire: the provider name of the core that `want` (FI_DDTX_OFI_PROVIDER's syntax; NULL: the
+ * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17, into name[len].
+ * -FI_ENODATA when no usable core answers (the reason is logged at info level).  For fi_getinfo's
+ * layered entries.
+ */
+int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len);
 
 /* Remove shared-memory files left by processes that no longer exist (called at start-up). */
 void ddtx_wire_cleanup_stale(void);

@@ -18,6 +18,8 @@ struct ddtx_wire_impl {
 	int (*domain_open)(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
 	void (*domain_close)(struct ddtx_wire_domain *dom);
 	const struct ddtx_wire_caps *(*domain_caps)(struct ddtx_wire_domain *dom);
+	/* NULL: no sub-wires to report. */
+	void (*domain_stats)(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats);
 	int (*addr_check)(struct ddtx_wire_domain *dom, const void *addr, size_t len);
 	int (*mr_reg)(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
 		      enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ofi wire: ddtx over a core libfabric provider (tcp, shm, verbs;ofi_rxm, efa...) driven
+ * through the public fi_* API only, as ofi_rxm drives its core.  Private to wire/ofi/.
+ *
+ *  domain.c    core selection (fi_getinfo, never ddtx itself), fabric and domain, caps
+ *  mr.c        the key table: registrations in the core's domain, key_check, KEY_REQ answers
+ *  endpoint.c  the core endpoint, AV, CQ, receive buffers, address blob, peers
+ *  send.c      messages through registered bounce buffers (send, claim/commit)
+ *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
+ *  progress.c  the CQ: receives, control messages, completions and errors
+ *  wire_ofi.c  the ddtx_wire_impl table
+ *
+ * Pure helpers (blob, caps, chunking, key encoding) are in blob.h and ofi_pure.h.
+ */
+#ifndef DDTX_WIRE_OFI_H
+#define DDTX_WIRE_OFI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "common/list.h"
+#include "common/log.h"
+#include "common/minmax.h"
+#include "common/provider.h"
+#include "wire/ofi/ofi_pure.h"
+#include "wire/wire_impl.h"
+
+#define DDTX_OFI_RX_BUFS 64               /* receive buffers posted per endpoint */
+#define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
+#define DDTX_OFI_KEY_BUCKETS 4096
+#define DDTX_OFI_CQ_BATCH 16
+/* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
+ * a flood of forged sender addresses does not grow the table past it. */
+#define DDTX_OFI_MAX_PEERS (1u << 20)
+
+struct ddtx_ofi_domain {
+	struct ddtx_wire_domain base;
+	struct ddtx_wire_params params;
+	struct ddtx_wire_caps caps;
+	struct fi_info *core;             /* the core's fi_info this domain was opened from */
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	uint32_t core_id;                 /* ddtx_ofi_core_id of the core */
+	bool mr_local;                    /* FI_MR_LOCAL: descriptors for local buffers */
+	bool mr_virt;                     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
+	uint64_t rma_order;               /* the core's FI_ORDER_{RAR,RAW,WAR,WAW} */
+	pthread_mutex_t lock;             /* the key table (the registration thread uses it) */
+	struct ddtx_ofi_mr *keys[2][DDTX_OFI_KEY_BUCKETS];
+	uint64_t next_app_key;            /* keys the wire chooses (FI_MR_PROV_KEY at ddtx) */
+	uint64_t next_core_key;           /* core keys of app keys (bit 63 clear) */
+	uint16_t next_tag;                /* internal keys' tag */
+	size_t live;
+};
+
+struct ddtx_ofi_mr {
+	struct ddtx_wire_mr pub;
+	struct ddtx_ofi_mr *next;
+	struct fid_mr *mr;                /* NULL for a key over no memory */
+	uint64_t core_key;
+	uint64_t core_base;               /* core address of byte 0 */
+};
+
+/* A buffer of a receive or send: fi_context2 first (the core's FI_CONTEXT mode). */
+enum ddtx_ofi_ctx_kind { DDTX_OFI_BUF_RX = 1, DDTX_OFI_BUF_TX, DDTX_OFI_WR };
+struct ddtx_ofi_buf {
+	struct fi_context2 ctx;
+	enum ddtx_ofi_ctx_kind kind;      /* what a completion's op_context is (all kinds) */
+	struct ddtx_list_entry entry;     /* free list, or the deferred-send queue */
+	ddtx_peer_t peer;
+	size_t start;                     /* the message begins at data + start */
+	bool done;                        /* receive: completed, waiting for its turn */
+	int status;                       /* receive: its completion's status */
+	size_t len;                       /* bytes to send (header included) */
+	uint8_t *data;                    /* DDTX_OFI_BUF_SIZE bytes in the endpoint's slab */
+};
+
+struct ddtx_ofi_peer {
+	fi_addr_t fi_addr;
+	uint64_t uid;
+	uint8_t blob[DDTX_OFI_BLOB_LEN];
+	bool heard;                       /* it sent to us: it knows our blob */
+	bool dead;                        /* a send to it failed: the core lost it */
+	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
+	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
+};
+
+/* A remote app key's translation as learnt from KEY_REP. */
+enum ddtx_ofi_rkey_state { DDTX_OFI_RKEY_PENDING, DDTX_OFI_RKEY_READY };
+struct ddtx_ofi_rkey {
+	struct ddtx_list_entry entry;
+	ddtx_peer_t peer;
+	uint64_t key;
+	enum ddtx_ofi_rkey_state state;
+	struct ddtx_ofi_key_rep rep;
+};
+
+/* A write or read in flight: its core work requests count down to on_complete. */
+struct ddtx_ofi_op;
+struct ddtx_ofi_wr {
+	struct fi_context2 ctx;
+	enum ddtx_ofi_ctx_kind kind;      /* DDTX_OFI_WR */
+	struct ddtx_ofi_op *op;
+	struct fid_mr **mrs;              /* FI_MR_LOCAL: registrations of its local pieces */
+	size_t nmrs;
+};
+
+struct ddtx_ofi_op {
+	struct ddtx_list_entry entry;     /* waiting for a key (ep->waiting) */
+	struct ddtx_list_entry all;       /* ep->ops: every op until it finishes (freed at close) */
+	void *wr_context;
+	ddtx_peer_t peer;
+	bool write;
+	enum ddtx_key_space space;
+	uint64_t rkey;
+	uint64_t raddr;
+	size_t len;
+	size_t lcount;
+	struct iovec *local;              /* a copy of the local list */
+	size_t pending;                   /* work requests posted and not completed */
+	int status;
+	bool resolved;                    /* core_key and core_addr known */
+	bool parked;                      /* in ep->waiting */
+	bool counted;                     /* in the peer's reads/writes */
+	size_t nchunks, next_chunk;
+	struct ddtx_ofi_chunk *chunks;
+	struct ddtx_ofi_wr *wrs;
+	uint64_t core_key, core_addr;
+};
+
+struct ddtx_ofi_ep {
+	struct ddtx_wire_ep base;
+	struct ddtx_ofi_domain *dom;
+	struct ddtx_wire_handlers handlers;
+	void *handler_arg;
+	struct fid_ep *ep;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	uint64_t uid;
+	uint8_t blob[DDTX_OFI_BLOB_LEN];
+	/* bounce buffers: one slab, one registration */
+	uint8_t *slab;
+	struct fid_mr *slab_mr;
+	void *slab_desc;
+	struct ddtx_ofi_buf rx[DDTX_OFI_RX_BUFS];
+	struct ddtx_ofi_buf tx[DDTX_OFI_TX_BUFS];
+	struct ddtx_list tx_free;
+	struct ddtx_list tx_deferred;     /* committed buffers the core refused (-FI_EAGAIN) */
+	struct ddtx_list rx_repost;       /* receive buffers to post again */
+	/* Receives in the order they were posted, which is the order sends are matched to them
+	 * (FI_ORDER_SAS); completions may come in another order (ofi_rxm completes a rendezvous
+	 * message after later eager ones), so messages are delivered from here. */
+	struct ddtx_ofi_buf *rx_ring[DDTX_OFI_RX_BUFS];
+	size_t rx_head, rx_count;
+	/* peers */
+	struct ddtx_ofi_peer **peers;
+	size_t npeers, peer_cap;
+	/* RMA */
+	struct ddtx_list rkeys;           /* remote app keys learnt or asked for */
+	struct ddtx_list waiting;         /* ops waiting for a key */
+	struct ddtx_list done;            /* ops finished inside a post call: report at progress */
+	struct ddtx_list ctrl;            /* KEY_REP answers waiting for a send buffer */
+	struct ddtx_list ops;             /* every op not finished */
+};
+
+static inline struct ddtx_ofi_domain *ddtx_odom_of(struct ddtx_wire_domain *d)
+{
+	return (struct ddtx_ofi_domain *)d;
+}
+
+static inline struct ddtx_ofi_ep *ddtx_oep_of(struct ddtx_wire_ep *e)
+{
+	return (struct ddtx_ofi_ep *)e;
+}
+
+extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
+
+/* domain.c */
+int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out);
+bool ddtx_ofi_available(void);
+int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
+void ddtx_ofi_domain_close(struct ddtx_wire_domain *dom);
+const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *dom);
+int ddtx_ofi_addr_check(struct ddtx_wire_domain *dom, const void *addr, size_t len);
+
+/* mr.c */
+int ddtx_ofi_mr_reg(struct ddtx_wire_domain *dom, const struct iovec *iov, size_t count,
+		    enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
+		    uint32_t access, struct ddtx_wire_mr **out);
+int ddtx_ofi_mr_dereg(struct ddtx_wire_domain *dom, struct ddtx_wire_mr *mr);
+int ddtx_ofi_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, uint64_t key,
+		       uint64_t addr, uint64_t len, uint32_t access);
+void ddtx_ofi_key_lookup(struct ddtx_ofi_domain *dom, uint64_t key, struct ddtx_ofi_key_rep *rep);
+int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool write,
+		       struct fid_mr **out);
+
+/* endpoint.c */
+int ddtx_ofi_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
+		     void *handler_arg, struct ddtx_wire_ep **out);
+void ddtx_ofi_ep_close(struct ddtx_wire_ep *ep);
+int ddtx_ofi_ep_getname(struct ddtx_wire_ep *ep, void *addr, size_t *len);
+int ddtx_ofi_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
+			 ddtx_peer_t *peer);
+int ddtx_ofi_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len);
+bool ddtx_ofi_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+struct ddtx_ofi_peer *ddtx_ofi_peer_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+int ddtx_ofi_peer_by_uid(struct ddtx_ofi_ep *ep, uint64_t uid, ddtx_peer_t *peer);
+int ddtx_ofi_post_recv(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+
+/* send.c */
+int ddtx_ofi_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		  const struct iovec *iov, size_t count);
+int ddtx_ofi_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
+			struct ddtx_wire_send_buf *buf);
+void ddtx_ofi_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
+struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep);
+void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+/* Header (and our blob while the peer has not heard from us) into b; returns the payload. */
+uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddtx_peer_t peer,
+			     uint8_t type);
+/* Hand b (len bytes from data) to the core: sent, deferred, or -FI_EAGAIN (not taken). */
+int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer);
+void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep);
+
+/* rma.c */
+int ddtx_ofi_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
+		       uint64_t rkey, uint64_t raddr, size_t len, bool write);
+int ddtx_ofi_write(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		   size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		   size_t len, void *wr_context);
+int ddtx_ofi_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,
+		  size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
+		  size_t len, void *wr_context);
+void ddtx_ofi_key_rep_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer,
+			 const struct ddtx_ofi_key_rep *rep);
+void ddtx_ofi_wr_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_wr *wr, int status);
+int ddtx_ofi_rma_resume(struct ddtx_ofi_ep *ep);
+int ddtx_ofi_rma_report(struct ddtx_ofi_ep *ep);
+void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep);
+
+/* A control message waiting for a send buffer. */
+struct ddtx_ofi_ctrl {
+	struct ddtx_list_entry entry;
+	ddtx_peer_t peer;
+	uint8_t type;
+	size_t len;
+	uint8_t payload[DDTX_OFI_KEY_REP_LEN];
+};
+
+/* progress.c */
+int ddtx_ofi_ep_progress(struct ddtx_wire_ep *ep);
+
+#endif /* DDTX_WIRE_OFI_H */

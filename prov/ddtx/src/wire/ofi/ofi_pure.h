@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ofi wire's pure logic (no libfabric object): the capabilities derived from a core
+ * provider's fi_info, the reasons a core is unusable, the cutting of an RMA's local iov list
+ * into work requests of the core's limits, the internal key encoding and the message header.
+ * Unit-tested in tests/fabtests/unit/test_ofi.c.
+ */
+#ifndef DDTX_WIRE_OFI_PURE_H
+#define DDTX_WIRE_OFI_PURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <rdma/fabric.h>
+#include "wire/ofi/blob.h"
+#include "wire/wire.h"
+
+/* Bytes of one receive / send bounce buffer: message header, our blob, then the payload. */
+#define DDTX_OFI_BUF_SIZE 65536
+#define DDTX_OFI_HDR_LEN 16
+#define DDTX_OFI_PAYLOAD_OFF (DDTX_OFI_HDR_LEN + DDTX_OFI_BLOB_LEN)
+
+/* The core capabilities ddtx needs (an fi_info lacking one is skipped). */
+#define DDTX_OFI_CORE_CAPS                                                                       \
+	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |            \
+	 FI_REMOTE_WRITE)
+/* mr_mode bits the ofi wire honours.  FI_MR_PROV_KEY is left out: internal keys carry the
+ * address of their byte 0 (see ddtx_ofi_ikey), so the wire must choose core keys itself.
+ * FI_MR_ENDPOINT is left out: a registration belongs to the wire domain, not one endpoint. */
+#define DDTX_OFI_MR_MODE (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
+
+/* Caps from a core's fi_info; params->max_sge caps max_sge.  NULL when info is unusable. */
+const char *ddtx_ofi_unusable(const struct fi_info *core);
+void ddtx_ofi_caps_from_info(const struct fi_info *core, const struct ddtx_wire_params *params,
+			     struct ddtx_wire_caps *caps);
+
+/*
+ * One core work request of an RMA: entries [first, first + n) of the local list, the first one
+ * starting at first_off, bytes in all, at remote offset roff of the operation.
+ */
+struct ddtx_ofi_chunk {
+	size_t first;
+	size_t first_off;
+	size_t n;
+	size_t bytes;
+	uint64_t roff;
+};
+
+/*
+ * Cut the first len bytes of iov[0..count) into chunks of at most max_iov entries and
+ * max_bytes bytes (zero-length entries skipped).  Writes up to cap chunks, returns how many are
+ * needed (more than cap: call again with room); -FI_EINVAL if the list holds fewer than len
+ * bytes or a limit is 0.
+ */
+long ddtx_ofi_chunk_iov(const struct iovec *iov, size_t count, size_t len, size_t max_iov,
+			size_t max_bytes, struct ddtx_ofi_chunk *out, size_t cap);
+
+/*
+ * Internal keys (DDTX_KEY_INTERNAL) name their memory without a round trip: bit 63 set (app
+ * keys' core keys have it clear), bit 62 = the key's iova is the address of byte 0 (else 0,
+ * offsets), bits 48..61 a tag that makes keys over the same address distinct, bits 0..47 the
+ * address of byte 0.  The core key of an internal key is the key itself.
+ */
+#define DDTX_OFI_IKEY_BIT (1ull << 63)
+#define DDTX_OFI_IKEY_VIRT (1ull << 62)
+#define DDTX_OFI_IKEY_ADDR_MASK ((1ull << 48) - 1)
+uint64_t ddtx_ofi_ikey(uint64_t addr, bool virt, uint16_t tag);
+/*
+ * The core address of [raddr, ...) through key: for a core with FI_MR_VIRT_ADDR the virtual
+ * address, else the offset from byte 0.  -FI_EKEYREJECTED if key is not an internal key.
+ */
+int ddtx_ofi_ikey_core_addr(uint64_t key, uint64_t raddr, bool core_virt, uint64_t *out);
+
+/* Message types and flags of the wire's header (DDTX_OFI_HDR_LEN bytes). */
+enum {
+	DDTX_OFI_MSG_DATA = 1,     /* a ddtx_wire_send message for on_recv */
+	DDTX_OFI_MSG_KEY_REQ = 2,  /* what is app key K?  (space, key) */
+	DDTX_OFI_MSG_KEY_REP = 3,  /* the answer */
+};
+#define DDTX_OFI_F_ADDR 1u        /* the sender's blob follows the header */
+
+struct ddtx_ofi_hdr {
+	uint8_t type;
+	uint8_t flags;
+	uint64_t src_uid;
+};
+void ddtx_ofi_hdr_pack(const struct ddtx_ofi_hdr *h, void *out);
+int ddtx_ofi_hdr_unpack(const void *in, size_t len, struct ddtx_ofi_hdr *h);
+
+/* An app key's description, as KEY_REP carries it. */
+struct ddtx_ofi_key_rep {
+	uint64_t key;
+	int32_t status;            /* 0, or -FI_EKEYREJECTED (no such key) */
+	uint32_t access;           /* DDTX_ACC_* */
+	uint64_t core_key;
+	uint64_t iova;             /* the key's address of byte 0 as peers name it */
+	uint64_t len;
+	uint64_t core_base;        /* core address of byte 0 */
+};
+#define DDTX_OFI_KEY_REQ_LEN 8
+#define DDTX_OFI_KEY_REP_LEN 48
+void ddtx_ofi_key_rep_pack(const struct ddtx_ofi_key_rep *r, void *out);
+int ddtx_ofi_key_rep_unpack(const void *in, size_t len, struct ddtx_ofi_key_rep *r);
+/*
+ * Check [raddr, raddr+len) with access against a reply and give the core address: 0,
+ * -FI_EKEYREJECTED (no such key) or -FI_EACCES (bounds or access).
+ */
+int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uint64_t len,
+			   uint32_t access, uint64_t *core_addr);
+
+#endif /* DDTX_WIRE_OFI_PURE_H */

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The ofi wire's pure logic (ofi_pure.h): no libfabric object is touched here. */
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+#include "common/minmax.h"
+#include "wire/ofi/ofi_pure.h"
+
+const char *ddtx_ofi_unusable(const struct fi_info *core)
+{
+	if (!core || !core->ep_attr || !core->tx_attr || !core->rx_attr || !core->domain_attr ||
+	    !core->fabric_attr)
+		return "incomplete fi_info";
+	if (core->ep_attr->type != FI_EP_RDM)
+		return "not FI_EP_RDM (ddtx has no connection set-up of its own for FI_EP_MSG)";
+	if ((core->caps & DDTX_OFI_CORE_CAPS) != DDTX_OFI_CORE_CAPS)
+		return "lacks FI_MSG and FI_RMA with read and write";
+	if (core->domain_attr->mr_mode & ~(uint64_t)(DDTX_OFI_MR_MODE | FI_MR_BASIC | FI_MR_SCALABLE))
+		return "requires mr_mode bits the ofi wire does not honour (FI_MR_PROV_KEY, "
+		       "FI_MR_ENDPOINT, FI_MR_RAW, FI_MR_HMEM...)";
+	if (core->domain_attr->mr_key_size < sizeof(uint64_t))
+		return "memory keys shorter than 8 bytes";
+	if (!core->tx_attr->iov_limit || !core->rx_attr->iov_limit)
+		return "iov_limit 0";
+	if (!(core->tx_attr->msg_order & FI_ORDER_SAS))
+		return "sends are not ordered (FI_ORDER_SAS)";
+	if (core->ep_attr->max_msg_size < DDTX_OFI_BUF_SIZE)
+		return "max_msg_size below the wire's buffer size";
+	return NULL;
+}
+
+void ddtx_ofi_caps_from_info(const struct fi_info *core, const struct ddtx_wire_params *params,
+			     struct ddtx_wire_caps *caps)
+{
+	size_t sge = DDTX_MIN(core->tx_attr->iov_limit, core->rx_attr->iov_limit);
+
+	memset(caps, 0, sizeof(*caps));
+	caps->name = "ofi";
+	if (params && params->max_sge)
+		sge = DDTX_MIN(sge, params->max_sge);
+	caps->max_sge = sge;
+	caps->max_mkey_entries = 0;        /* no UMR on a core provider */
+	caps->max_send_size = DDTX_OFI_BUF_SIZE - DDTX_OFI_PAYLOAD_OFF;
+	caps->max_rma_size = DDTX_MIN(core->ep_attr->max_msg_size, (size_t)1 << 30);
+	/* Sends are copied into a bounce buffer, so every size the wire sends is "inline". */
+	caps->inline_size = caps->max_send_size;
+	caps->addr_len = DDTX_OFI_BLOB_LEN;
+	caps->strided_mkeys = false;
+	caps->recv_scatter = false;
+}
+
+long ddtx_ofi_chunk_iov(const struct iovec *iov, size_t count, size_t len, size_t max_iov,
+			size_t max_bytes, struct ddtx_ofi_chunk *out, size_t cap)
+{
+	size_t idx = 0, off = 0, n = 0;
+	uint64_t roff = 0;
+
+	if (!max_iov || !max_bytes || (count && !iov))
+		return -FI_EINVAL;
+	while (roff < len) {
+		struct ddtx_ofi_chunk c = { .roff = roff };
+
+		while (idx < count && off == iov[idx].iov_len) {
+			idx++;
+			off = 0;
+		}
+		if (idx == count)
+			return -FI_EINVAL;
+		c.first = idx;
+		c.first_off = off;
+		while (idx < count && c.n < max_iov && c.bytes < max_bytes && roff < len) {
+			size_t take = DDTX_MIN(iov[idx].iov_len - off,
+					       DDTX_MIN(max_bytes - c.bytes, (size_t)(len - roff)));
+
+			if (take) {
+				c.n++;
+				c.bytes += take;
+				roff += take;
+				off += take;
+			}
+			if (off == iov[idx].iov_len) {
+				idx++;
+				off = 0;
+			} else if (take == 0) {
+				break;
+			}
+		}
+		if (n < cap)
+			out[n] = c;
+		n++;
+	}
+	return (long)n;
+}
+
+uint64_t ddtx_ofi_ikey(uint64_t addr, bool virt, uint16_t tag)
+{
+	return DDTX_OFI_IKEY_BIT | (virt ? DDTX_OFI_IKEY_VIRT : 0) |
+	       ((uint64_t)(tag & 0x3fff) << 48) | (addr & DDTX_OFI_IKEY_ADDR_MASK);
+}
+
+int ddtx_ofi_ikey_core_addr(uint64_t key, uint64_t raddr, bool core_virt, uint64_t *out)
+{
+	uint64_t base = key & DDTX_OFI_IKEY_ADDR_MASK;
+	bool virt = key & DDTX_OFI_IKEY_VIRT;
+
+	if (!(key & DDTX_OFI_IKEY_BIT))
+		return -FI_EKEYREJECTED;
+	if (core_virt) {
+		*out = virt ? raddr : base + raddr;
+	} else {
+		if (virt && raddr < base)
+			return -FI_EACCES;
+		*out = virt ? raddr - base : raddr;
+	}
+	return 0;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+void ddtx_ofi_hdr_pack(const struct ddtx_ofi_hdr *h, void *out)
+{
+	uint8_t *p = out;
+
+	memset(p, 0, DDTX_OFI_HDR_LEN);
+	p[0] = h->type;
+	p[1] = h->flags;
+	put64(p + 8, h->src_uid);
+}
+
+int ddtx_ofi_hdr_unpack(const void *in, size_t len, struct ddtx_ofi_hdr *h)
+{
+	const uint8_t *p = in;
+
+	if (len < DDTX_OFI_HDR_LEN || p[0] < DDTX_OFI_MSG_DATA || p[0] > DDTX_OFI_MSG_KEY_REP ||
+	    (p[1] & ~DDTX_OFI_F_ADDR))
+		return -FI_EINVAL;
+	for (int i = 2; i < 8; i++)
+		if (p[i])
+			return -FI_EINVAL;
+	h->type = p[0];
+	h->flags = p[1];
+	h->src_uid = get64(p + 8);
+	if ((h->flags & DDTX_OFI_F_ADDR) && len < DDTX_OFI_PAYLOAD_OFF)
+		return -FI_EINVAL;
+	return 0;
+}
+
+void ddtx_ofi_key_rep_pack(const struct ddtx_ofi_key_rep *r, void *out)
+{
+	uint8_t *p = out;
+
+	put64(p, r->key);
+	put64(p + 8, (uint64_t)(uint32_t)r->status | ((uint64_t)r->access << 32));
+	put64(p + 16, r->core_key);
+	put64(p + 24, r->iova);
+	put64(p + 32, r->len);
+	put64(p + 40, r->core_base);
+}
+
+int ddtx_ofi_key_rep_unpack(const void *in, size_t len, struct ddtx_ofi_key_rep *r)
+{
+	const uint8_t *p = in;
+	uint64_t w;
+
+	if (len != DDTX_OFI_KEY_REP_LEN)
+		return -FI_EINVAL;
+	r->key = get64(p);
+	w = get64(p + 8);
+	r->status = (int32_t)(uint32_t)w;
+	r->access = (uint32_t)(w >> 32);
+	r->core_key = get64(p + 16);
+	r->iova = get64(p + 24);
+	r->len = get64(p + 32);
+	r->core_base = get64(p + 40);
+	if (r->status != 0 && r->status != -FI_EKEYREJECTED)
+		return -FI_EINVAL;
+	if (r->access & ~(uint32_t)(DDTX_ACC_LOCAL_READ | DDTX_ACC_LOCAL_WRITE |
+				    DDTX_ACC_REMOTE_READ | DDTX_ACC_REMOTE_WRITE))
+		return -FI_EINVAL;
+	if (!r->status && r->iova + r->len < r->iova)
+		return -FI_EINVAL;
+	return 0;
+}
+
+int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uint64_t len,
+			   uint32_t access, uint64_t *core_addr)
+{
+	if (r->status)
+		return -FI_EKEYREJECTED;
+	if ((r->access & access) != access || raddr < r->iova || raddr + len < raddr ||
+	    raddr + len > r->iova + r->len)
+		return -FI_EACCES;
+	*core_addr = r->core_base + (raddr - r->iova);
+	return 0;
+}

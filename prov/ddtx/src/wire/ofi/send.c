@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Messages: copied (or built, claim/commit) into a bounce buffer behind the wire's header and
+ * sent with fi_sendmsg.  The payload always starts at DDTX_OFI_PAYLOAD_OFF; the header goes
+ * right before it, or before our blob while the peer has not heard from us (it needs the blob
+ * to answer, and to know the sender of a message it got before inserting our address).  What
+ * the core refuses with -FI_EAGAIN waits in order in tx_deferred, flushed by progress.
+ */
+#include <string.h>
+
+#include "common/iov_check.h"
+#include "wire/ofi/ofi.h"
+
+struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep)
+{
+	struct ddtx_list_entry *e = ddtx_list_pop_front(&ep->tx_free);
+
+	return e ? ddtx_container_of(e, struct ddtx_ofi_buf, entry) : NULL;
+}
+
+void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
+{
+	ddtx_list_push_back(&ep->tx_free, &b->entry);
+}
+
+uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddtx_peer_t peer,
+			     uint8_t type)
+{
+	struct ddtx_ofi_peer *p = ep->peers[peer];
+	struct ddtx_ofi_hdr h = { .type = type, .src_uid = ep->uid };
+
+	b->peer = peer;
+	if (!p->heard) {
+		h.flags = DDTX_OFI_F_ADDR;
+		b->start = 0;
+		memcpy(b->data + DDTX_OFI_HDR_LEN, ep->blob, DDTX_OFI_BLOB_LEN);
+	} else {
+		b->start = DDTX_OFI_BLOB_LEN;
+	}
+	ddtx_ofi_hdr_pack(&h, b->data + b->start);
+	return b->data + DDTX_OFI_PAYLOAD_OFF;
+}
+
+static int post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
+{
+	struct iovec iov = { b->data + b->start, b->len };
+	void *desc = ep->slab_desc;
+	struct fi_msg msg = {
+		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
+		.addr = ep->peers[b->peer]->fi_addr, .context = &b->ctx,
+	};
+
+	return (int)fi_sendmsg(ep->ep, &msg, 0);
+}
+
+int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
+{
+	int ret = -FI_EAGAIN;
+
+	(void)defer;
+	if (ddtx_list_empty(&ep->tx_deferred))
+		ret = post(ep, b);
+	if (ret == -FI_EAGAIN) {
+		ddtx_list_push_back(&ep->tx_deferred, &b->entry);
+		return 0;
+	}
+	if (ret) {
+		DDTX_WARN(FI_LOG_EP_DATA, "ofi: fi_sendmsg to peer %u: %s\n", b->peer,
+			  fi_strerror(-ret));
+		ep->peers[b->peer]->dead = true;
+		ddtx_ofi_tx_put(ep, b);
+	}
+	return ret;
+}
+
+void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep)
+{
+	while (!ddtx_list_empty(&ep->tx_deferred)) {
+		struct ddtx_list_entry *e = ddtx_list_first(&ep->tx_deferred);
+		struct ddtx_ofi_buf *b = ddtx_container_of(e, struct ddtx_ofi_buf, entry);
+		int ret = post(ep, b);
+
+		if (ret == -FI_EAGAIN)
+			return;
+		ddtx_list_remove(e);
+		if (ret) {
+			DDTX_WARN(FI_LOG_EP_DATA, "ofi: deferred send to peer %u: %s\n", b->peer,
+				  fi_strerror(-ret));
+			ep->peers[b->peer]->dead = true;
+			ddtx_ofi_tx_put(ep, b);
+		}
+	}
+}
+
+int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		  const struct iovec *iov, size_t count)
+{
+	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
+	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ep, peer);
+	struct ddtx_ofi_buf *b;
+	size_t total = hdr_len;
+	uint8_t *dst;
+
+	if (!p || (hdr_len && !hdr) || ddtx_iov_check(iov, count, ep->dom->caps.max_sge, &total))
+		return -FI_EINVAL;
+	if (total > ep->dom->caps.max_send_size)
+		return -FI_EMSGSIZE;
+	if (p->dead)
+		return -FI_EIO;
+	b = ddtx_ofi_tx_get(ep);
+	if (!b)
+		return -FI_EAGAIN;
+	dst = ddtx_ofi_tx_prepare(ep, b, peer, DDTX_OFI_MSG_DATA);
+	if (hdr_len)
+		memcpy(dst, hdr, hdr_len);
+	dst += hdr_len;
+	for (size_t i = 0; i < count; i++) {
+		if (iov[i].iov_len)
+			memcpy(dst, iov[i].iov_base, iov[i].iov_len);
+		dst += iov[i].iov_len;
+	}
+	b->len = DDTX_OFI_PAYLOAD_OFF - b->start + total;
+	return ddtx_ofi_tx_post(ep, b, true);
+}
+
+int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_len,
+			struct ddtx_wire_send_buf *buf)
+{
+	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
+	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ep, peer);
+	struct ddtx_ofi_buf *b;
+
+	if (!p || !buf)
+		return -FI_EINVAL;
+	if (p->dead)
+		return -FI_EIO;
+	if (min_len > ep->dom->caps.max_send_size)
+		return -FI_EMSGSIZE;
+	b = ddtx_ofi_tx_get(ep);
+	if (!b)
+		return -FI_EAGAIN;
+	b->peer = peer;
+	buf->data = b->data + DDTX_OFI_PAYLOAD_OFF;
+	buf->cap = ep->dom->caps.max_send_size;
+	buf->wire_priv = b;
+	buf->wire_pos = peer;
+	return 0;
+}
+
+void ddtx_ofi_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *buf, size_t len)
+{
+	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
+	struct ddtx_ofi_buf *b = buf->wire_priv;
+
+	/* The header is written now: its blob flag is the peer's state at commit time. */
+	ddtx_ofi_tx_prepare(ep, b, (ddtx_peer_t)buf->wire_pos, DDTX_OFI_MSG_DATA);
+	b->len = DDTX_OFI_PAYLOAD_OFF - b->start + DDTX_MIN(len, buf->cap);
+	(void)ddtx_ofi_tx_post(ep, b, true);
+}

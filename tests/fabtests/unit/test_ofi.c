@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Unit tests of the ofi wire's pure logic (wire/ofi/blob.h, wire/ofi/ofi_pure.h); no core
+ * provider is opened:
+ *
+ *  - caps from a core's fi_info: max_sge = min(tx, rx iov_limit) capped by FI_DDTX_MAX_SGE,
+ *    max_rma_size from max_msg_size, no UMR; cores refused for each missing capability
+ *  - address blob: round trip, and every malformed blob refused (length, magic, version,
+ *    core_len, padding, another core's identity)
+ *  - chunking of a local iov list to the core's iov_limit and max_msg_size, against a
+ *    byte-by-byte reference on random lists
+ *  - internal key encoding and the core address it gives, key replies and their bounds checks,
+ *    message headers
+ *
+ * Usage: test_ofi [seed]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include "wire/ofi/blob.h"
+#include "wire/ofi/ofi_pure.h"
+
+#include "unit_check.h"
+
+static uint64_t rng;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static struct fi_info *good_core(void)
+{
+	struct fi_info *i = fi_allocinfo();
+
+	i->caps = DDTX_OFI_CORE_CAPS | FI_TAGGED;
+	i->ep_attr->type = FI_EP_RDM;
+	i->ep_attr->max_msg_size = (size_t)1 << 40;
+	i->tx_attr->iov_limit = 4;
+	i->rx_attr->iov_limit = 8;
+	i->tx_attr->msg_order = FI_ORDER_SAS;
+	i->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_LOCAL;
+	i->domain_attr->mr_key_size = 8;
+	return i;
+}
+
+static void test_caps(void)
+{
+	struct fi_info *i = good_core();
+	struct ddtx_wire_params params = { 0 };
+	struct ddtx_wire_caps caps;
+
+	CHECK(ddtx_ofi_unusable(i) == NULL, "a good core refused: %s", ddtx_ofi_unusable(i));
+	ddtx_ofi_caps_from_info(i, &params, &caps);
+	CHECK(caps.max_sge == 4, "max_sge %zu (min of tx 4 / rx 8)", caps.max_sge);
+	CHECK(caps.max_mkey_entries == 0, "UMR on a core provider");
+	CHECK(caps.max_rma_size == (size_t)1 << 30, "max_rma_size %zu", caps.max_rma_size);
+	CHECK(caps.addr_len == DDTX_OFI_BLOB_LEN && caps.addr_len <= 64, "addr_len %zu",
+	      caps.addr_len);
+	CHECK(caps.max_send_size + DDTX_OFI_PAYLOAD_OFF == DDTX_OFI_BUF_SIZE, "max_send_size %zu",
+	      caps.max_send_size);
+	CHECK(!strcmp(caps.name, "ofi"), "name %s", caps.name);
+	params.max_sge = 2;
+	ddtx_ofi_caps_from_info(i, &params, &caps);
+	CHECK(caps.max_sge == 2, "FI_DDTX_MAX_SGE=2 gives %zu", caps.max_sge);
+	i->ep_attr->max_msg_size = 1 << 20;
+	ddtx_ofi_caps_from_info(i, NULL, &caps);
+	CHECK(caps.max_rma_size == 1 << 20, "max_rma_size %zu under a 1 MiB core", caps.max_rma_size);
+
+	/* each missing capability refuses the core, with a reason */
+	i->ep_attr->type = FI_EP_MSG;
+	CHECK(ddtx_ofi_unusable(i), "FI_EP_MSG accepted");
+	i->ep_attr->type = FI_EP_RDM;
+	i->caps &= ~(uint64_t)FI_RMA;
+	CHECK(ddtx_ofi_unusable(i), "a core without FI_RMA accepted");
+	i->caps |= FI_RMA;
+	i->domain_attr->mr_mode |= FI_MR_PROV_KEY;
+	CHECK(ddtx_ofi_unusable(i), "FI_MR_PROV_KEY accepted (internal keys are chosen)");
+	i->domain_attr->mr_mode = FI_MR_ENDPOINT;
+	CHECK(ddtx_ofi_unusable(i), "FI_MR_ENDPOINT accepted");
+	i->domain_attr->mr_mode = FI_MR_ALLOCATED;
+	CHECK(!ddtx_ofi_unusable(i), "FI_MR_ALLOCATED refused");
+	i->domain_attr->mr_key_size = 4;
+	CHECK(ddtx_ofi_unusable(i), "4-byte keys accepted");
+	i->domain_attr->mr_key_size = 8;
+	i->tx_attr->msg_order = 0;
+	CHECK(ddtx_ofi_unusable(i), "unordered sends accepted");
+	i->tx_attr->msg_order = FI_ORDER_SAS;
+	i->ep_attr->max_msg_size = 4096;
+	CHECK(ddtx_ofi_unusable(i), "a 4 KiB max_msg_size accepted");
+	fi_freeinfo(i);
+}
+
+static void test_blob(void)
+{
+	struct ddtx_ofi_blob b = { .core_id = ddtx_ofi_core_id("tcp;ofi_rxm", FI_SOCKADDR_IN),
+				   .uid = 0x1122334455667788ull, .core_len = 16 };
+	struct ddtx_ofi_blob out;
+	uint8_t raw[DDTX_OFI_BLOB_LEN], bad[DDTX_OFI_BLOB_LEN];
+
+	for (int i = 0; i < 16; i++)
+		b.core_addr[i] = (uint8_t)(i * 7 + 1);
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == 0, "pack");
+	CHECK(!memcmp(raw, "DOFI", 4), "magic bytes");
+	CHECK(ddtx_ofi_blob_unpack(raw, sizeof(raw), b.core_id, &out) == 0, "unpack");
+	CHECK(out.uid == b.uid && out.core_len == 16 && !memcmp(out.core_addr, b.core_addr, 16),
+	      "round trip");
+	CHECK(ddtx_ofi_blob_unpack(raw, sizeof(raw), 0, &out) == 0, "any core");
+	CHECK(ddtx_ofi_core_id("shm", FI_ADDR_STR) != b.core_id, "core ids of tcp and shm equal");
+	CHECK(ddtx_ofi_core_id("tcp;ofi_rxm", FI_SOCKADDR_IN6) != b.core_id,
+	      "address formats not told apart");
+	CHECK(ddtx_ofi_blob_unpack(raw, sizeof(raw), ddtx_ofi_core_id("shm", FI_ADDR_STR), &out) ==
+	      -FI_EINVAL, "a blob of another core accepted");
+	CHECK(ddtx_ofi_blob_unpack(raw, sizeof(raw) - 1, 0, &out) == -FI_EINVAL, "short");
+	CHECK(ddtx_ofi_blob_unpack(NULL, sizeof(raw), 0, &out) == -FI_EINVAL, "NULL");
+	/* every single-byte change of a header or padding byte is refused, except uid / core_id
+	 * / the address itself (which are data) */
+	for (size_t pos = 0; pos < sizeof(raw); pos++) {
+		bool data = (pos >= 8 && pos < 20) || (pos >= 20 && pos < 36);
+		memcpy(bad, raw, sizeof(raw));
+		bad[pos] ^= 0x5a;
+		int r = ddtx_ofi_blob_unpack(bad, sizeof(bad), 0, &out);
+		if (pos == 5) /* core_len 16 ^ 0x5a = 74 > 44 */
+			CHECK(r == -FI_EINVAL, "core_len out of range accepted");
+		else if (!data)
+			CHECK(r == -FI_EINVAL, "byte %zu changed and accepted", pos);
+		else
+			CHECK(r == 0, "byte %zu (data) changed and refused", pos);
+	}
+	b.core_len = 0;
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == -FI_EINVAL, "empty core address packed");
+	b.core_len = DDTX_OFI_CORE_ADDR_MAX + 1;
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == -FI_EINVAL, "oversized core address packed");
+}
+
+/* The chunks must cover exactly the first len bytes in order, each within the limits. */
+static void test_chunk(void)
+{
+	struct ddtx_ofi_chunk ch[4096];
+
+	for (int round = 0; round < 2000; round++) {
+		size_t count = 1 + rnd() % 24, max_iov = 1 + rnd() % 6, max_bytes = 1 + rnd() % 700;
+		struct iovec iov[24];
+		static uint8_t mem[24 * 300];
+		size_t total = 0;
+
+		for (size_t i = 0; i < count; i++) {
+			iov[i].iov_base = mem + i * 300;
+			iov[i].iov_len = rnd() % 4 == 0 ? 0 : rnd() % 300;
+			total += iov[i].iov_len;
+		}
+		size_t len = total ? rnd() % (total + 1) : 0;
+		long n = ddtx_ofi_chunk_iov(iov, count, len, max_iov, max_bytes, ch, 4096);
+		CHECK(n >= 0 && n <= 4096, "round %d: %ld chunks", round, n);
+		if (n < 0 || n > 4096)
+			continue;
+		/* replay byte by byte */
+		size_t idx = 0, off = 0, pos = 0;
+		for (long c = 0; c < n; c++) {
+			CHECK(ch[c].roff == pos, "round %d chunk %ld: roff %llu, want %zu", round, c,
+			      (unsigned long long)ch[c].roff, pos);
+			CHECK(ch[c].n >= 1 && ch[c].n <= max_iov, "round %d: %zu entries > %zu", round,
+			      ch[c].n, max_iov);
+			CHECK(ch[c].bytes >= 1 && ch[c].bytes <= max_bytes, "round %d: %zu bytes > %zu",
+			      round, ch[c].bytes, max_bytes);
+			while (idx < count && off == iov[idx].iov_len) {
+				idx++;
+				off = 0;
+			}
+			CHECK(ch[c].first == idx && ch[c].first_off == off,
+			      "round %d chunk %ld starts at %zu+%zu, want %zu+%zu", round, c,
+			      ch[c].first, ch[c].first_off, idx, off);
+			size_t left = ch[c].bytes, used = 0;
+			while (left) {
+				while (off == iov[idx].iov_len) {
+					idx++;
+					off = 0;
+				}
+				size_t take = iov[idx].iov_len - off < left ? iov[idx].iov_len - off : left;
+				off += take;
+				left -= take;
+				used++;
+			}
+			CHECK(used == ch[c].n, "round %d chunk %ld: %zu entries used, %zu counted", round,
+			      c, used, ch[c].n);
+			pos += ch[c].bytes;
+		}
+		CHECK(pos == len, "round %d: chunks cover %zu of %zu bytes", round, pos, len);
+		if (total < SIZE_MAX - 1)
+			CHECK(ddtx_ofi_chunk_iov(iov, count, total + 1, max_iov, max_bytes, ch, 4096) ==
+			      -FI_EINVAL, "round %d: a list shorter than len accepted", round);
+	}
+	struct iovec one = { (void *)ch, 100 };
+	CHECK(ddtx_ofi_chunk_iov(&one, 1, 100, 0, 10, ch, 10) == -FI_EINVAL, "max_iov 0");
+	CHECK(ddtx_ofi_chunk_iov(&one, 1, 100, 1, 10, ch, 3) == 10, "count beyond cap: %ld",
+	      ddtx_ofi_chunk_iov(&one, 1, 100, 1, 10, ch, 3));
+}
+
+static void test_keys(void)
+{
+	uint64_t va = 0x7f1234560000ull, a;
+	uint64_t k0 = ddtx_ofi_ikey(va, false, 5), kv = ddtx_ofi_ikey(va, true, 5);
+
+	CHECK(k0 & DDTX_OFI_IKEY_BIT && k0 != kv, "internal keys");
+	CHECK(ddtx_ofi_ikey(va, false, 6) != k0, "the tag does not change the key");
+	/* offset key: raddr is an offset */
+	CHECK(!ddtx_ofi_ikey_core_addr(k0, 100, true, &a) && a == va + 100, "virt core: %#llx",
+	      (unsigned long long)a);
+	CHECK(!ddtx_ofi_ikey_core_addr(k0, 100, false, &a) && a == 100, "offset core");
+	/* virtual key: raddr is an address */
+	CHECK(!ddtx_ofi_ikey_core_addr(kv, va + 8, true, &a) && a == va + 8, "virt/virt");
+	CHECK(!ddtx_ofi_ikey_core_addr(kv, va + 8, false, &a) && a == 8, "virt key, offset core");
+	CHECK(ddtx_ofi_ikey_core_addr(kv, va - 8, false, &a) == -FI_EACCES, "before the key");
+	CHECK(ddtx_ofi_ikey_core_addr(42, 0, true, &a) == -FI_EKEYREJECTED, "an app key");
+
+	struct ddtx_ofi_key_rep r = { .key = 9, .access = DDTX_ACC_REMOTE_WRITE, .core_key = 77,
+				      .iova = 4096, .len = 1000, .core_base = va }, o;
+	uint8_t raw[DDTX_OFI_KEY_REP_LEN];
+	ddtx_ofi_key_rep_pack(&r, raw);
+	CHECK(!ddtx_ofi_key_rep_unpack(raw, sizeof(raw), &o) && o.key == 9 && o.core_key == 77 &&
+	      o.iova == 4096 && o.len == 1000 && o.core_base == va &&
+	      o.access == DDTX_ACC_REMOTE_WRITE && !o.status, "key reply round trip");
+	CHECK(ddtx_ofi_key_rep_unpack(raw, sizeof(raw) - 1, &o) == -FI_EINVAL, "short reply");
+	raw[8] = 0x33; /* status neither 0 nor -FI_EKEYREJECTED */
+	CHECK(ddtx_ofi_key_rep_unpack(raw, sizeof(raw), &o) == -FI_EINVAL, "odd status accepted");
+	CHECK(!ddtx_ofi_key_translate(&r, 4096 + 10, 990, DDTX_ACC_REMOTE_WRITE, &a) &&
+	      a == va + 10, "translate");
+	CHECK(ddtx_ofi_key_translate(&r, 4096 + 10, 991, DDTX_ACC_REMOTE_WRITE, &a) == -FI_EACCES,
+	      "past the end");
+	CHECK(ddtx_ofi_key_translate(&r, 4095, 1, DDTX_ACC_REMOTE_WRITE, &a) == -FI_EACCES,
+	      "before the start");
+	CHECK(ddtx_ofi_key_translate(&r, UINT64_MAX - 5, 10, DDTX_ACC_REMOTE_WRITE, &a) ==
+	      -FI_EACCES, "wrapping");
+	CHECK(ddtx_ofi_key_translate(&r, 4096, 10, DDTX_ACC_REMOTE_READ, &a) == -FI_EACCES,
+	      "read without the right");
+	r.status = -FI_EKEYREJECTED;
+	CHECK(ddtx_ofi_key_translate(&r, 4096, 10, DDTX_ACC_REMOTE_WRITE, &a) == -FI_EKEYREJECTED,
+	      "no such key");
+
+	struct ddtx_ofi_hdr h = { .type = DDTX_OFI_MSG_DATA, .flags = DDTX_OFI_F_ADDR,
+				  .src_uid = 0xabcdef }, ho;
+	uint8_t hb[DDTX_OFI_PAYLOAD_OFF] = { 0 };
+	ddtx_ofi_hdr_pack(&h, hb);
+	CHECK(!ddtx_ofi_hdr_unpack(hb, sizeof(hb), &ho) && ho.src_uid == h.src_uid &&
+	      ho.type == h.type && ho.flags == h.flags, "header round trip");
+	CHECK(ddtx_ofi_hdr_unpack(hb, DDTX_OFI_HDR_LEN, &ho) == -FI_EINVAL,
+	      "a header announcing a blob without one accepted");
+	hb[0] = 9;
+	CHECK(ddtx_ofi_hdr_unpack(hb, sizeof(hb), &ho) == -FI_EINVAL, "unknown type accepted");
+	hb[0] = DDTX_OFI_MSG_DATA;
+	hb[1] = 0x80;
+	CHECK(ddtx_ofi_hdr_unpack(hb, sizeof(hb), &ho) == -FI_EINVAL, "unknown flag accepted");
+}
+
+int main(int argc, char **argv)
+{
+	rng = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x0f15eedull;
+	if (!rng)
+		rng = 1;
+	printf("test_ofi: seed %#llx\n", (unsigned long long)rng);
+	test_caps();
+	test_blob();
+	test_chunk();
+	test_keys();
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ofi unit tests passed\n");
+	return 0;
+}
