@@ -449,7 +449,7 @@ static int t_big(struct ft_ctx *ctx, void *arg)
  * times from and into the same buffers (so both layouts are reused, registered by the
  * registration thread and zero copy becomes possible): every message arrives intact, small
  * ones go eager, and the receiver never explores a scheme for a contiguous message (an
- * exploration is a latency spike the application sees).
+ * exploration is a latency spike the application sees) nor maps an mkey window (UMR) for it.
  */
 #define CONTIG_REPS 40
 
@@ -509,6 +509,8 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 		       (unsigned long long)(s1.ops[FI_DDTX_SCHEME_UMR] - s0.ops[FI_DDTX_SCHEME_UMR]),
 		       explored);
 		FT_CHECK(explored == 0, "%llu contiguous messages moved by an exploration", explored);
+		unsigned long long umr = s1.ops[FI_DDTX_SCHEME_UMR] - s0.ops[FI_DDTX_SCHEME_UMR];
+		FT_CHECK(umr == 0, "%llu contiguous messages moved by UMR", umr);
 	}
 	fx_pbarrier(ctx, &fx);
 	free(buf);
