@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # One upstream fabtests client/server program over several providers (and ddtx builds), side by
-# side: a figure per transfer size for each, and each ddtx column's ratio to the first column.
+# side: a figure per transfer size for each, and each column's ratio to the first one.
 #   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] PROGRAM [ARGS...]
 # COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
 # relative to the repository root or absolute); default: -c shm -c ddtx:build.  Each run gets a
@@ -102,13 +102,14 @@ for i in range(len(cols)):
     best.append(b)
 unit = "usec/xfer (lower is better)" if field == "usec" else "MB/sec (higher is better)"
 print("best of %d run(s), %s" % (runs, unit))
-hdr = "%8s" % "bytes" + "".join("%16s" % c for c in cols)
+w = [max(12, len(c) + 2) for c in cols]
+hdr = "%8s" % "bytes" + "".join("%*s" % (w[i], c) for i, c in enumerate(cols))
 hdr += "".join("%12s" % ("%d/%d" % (j, 0)) for j in range(1, len(cols)))
 print(hdr)
 for k in order:
     line = "%8s" % k
-    for b in best:
-        line += "%16s" % ("%.2f" % b[k] if k in b else "-")
+    for i, b in enumerate(best):
+        line += "%*s" % (w[i], "%.2f" % b[k] if k in b else "-")
     base = best[0].get(k)
     for b in best[1:]:
         v = b.get(k)
