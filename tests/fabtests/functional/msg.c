@@ -442,6 +442,82 @@ static int t_big(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- contiguous messages at every size boundary, repeated (issue 12, item 5) ------------ */
+
+/*
+ * Sizes around the eager limit, the PACK chunk sizes and the ring slot, each sent CONTIG_REPS
+ * times from and into the same buffers (so both layouts are reused, registered by the
+ * registration thread and zero copy becomes possible): every message arrives intact, small
+ * ones go eager, and the receiver never explores a scheme for a contiguous message (an
+ * exploration is a latency spike the application sees) nor maps an mkey window (UMR) for it.
+ */
+#define CONTIG_REPS 40
+
+static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	size_t eager = fx_eager_size();
+	const size_t sizes[] = {1, 4095, 4096, eager - 1, eager, eager + 1, 8192 * 8 - 1,
+				65536, 65536 + 1, 262144, 393216, (1 << 20) + 1};
+	const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
+	size_t max = 0;
+	for (size_t k = 0; k < nsizes; k++)
+		max = sizes[k] > max ? sizes[k] : max;
+	uint8_t *buf = fx_alloc(max + 64);
+	struct fx_comp c;
+	struct fi_ddtx_stats s0, s1;
+	fx_stats(&fx, &s0);
+	for (size_t k = 0; k < nsizes; k++) {
+		for (int i = 0; i < CONTIG_REPS; i++) {
+			uint64_t seed = 7000 + k * 1000 + (uint64_t)i;
+			if (ctx->rank == 0) {
+				fx_fill(buf, sizes[k], seed, 0);
+				FX_OK(&fx, fi_send(fx.ep, buf, sizes[k], NULL, fx.peers[1], buf));
+				fx_wait(&fx, 1, &c, 30000);
+				FT_CHECK(c.op_context == buf, "send completion context");
+			} else {
+				memset(buf, 0xA5, sizes[k] + 64);
+				FX_OK(&fx, fi_recv(fx.ep, buf, sizes[k], NULL, FI_ADDR_UNSPEC, buf));
+				fx_wait(&fx, 1, &c, 30000);
+				FT_CHECK(c.len == sizes[k], "size %zu: received %zu", sizes[k], c.len);
+				FX_CHECK_PATTERN(buf, sizes[k], seed, 0, "size %zu message %d",
+						 sizes[k], i);
+				for (size_t j = sizes[k]; j < sizes[k] + 64; j++)
+					FT_CHECK(buf[j] == 0xA5, "size %zu: byte %zu past the end "
+						 "written", sizes[k], j);
+			}
+			/* The receiver is ready for the next one before it is sent (in order). */
+			fx_pbarrier(ctx, &fx);
+		}
+	}
+	fx_stats(&fx, &s1);
+	if (ctx->rank == 1) {
+		size_t n_eager = 0;
+		for (size_t k = 0; k < nsizes; k++)
+			n_eager += sizes[k] <= eager ? CONTIG_REPS : 0;
+		unsigned long long eager_ops = s1.ops[FI_DDTX_SCHEME_EAGER] -
+					       s0.ops[FI_DDTX_SCHEME_EAGER];
+		FT_CHECK(eager_ops == n_eager, "%llu messages went eager, expected %zu", eager_ops,
+			 n_eager);
+		unsigned long long explored = s1.explorations - s0.explorations;
+		printf("  %zu sizes x %d: pack %llu sgl %llu umr %llu, explorations %llu\n", nsizes,
+		       CONTIG_REPS,
+		       (unsigned long long)(s1.ops[FI_DDTX_SCHEME_PACK] - s0.ops[FI_DDTX_SCHEME_PACK]),
+		       (unsigned long long)(s1.ops[FI_DDTX_SCHEME_SGL] - s0.ops[FI_DDTX_SCHEME_SGL]),
+		       (unsigned long long)(s1.ops[FI_DDTX_SCHEME_UMR] - s0.ops[FI_DDTX_SCHEME_UMR]),
+		       explored);
+		FT_CHECK(explored == 0, "%llu contiguous messages moved by an exploration", explored);
+		unsigned long long umr = s1.ops[FI_DDTX_SCHEME_UMR] - s0.ops[FI_DDTX_SCHEME_UMR];
+		FT_CHECK(umr == 0, "%llu contiguous messages moved by UMR", umr);
+	}
+	fx_pbarrier(ctx, &fx);
+	free(buf);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- FI_MULTI_RECV --------------------------------------------------------------------- */
 
 struct mr_case {
@@ -1004,6 +1080,7 @@ static const struct fx_test tests[] = {
 	{"multi_recv_selective", 2, 30, t_multi_recv_selective, NULL},
 	{"delivery_complete", 2, 60, t_delivery, NULL},
 	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
+	{"contig_sizes", 2, 120, t_contig_sizes, NULL},
 	{"msg_256m_pack", 2, 120, t_big, (void *)&big_pack},
 	{"msg_256m_sgl", 2, 120, t_big, (void *)&big_sgl},
 	{"msg_256m_umr", 2, 120, t_big, (void *)&big_umr},

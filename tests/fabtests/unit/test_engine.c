@@ -210,6 +210,21 @@ static void test_cost(void)
 		explored += ex;
 	}
 	CHECK(explored == 8, "explored %d of 64 (expected 8)", explored);
+	/* ddtx_cost_best (contiguous messages): the same choice, never an exploration, and no
+	 * decision counted, so the exploration slots of the others do not move. */
+	uint64_t decisions = m.decisions;
+	for (int i = 0; i < 64; i++)
+		CHECK(ddtx_cost_best(&m, both, 100 * 4096, 100) ==
+			      ddtx_cost_best(&m, both, 100 * 4096, 100) &&
+			      ddtx_cost_best(&m, both, 100 * 4096, 100) ==
+			      (ddtx_cost_predict(&m, FI_DDTX_SCHEME_SGL, 100 * 4096, 100) <
+					       ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, 100 * 4096, 100)
+				       ? FI_DDTX_SCHEME_SGL
+				       : FI_DDTX_SCHEME_PACK),
+		      "best is not the least predicted");
+	CHECK(m.decisions == decisions && m.explorations == 8, "best counted a decision");
+	CHECK(ddtx_cost_best(&m, 1u << FI_DDTX_SCHEME_SGL, 64, 1) == FI_DDTX_SCHEME_SGL,
+	      "best outside the possible set");
 	/* A runner-up predicted 3x the best: never timed, it is tried at the first exploration
 	 * slot; once timed (and still 3x), only every 8th slot tries it. */
 	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {

@@ -132,11 +132,14 @@ double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s,
 	return e->a * x[0] + e->b * x[1] + e->c * x[2];
 }
 
-enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
-				     size_t blocks, bool *explored)
+/* The scheme of least predicted time among `possible`; t[] receives each one's prediction. */
+static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possible, size_t bytes,
+				 size_t blocks, double t[FI_DDTX_SCHEME_COUNT])
 {
 	enum fi_ddtx_scheme best = FI_DDTX_SCHEME_PACK;
-	double t[FI_DDTX_SCHEME_COUNT], tbest = INFINITY;
+	double tbest = INFINITY;
+	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
+		t[s] = INFINITY;
 	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
 		if (!(possible & (1u << s)))
 			continue;
@@ -146,6 +149,22 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 			tbest = t[s];
 		}
 	}
+	return best;
+}
+
+enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
+				   size_t bytes, size_t blocks)
+{
+	double t[FI_DDTX_SCHEME_COUNT];
+	return least(m, possible, bytes, blocks, t);
+}
+
+enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
+				     size_t blocks, bool *explored)
+{
+	double t[FI_DDTX_SCHEME_COUNT];
+	enum fi_ddtx_scheme best = least(m, possible, bytes, blocks, t);
+	double tbest = t[best];
 	*explored = false;
 	m->decisions++;
 	/*

@@ -47,6 +47,9 @@ double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s,
 /* Least predicted time among the schemes whose bit (1 << scheme) is in `possible`. */
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored);
+/* The same choice without exploring and without counting a decision. */
+enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
+				   size_t bytes, size_t blocks);
 /* Block length (bytes) from which SGL beats PACK per block, 0 if it never does. */
 size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
 

@@ -103,6 +103,16 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 		return avg >= ddtx_settings.threshold ? proposed : FI_DDTX_SCHEME_PACK;
 	}
 	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
+	/*
+	 * Contiguous on both sides: no exploring.  An exploration moves a message by a scheme
+	 * predicted slower, which a contiguous message (most MPI traffic, and every upstream
+	 * fabtests message) pays as a latency spike; the fit still learns from every transfer
+	 * timed, and from the noncontiguous ones that explore.  Nor UMR: a multi-entry key
+	 * gathers many blocks, and one block is one SGL entry (without a window set to map).
+	 */
+	if (sender->nblocks <= 1 && receiver->st.nblocks <= 1)
+		return ddtx_cost_best(&pd->cost, possible & ~(1u << FI_DDTX_SCHEME_UMR), bytes,
+				      blocks);
 	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
 }
 

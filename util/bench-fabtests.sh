@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# One upstream fabtests client/server program over several providers (and ddtx builds), side by
+# side: a figure per transfer size for each, and each column's ratio to the first one.
+#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] PROGRAM [ARGS...]
+# COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
+# relative to the repository root or absolute); default: -c shm -c ddtx:build.  Each run gets a
+# PID, mount and network namespace of its own with a private /dev/shm, as util/fabtests.sh does.
+# RUNS > 1 runs the columns round-robin and keeps the best figure per size (lowest usec/xfer or
+# highest MB/sec).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
+# Example: util/bench-fabtests.sh -c shm -c ddtx:build fi_rdm_tagged_pingpong -S all
+# Each run is killed after DDTX_BENCH_TIMEOUT seconds (default 300).
+# Run it under `flock -x /tmp/ddtx-cpu.lock` on a shared host.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$DDTX_ROOT"
+
+cols=()
+field=""
+runs=1
+tmo=${DDTX_BENCH_TIMEOUT:-300}
+while getopts "c:f:r:h" opt; do
+  case $opt in
+    c) cols+=("$OPTARG") ;;
+    f) field=$OPTARG ;;
+    r) runs=$OPTARG ;;
+    *) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
+prog=$1
+shift
+prog_args=("$@")
+if [ -z "$field" ]; then
+  case $prog in *pingpong*) field=usec ;; *) field=mbps ;; esac
+fi
+cache=${DDTX_FABTESTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ddtx-fabtests-1.17.0}
+bin=$cache/install/bin
+[ -x "$bin/$prog" ] || { echo "no $bin/$prog: run util/fabtests.sh once to build fabtests" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run_one COLUMN OUT: server and client of PROGRAM in namespaces of their own; the client's
+# table goes to OUT.
+run_one() {
+  local col=$1 out=$2 prov env=()
+  if [[ $col == ddtx:* ]]; then
+    local b=${col#ddtx:}
+    [[ $b == /* ]] || b=$DDTX_ROOT/$b
+    [ -f "$b/prov/ddtx/libddtx-fi.so" ] || { echo "no $b/prov/ddtx/libddtx-fi.so" >&2; return 1; }
+    prov=ddtx
+    env=(FI_PROVIDER_PATH="$b/prov/ddtx")
+  else
+    prov=$col
+  fi
+  env "${env[@]}" FI_PROVIDER="$prov" timeout "$tmo" unshare --pid --fork --mount-proc --kill-child --net \
+    /bin/sh -c 'ip link set lo up && mount -t tmpfs -o mode=1777,size=50% tmpfs /dev/shm &&
+      b=$1; shift; p=$1; shift
+      "$b" -p "$p" "$@" -s 127.0.0.1 > /dev/null 2>&1 &
+      s=$!; sleep 1
+      "$b" -p "$p" "$@" -s 127.0.0.1 127.0.0.1; c=$?
+      wait $s; exit $c' sh "$bin/$prog" "$prov" "${prog_args[@]}" > "$out" 2>&1
+}
+
+for ((r = 1; r <= runs; r++)); do
+  for i in "${!cols[@]}"; do
+    run_one "${cols[$i]}" "$tmp/$i.$r" || { echo "${cols[$i]} run $r failed:"; tail -5 "$tmp/$i.$r"; }
+  done
+done
+
+python3 - "$field" "$runs" "$tmp" "${cols[@]}" <<'PY'
+import sys, re
+field, runs, tmp, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+# fabtests rows: bytes iters total time MB/sec usec/xfer Mxfers/sec
+def parse(path):
+    rows = {}
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return rows
+    for l in lines:
+        f = l.split()
+        if len(f) >= 7 and re.match(r"^\d+(\.\d+)?[kmg]?$", f[0]) and f[3].endswith("s"):
+            try:
+                rows[f[0]] = float(f[4]) if field == "mbps" else float(f[5])
+            except ValueError:
+                pass
+    return rows
+best = []
+order = []
+for i in range(len(cols)):
+    b = {}
+    for r in range(1, runs + 1):
+        for k, v in parse("%s/%d.%d" % (tmp, i, r)).items():
+            if k not in order:
+                order.append(k)
+            if k not in b or (v < b[k] if field == "usec" else v > b[k]):
+                b[k] = v
+    best.append(b)
+unit = "usec/xfer (lower is better)" if field == "usec" else "MB/sec (higher is better)"
+print("best of %d run(s), %s" % (runs, unit))
+w = [max(12, len(c) + 2) for c in cols]
+hdr = "%8s" % "bytes" + "".join("%*s" % (w[i], c) for i, c in enumerate(cols))
+hdr += "".join("%12s" % ("%d/%d" % (j, 0)) for j in range(1, len(cols)))
+print(hdr)
+for k in order:
+    line = "%8s" % k
+    for i, b in enumerate(best):
+        line += "%*s" % (w[i], "%.2f" % b[k] if k in b else "-")
+    base = best[0].get(k)
+    for b in best[1:]:
+        v = b.get(k)
+        line += "%12s" % ("%.2fx" % (v / base) if v and base else "-")
+    print(line)
+print("ratio columns: column j / column 0 (" + ", ".join("%d=%s" % (j, c) for j, c in enumerate(cols)) + ")")
+PY
