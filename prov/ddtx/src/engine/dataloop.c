@@ -211,8 +211,17 @@ static size_t flush_loose(struct ddtx_dataloop *dl, const struct blk *loose, siz
 /* Step 4: nodes.  Vectors of at least DL_MIN_RUN blocks stay; the others' blocks are listed. */
 static struct ddtx_dataloop *emit(const struct item *it, size_t ni, size_t nb, struct blk *loose)
 {
-	/* Worst case: every item a node, every block listed. */
-	struct ddtx_dataloop *dl = dl_alloc(ni + nb, nb, nb);
+	/* Nodes: the vectors; per stretch of loose blocks between them, indexed-block runs of at
+	 * least DL_MIN_RUN blocks and no more indexed nodes than those runs plus one. */
+	size_t nvec = 0, nloose = 0;
+	for (size_t i = 0; i < ni; i++) {
+		if (it[i].n >= DL_MIN_RUN)
+			nvec++;
+		else
+			nloose += it[i].n;
+	}
+	struct ddtx_dataloop *dl = dl_alloc(2 * nvec + 1 + 2 * (nloose / DL_MIN_RUN) + 1, nloose,
+					    nloose);
 	if (!dl)
 		return NULL;
 	size_t no = 0, nl = 0, regular = 0;
@@ -258,7 +267,16 @@ struct ddtx_dataloop *ddtx_dl_compile(const struct iovec *iov, size_t count, uin
 	if (!b)
 		return NULL;
 	size_t nb = collect(iov, count, origin, b);
-	struct item *it = nb ? malloc(nb * sizeof(*it)) : NULL;
+	/* Blocks in runs of DL_MIN_RUN equal lengths bound what can be regular: most lists with
+	 * nothing regular stop here, before the passes below. */
+	size_t runs = 0;
+	for (size_t i = 0, j; i < nb; i = j) {
+		for (j = i + 1; j < nb && b[j].len == b[i].len; j++)
+			;
+		if (j - i >= DL_MIN_RUN)
+			runs += j - i;
+	}
+	struct item *it = nb && 2 * runs >= nb ? malloc(nb * sizeof(*it)) : NULL;
 	struct ddtx_dataloop *dl = NULL;
 	if (it) {
 		size_t ni = vectors(b, nb, it);
