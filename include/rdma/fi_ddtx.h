@@ -99,6 +99,28 @@ struct fi_ddtx_ops {
 	int (*layout_free)(struct fi_ddtx_layout *layout);
 	/* Bytes a layout covers (what msg_iov[0].iov_len must be). */
 	size_t (*layout_size)(const struct fi_ddtx_layout *layout);
+
+	/*
+	 * Added later: present when size > offsetof(struct fi_ddtx_ops, <member>).  These
+	 * describe a layout by its loops, which ddtx packs with compiled kernels.
+	 */
+	/* Nested vector: counts[0] blocks of block_len bytes strides[0] apart, that row
+	 * repeated counts[1] times strides[1] apart, ... (ndims 1 to 4, innermost first), the
+	 * first block at offset from base. */
+	int (*layout_create_vector)(struct fid_domain *domain, size_t offset, size_t block_len,
+				    size_t ndims, const size_t *counts, const size_t *strides,
+				    struct fi_ddtx_layout **layout);
+	/* A C-order subarray (as MPI_Type_create_subarray with MPI_ORDER_C): subsizes[d]
+	 * elements of elem_size bytes from starts[d] in each of ndims (1 to 5) dimensions of
+	 * an array of sizes[d]; base is the array's start. */
+	int (*layout_create_subarray)(struct fid_domain *domain, size_t ndims,
+				      const size_t *sizes, const size_t *subsizes,
+				      const size_t *starts, size_t elem_size,
+				      struct fi_ddtx_layout **layout);
+	/* count blocks of block_len bytes at offsets[i] from base, in that order. */
+	int (*layout_create_indexed_block)(struct fid_domain *domain, size_t block_len,
+					   const size_t *offsets, size_t count,
+					   struct fi_ddtx_layout **layout);
 };
 
 #ifdef __cplusplus

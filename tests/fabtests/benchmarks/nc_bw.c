@@ -955,8 +955,8 @@ static void usage(const char *prog)
 	       "Noncontiguous ping-pong and bandwidth between two processes: ddtx with iov lists\n"
 	       "(per scheme), libfabric providers with application packing, and bare\n"
 	       "process_vm_writev.\n\n"
-	       "  -b, --block LIST      block length(s) in bytes, comma-separated (default 4K);\n"
-	       "                        suffixes K, M, G\n"
+	       "  -b, --block LIST      block length(s) in bytes, comma-separated, suffixes K, M,\n"
+	       "                        G (default 8,16,64,256,4K)\n"
 	       "  -n, --count N         blocks per transfer (default: size / block)\n"
 	       "  -s, --size BYTES      payload per transfer when -n is not given (default 32M)\n"
 	       "  -S, --stride BYTES    distance between block starts (default 2 x block)\n"
@@ -998,7 +998,7 @@ int main(int argc, char **argv)
 	struct nc_cfg base = {.block = 4096, .seconds = 0.5, .warmup = 2, .window = 2,
 			      .timeout = 300, .verify = true, .pin = true};
 	size_t size = 32u << 20, count = 0, stride = 0;
-	char blocks_s[256] = "4K", schemes_s[256] = "pack,sgl,umr,auto",
+	char blocks_s[256] = "8,16,64,256,4K", schemes_s[256] = "pack,sgl,umr,auto",
 	     provs_s[256] = "ddtx,shm,tcp,cma,cma-contig,cma-2core";
 	const char *json = NULL;
 	int modes = M_PINGPONG | M_BW;

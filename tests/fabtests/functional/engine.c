@@ -14,6 +14,8 @@
  *                        pool is refilled
  *   layout_handle_*      fi_ddtx_ops layout_create / layout_create_strided on either side,
  *                        counted as layout-cache hits
+ *   layout_loops_*       the loop constructors (subarray -> indexed-block, -> nested vector),
+ *                        packed by compiled kernels; invalid descriptions refused
  *   threads              FI_THREAD_SAFE: 4 threads send different layouts on one endpoint while
  *                        4 threads receive them (run under ThreadSanitizer by the lead)
  */
@@ -615,6 +617,161 @@ static int t_layout_handle(struct ft_ctx *ctx, void *varg)
 	return 0;
 }
 
+/* ---- layout handles described by their loops ------------------------------------------ */
+
+/* Byte k of message `seed`'s payload. */
+static uint8_t payload_byte(uint64_t seed, size_t k)
+{
+	uint64_t x = (seed + k) * 0x9E3779B97F4A7C15ull;
+	return (uint8_t)(x >> 56);
+}
+
+/* The sender's array: 24 x 48 x 96 elements of 8 B; the subarray 20 x 30 x 6 from (2, 9, 50):
+ * blocks of 48 B (6 elements), rows 768 B apart, planes 36 KiB apart. */
+static const size_t sa_sizes[3] = {24, 48, 96}, sa_sub[3] = {20, 30, 6}, sa_start[3] = {2, 9, 50};
+#define SA_ELEM 8
+#define SA_BYTES (20 * 30 * 6 * SA_ELEM)
+
+/* Offset of payload byte k in the sender's array (C order over the subarray). */
+static size_t sa_offset(size_t k)
+{
+	size_t e = k / SA_ELEM, in = k % SA_ELEM;
+	size_t x = e % sa_sub[2], y = (e / sa_sub[2]) % sa_sub[1], z = e / (sa_sub[2] * sa_sub[1]);
+	return (((z + sa_start[0]) * sa_sizes[1] + y + sa_start[1]) * sa_sizes[2] + x +
+		sa_start[2]) * SA_ELEM + in;
+}
+
+/* Receivers: an indexed-block layout (16 B blocks, pairs swapped: the payload does not go up in
+ * memory) and a nested vector (24 B blocks, 3 levels), both SA_BYTES. */
+#define IB_BLOCK 16
+#define IB_COUNT (SA_BYTES / IB_BLOCK)
+static size_t ib_offset(size_t i)
+{
+	size_t j = i ^ 1; /* pairs swapped */
+	return j * 32 + (j % 3) * 8;
+}
+static const size_t nv_counts[3] = {10, 20, 15}, nv_strides[3] = {40, 500, 11000};
+#define NV_BLOCK 24
+static size_t nv_offset(size_t b) /* block b of the nested vector */
+{
+	return 64 + (b % 10) * 40 + ((b / 10) % 20) * 500 + (b / 200) * 11000;
+}
+
+static int t_layout_loops(struct ft_ctx *ctx, void *varg)
+{
+	const char *scheme = varg;
+	struct fx fx;
+	struct fx_opts o = {.scheme = scheme};
+	fx_open(ctx, &o, &fx);
+	struct fi_ddtx_ops *ops = ext_ops(&fx);
+	FT_CHECK(ops->size >= offsetof(struct fi_ddtx_ops, layout_create_indexed_block) +
+				      sizeof(ops->layout_create_indexed_block) &&
+			 ops->layout_create_vector && ops->layout_create_subarray &&
+			 ops->layout_create_indexed_block,
+		 "fi_ddtx_ops of size %zu lacks the loop constructors", ops->size);
+	/* Invalid descriptions fail cleanly. */
+	struct fi_ddtx_layout *bad = NULL;
+	size_t c1[1] = {4}, s1[1] = {8}, zero[3] = {0, 0, 0};
+	FT_CHECK(ops->layout_create_vector(fx.domain, 0, 8, 0, c1, s1, &bad) == -FI_EINVAL &&
+			 ops->layout_create_vector(fx.domain, 0, 8, 5, c1, s1, &bad) == -FI_EINVAL &&
+			 ops->layout_create_subarray(fx.domain, 3, sa_sizes, sa_sizes, sa_start,
+						     SA_ELEM, &bad) == -FI_EINVAL &&
+			 ops->layout_create_subarray(fx.domain, 3, sa_sizes, zero, zero, SA_ELEM,
+						     &bad) == -FI_EINVAL &&
+			 ops->layout_create_indexed_block(fx.domain, 0, s1, 1, &bad) == -FI_EINVAL &&
+			 !bad,
+		 "invalid loop descriptions accepted");
+
+	const size_t sa_span = sa_sizes[0] * sa_sizes[1] * sa_sizes[2] * SA_ELEM;
+	const size_t ib_span = IB_COUNT * 32 + 64, nv_span = 64 + 14 * 11000 + 19 * 500 + 9 * 40 + 24;
+	struct fi_ddtx_layout *hs = NULL, *hib = NULL, *hnv = NULL;
+	uint8_t *buf;
+	int ret;
+	if (ctx->rank == 0) {
+		buf = map_at(NULL, sa_span);
+		ret = ops->layout_create_subarray(fx.domain, 3, sa_sizes, sa_sub, sa_start, SA_ELEM,
+						  &hs);
+		FT_CHECK(ret == 0 && hs, "layout_create_subarray: %s", fi_strerror(-ret));
+		size_t want = sa_offset(SA_BYTES - 1) + 1;
+		FT_CHECK(ops->layout_size(hs) == want, "subarray layout_size %zu, expected %zu",
+			 ops->layout_size(hs), want);
+	} else {
+		buf = map_at(NULL, ib_span > nv_span ? ib_span : nv_span);
+		size_t *offs = malloc(IB_COUNT * sizeof(*offs));
+		for (size_t i = 0; i < IB_COUNT; i++)
+			offs[i] = ib_offset(i);
+		ret = ops->layout_create_indexed_block(fx.domain, IB_BLOCK, offs, IB_COUNT, &hib);
+		FT_CHECK(ret == 0 && hib, "layout_create_indexed_block: %s", fi_strerror(-ret));
+		free(offs);
+		ret = ops->layout_create_vector(fx.domain, 64, NV_BLOCK, 3, nv_counts, nv_strides,
+						&hnv);
+		FT_CHECK(ret == 0 && hnv, "layout_create_vector: %s", fi_strerror(-ret));
+		FT_CHECK(ops->layout_size(hnv) == nv_span, "vector layout_size %zu, expected %zu",
+			 ops->layout_size(hnv), nv_span);
+	}
+	struct fi_ddtx_stats st0[2], st1[2];
+	stats_both(ctx, &fx, st0);
+	/* Messages: subarray -> indexed-block, subarray -> nested vector, twice each. */
+	for (int k = 0; k < 4; k++) {
+		uint64_t seed = 7000 + (uint64_t)k;
+		bool to_nv = k & 1;
+		struct fi_ddtx_layout *h = ctx->rank == 0 ? hs : to_nv ? hnv : hib;
+		size_t span = ctx->rank == 0 ? sa_span : to_nv ? nv_span : ib_span;
+		void *desc = h;
+		struct iovec one = {buf, ops->layout_size(h)};
+		struct fi_msg_tagged m = {.msg_iov = &one, .desc = &desc, .iov_count = 1,
+					  .addr = fx.peers[1 - ctx->rank], .tag = (uint64_t)k,
+					  .context = &one};
+		memset(buf, 0xC5, span);
+		if (ctx->rank == 0)
+			for (size_t b = 0; b < SA_BYTES; b++)
+				buf[sa_offset(b)] = payload_byte(seed, b);
+		else
+			FX_OK(&fx, fi_trecvmsg(fx.ep, &m, FI_COMPLETION));
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c;
+		if (ctx->rank == 0) {
+			FX_OK(&fx, fi_tsendmsg(fx.ep, &m, FI_COMPLETION));
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == SA_BYTES, "message %d: received %zu bytes, expected %d", k,
+				 c.len, SA_BYTES);
+			/* Every payload byte where the layout says, nothing else touched. */
+			uint8_t *want = malloc(span);
+			memset(want, 0xC5, span);
+			size_t blk = to_nv ? NV_BLOCK : IB_BLOCK;
+			for (size_t b = 0; b < SA_BYTES; b++) {
+				size_t at = (to_nv ? nv_offset(b / blk) : ib_offset(b / blk)) + b % blk;
+				want[at] = payload_byte(seed, b);
+			}
+			size_t bad_at = span;
+			for (size_t i = 0; i < span && bad_at == span; i++)
+				if (buf[i] != want[i])
+					bad_at = i;
+			FT_CHECK(bad_at == span, "message %d (%s): byte %zu of the receive buffer is "
+				 "%#x, expected %#x", k, to_nv ? "nested vector" : "indexed-block",
+				 bad_at, bad_at < span ? buf[bad_at] : 0,
+				 bad_at < span ? want[bad_at] : 0);
+			free(want);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	stats_both(ctx, &fx, st1);
+	print_stats("end", st1);
+	if (scheme && !strcmp(scheme, "pack"))
+		FT_CHECK(D(st0[1], st1[1], bytes[FI_DDTX_SCHEME_PACK]) == 4ull * SA_BYTES,
+			 "the receiver counted %llu PACK bytes, expected %d",
+			 D(st0[1], st1[1], bytes[FI_DDTX_SCHEME_PACK]), 4 * SA_BYTES);
+	if (hs)
+		FT_CHECK(ops->layout_free(hs) == 0, "layout_free");
+	if (hib)
+		FT_CHECK(ops->layout_free(hib) == 0 && ops->layout_free(hnv) == 0, "layout_free");
+	munmap(buf, ctx->rank == 0 ? sa_span : (ib_span > nv_span ? ib_span : nv_span));
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- several threads on one endpoint --------------------------------------------------- */
 
 #define NTHREADS 4
@@ -761,6 +918,8 @@ static const struct fx_test tests[] = {
 	{"layout_handle_pack", 2, 60, t_layout_handle, "pack"},
 	{"layout_handle_sgl", 2, 60, t_layout_handle, "sgl"},
 	{"layout_handle_umr", 2, 60, t_layout_handle, "umr"},
+	{"layout_loops_pack", 2, 60, t_layout_loops, "pack"},
+	{"layout_loops_auto", 2, 60, t_layout_loops, "auto"},
 	{"threads", 2, 120, t_threads, NULL},
 };
 

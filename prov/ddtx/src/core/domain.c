@@ -77,6 +77,40 @@ static int domain_layout_create_strided(struct fid_domain *fid, size_t block_len
 		      : -FI_EINVAL;
 }
 
+static int domain_layout_create_vector(struct fid_domain *fid, size_t offset, size_t block_len,
+				       size_t ndims, const size_t *counts, const size_t *strides,
+				       struct fi_ddtx_layout **layout)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	return domain ? ddtx_proto_layout_create_vector(domain->proto, offset, block_len, ndims,
+							counts, strides, layout)
+		      : -FI_EINVAL;
+}
+
+static int domain_layout_create_subarray(struct fid_domain *fid, size_t ndims,
+					 const size_t *sizes, const size_t *subsizes,
+					 const size_t *starts, size_t elem_size,
+					 struct fi_ddtx_layout **layout)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	return domain ? ddtx_proto_layout_create_subarray(domain->proto, ndims, sizes, subsizes,
+							  starts, elem_size, layout)
+		      : -FI_EINVAL;
+}
+
+static int domain_layout_create_indexed_block(struct fid_domain *fid, size_t block_len,
+					      const size_t *offsets, size_t count,
+					      struct fi_ddtx_layout **layout)
+{
+	struct ddtx_domain *domain = ddtx_domain_of(fid);
+
+	return domain ? ddtx_proto_layout_create_indexed_block(domain->proto, block_len, offsets,
+							       count, layout)
+		      : -FI_EINVAL;
+}
+
 static struct fi_ddtx_ops ddtx_ext_ops = {
 	.size = sizeof(struct fi_ddtx_ops),
 	.stats = domain_stats,
@@ -85,6 +119,9 @@ static struct fi_ddtx_ops ddtx_ext_ops = {
 	.layout_create_strided = domain_layout_create_strided,
 	.layout_free = ddtx_proto_layout_free,
 	.layout_size = ddtx_proto_layout_size,
+	.layout_create_vector = domain_layout_create_vector,
+	.layout_create_subarray = domain_layout_create_subarray,
+	.layout_create_indexed_block = domain_layout_create_indexed_block,
 };
 
 static int domain_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,

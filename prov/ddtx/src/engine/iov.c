@@ -102,6 +102,46 @@ size_t ddtx_iov_cursor_entries(const struct ddtx_iov_cursor *c, size_t max_bytes
 	return n;
 }
 
+/*
+ * A copy of at most 64 bytes without a call: two (or four) possibly overlapping loads and stores
+ * of a power-of-two size.  An iov list of small blocks spends most of its walk in memcpy's call
+ * and size dispatch otherwise (8 B blocks at stride 16: 2.0 GB/s before, 2.8 with this in cache,
+ * 1.9 and 3.5 from memory; test_dataloop bench).  src and dst never overlap (one is the list,
+ * the other a bounce buffer).
+ */
+#define COPY_PAIR(T, d, s, n)                                                                  \
+	do {                                                                                   \
+		T a_, b_;                                                                      \
+		memcpy(&a_, (s), sizeof(T));                                                   \
+		memcpy(&b_, (s) + (n) - sizeof(T), sizeof(T));                                 \
+		memcpy((d), &a_, sizeof(T));                                                   \
+		memcpy((d) + (n) - sizeof(T), &b_, sizeof(T));                                 \
+	} while (0)
+
+struct u128 {
+	uint64_t lo, hi;
+};
+
+static inline void copy_small(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
+{
+	if (n >= 16) {
+		if (n <= 32) {
+			COPY_PAIR(struct u128, d, s, n);
+		} else {
+			COPY_PAIR(struct u128, d, s, 32);
+			COPY_PAIR(struct u128, d + n - 32, s + n - 32, 32);
+		}
+	} else if (n >= 8) {
+		COPY_PAIR(uint64_t, d, s, n);
+	} else if (n >= 4) {
+		COPY_PAIR(uint32_t, d, s, n);
+	} else if (n >= 2) {
+		COPY_PAIR(uint16_t, d, s, n);
+	} else if (n) {
+		*d = *s;
+	}
+}
+
 /* Walk the list from offset, calling copy on each overlapping piece. */
 static size_t iov_walk(const struct iovec *iov, size_t count, size_t offset, uint8_t *buf,
 		       size_t len, bool to_iov)
@@ -117,7 +157,9 @@ static size_t iov_walk(const struct iovec *iov, size_t count, size_t offset, uin
 		if (n > len - done)
 			n = len - done;
 		uint8_t *p = (uint8_t *)iov[i].iov_base + offset;
-		if (to_iov)
+		if (n <= 64)
+			to_iov ? copy_small(p, buf + done, n) : copy_small(buf + done, p, n);
+		else if (to_iov)
 			memcpy(p, buf + done, n);
 		else
 			memcpy(buf + done, p, n);

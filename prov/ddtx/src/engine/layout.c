@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/clock.h"
 #include "common/minmax.h"
+#include "engine/dataloop.h"
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"
 #include "engine/layout_cache.h"
@@ -106,6 +107,7 @@ static void layout_free(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 	while ((it = ddtx_list_pop_front(&l->wsets)))
 		ddtx_wset_free(lc, ddtx_container_of(it, struct ddtx_window_set, entry));
 	unregister_layout(lc, l);
+	ddtx_dl_put(l->dl);
 	free(l->iov);
 	free(l);
 }
@@ -264,6 +266,31 @@ void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 	free_list_of_layouts(lc, &victims);
 }
 
+/*
+ * Compiled on first use rather than on entry: only PACK reads it, and a layout moved by zero
+ * copy (or seen once, without a memory monitor) would pay an O(count) pass for nothing.
+ */
+const struct ddtx_dataloop *ddtx_layout_dataloop(struct ddtx_layout_cache *lc,
+						 struct ddtx_layout *l)
+{
+	if (atomic_load_explicit(&l->dl_done, memory_order_acquire))
+		return l->dl;
+	struct ddtx_dataloop *dl = ddtx_dl_compile(l->iov, l->count, l->base);
+	ddtx_layout_adopt_dataloop(lc, l, dl);
+	ddtx_dl_put(dl);
+	return l->dl;
+}
+
+void ddtx_layout_adopt_dataloop(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
+				struct ddtx_dataloop *dl)
+{
+	pthread_mutex_lock(&lc->lock);
+	if (!atomic_load_explicit(&l->dl_done, memory_order_relaxed)) {
+		l->dl = ddtx_dl_get(dl);
+		atomic_store_explicit(&l->dl_done, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&lc->lock);
+}
 
 /*
  * A registration died (memory unmapped, or evicted): every layout using it goes back to NEW

@@ -24,6 +24,7 @@ struct ddtx_regcache;
 struct ddtx_reg;
 struct ddtx_mkey_pool;
 struct ddtx_layout_cache;
+struct ddtx_dataloop;
 
 enum ddtx_layout_state {
 	DDTX_LAYOUT_NEW = 0,     /* seen, not registered */
@@ -61,6 +62,8 @@ struct ddtx_layout {
 	struct ddtx_reg **regs;          /* registrations covering the entries (READY) */
 	size_t nregs;
 	struct ddtx_list wsets;          /* struct ddtx_window_set */
+	struct ddtx_dataloop *dl;        /* compiled form (dataloop.h), once dl_done; may be NULL */
+	_Atomic bool dl_done;            /* compiled (or found irregular), or given by a handle */
 	unsigned refs;                   /* users: transfers, the registration thread */
 	bool dead;                       /* evicted or invalidated: freed at the last put */
 	struct ddtx_layout *hash_next;
@@ -101,6 +104,18 @@ void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
 /* Another reference to a layout known to the caller (a handle's), counted as a hit; false
  * (no reference taken) once it has been evicted or invalidated. */
 bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
+
+/*
+ * The compiled form of a layout (dataloop.h), made on the first call and kept with it; NULL
+ * when the layout has nothing regular (the iov walk serves it) or memory is short.  Valid, like
+ * the layout, while the caller holds a reference.
+ */
+const struct ddtx_dataloop *ddtx_layout_dataloop(struct ddtx_layout_cache *lc,
+						 struct ddtx_layout *l);
+/* Give a layout the compiled form its handle was built with (relative to the layout's first
+ * block), unless it has one already; takes a reference to dl. */
+void ddtx_layout_adopt_dataloop(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
+				struct ddtx_dataloop *dl);
 
 /* Is the layout registered?  (acquire: its regs are visible once this says yes) */
 static inline bool ddtx_layout_ready(const struct ddtx_layout *l)

@@ -3,11 +3,14 @@
  * Layout handles (fi_ddtx.h): a runtime describes a layout once, relative to a base, and
  * passes the handle as desc[0] with a single {base, size} iov.  The handle keeps the absolute
  * list of the last base it was used at and the cached layout behind it, so a repeated send from
- * the same buffer costs neither hashing nor flattening.
+ * the same buffer costs neither hashing nor flattening.  Each handle also carries its compiled
+ * form (engine/dataloop.h), built from its description when it is a vector, a subarray or an
+ * indexed-block layout, compiled from its blocks otherwise, and handed to the cached layout.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/dataloop.h"
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
@@ -52,6 +55,7 @@ int ddtx_proto_layout_create(struct ddtx_proto_domain *pd, const struct iovec *b
 		h->size = DDTX_MAX(h->size, off + blocks[i].iov_len);
 		h->total += blocks[i].iov_len;
 	}
+	h->dl = ddtx_dl_compile(h->rel, count, 0); /* NULL: nothing regular, the iov walk packs */
 	return 0;
 }
 
@@ -70,6 +74,137 @@ int ddtx_proto_layout_create_strided(struct ddtx_proto_domain *pd, size_t block_
 	}
 	h->size = (count - 1) * stride + block_len;
 	h->total = count * block_len;
+	int64_t st = (int64_t)stride;
+	h->dl = ddtx_dl_vector(block_len, 1, &count, &st);
+	return 0;
+}
+
+/* Blocks a nested vector holds, 0 when invalid (an overflow, a zero count, too many). */
+static size_t nested_blocks(size_t block_len, size_t ndims, const size_t *counts,
+			    const size_t *strides)
+{
+	if (!block_len || !ndims || ndims > DDTX_DL_DEPTH || !counts || !strides)
+		return 0;
+	size_t n = 1;
+	for (size_t l = 0; l < ndims; l++) {
+		if (!counts[l] || counts[l] > DDTX_HANDLE_BLOCKS_MAX ||
+		    n > DDTX_HANDLE_BLOCKS_MAX / counts[l])
+			return 0;
+		n *= counts[l];
+	}
+	return n;
+}
+
+int ddtx_proto_layout_create_vector(struct ddtx_proto_domain *pd, size_t offset, size_t block_len,
+				    size_t ndims, const size_t *counts, const size_t *strides,
+				    struct fi_ddtx_layout **out)
+{
+	size_t n = nested_blocks(block_len, ndims, counts, strides);
+	if (!n)
+		return -FI_EINVAL;
+	/* Extent: offset plus, at each level, (count - 1) strides, plus the block; and strides
+	 * that fit in an int64_t (the compiled form's). */
+	size_t size = offset;
+	for (size_t l = 0; l < ndims; l++) {
+		if (strides[l] > (size_t)INT64_MAX / counts[l] ||
+		    (counts[l] - 1) * strides[l] > SIZE_MAX - size)
+			return -FI_EINVAL;
+		size += (counts[l] - 1) * strides[l];
+	}
+	if (block_len > SIZE_MAX - size || size + block_len > (size_t)INT64_MAX)
+		return -FI_EINVAL;
+	int ret = handle_new(pd, n, out);
+	if (ret)
+		return ret;
+	struct fi_ddtx_layout *h = *out;
+	size_t idx[DDTX_DL_DEPTH] = {0};
+	size_t off = offset;
+	for (size_t i = 0; i < n; i++) {
+		h->rel[i].iov_base = (void *)(uintptr_t)off;
+		h->rel[i].iov_len = block_len;
+		/* next block: odometer over the levels, innermost first */
+		for (size_t l = 0; l < ndims; l++) {
+			off += strides[l];
+			if (++idx[l] < counts[l])
+				break;
+			off -= counts[l] * strides[l];
+			idx[l] = 0;
+		}
+	}
+	h->size = size + block_len;
+	h->total = n * block_len;
+	int64_t st[DDTX_DL_DEPTH];
+	for (size_t l = 0; l < ndims; l++)
+		st[l] = (int64_t)strides[l];
+	h->dl = ddtx_dl_vector(block_len, (unsigned)ndims, counts, st);
+	return 0;
+}
+
+int ddtx_proto_layout_create_subarray(struct ddtx_proto_domain *pd, size_t ndims,
+				      const size_t *sizes, const size_t *subsizes,
+				      const size_t *starts, size_t elem_size,
+				      struct fi_ddtx_layout **out)
+{
+	if (!ndims || ndims > DDTX_DL_DEPTH + 1 || !sizes || !subsizes || !starts || !elem_size)
+		return -FI_EINVAL;
+	/* Byte stride of each dimension (C order: the last one varies fastest). */
+	size_t stride[DDTX_DL_DEPTH + 1];
+	size_t s = elem_size;
+	for (size_t d = ndims; d-- > 0;) {
+		if (!subsizes[d] || subsizes[d] > sizes[d] || starts[d] > sizes[d] - subsizes[d])
+			return -FI_EINVAL;
+		stride[d] = s;
+		if (sizes[d] && s > SIZE_MAX / sizes[d])
+			return -FI_EINVAL;
+		s *= sizes[d];
+	}
+	size_t offset = 0;
+	for (size_t d = 0; d < ndims; d++)
+		offset += starts[d] * stride[d]; /* < the array's bytes: no overflow */
+	/* The block: the last dimension's run, widened while a dimension is taken whole (its
+	 * rows touch); the dimensions above become vector levels, innermost first, those of one
+	 * row dropped. */
+	size_t d = ndims - 1, block = subsizes[d] * elem_size;
+	while (d > 0 && subsizes[d] == sizes[d]) {
+		d--;
+		block *= subsizes[d];
+	}
+	size_t counts[DDTX_DL_DEPTH], strides[DDTX_DL_DEPTH], levels = 0;
+	for (size_t k = d; k-- > 0;) {
+		if (subsizes[k] == 1)
+			continue;
+		counts[levels] = subsizes[k];
+		strides[levels] = stride[k];
+		levels++;
+	}
+	if (!levels) {
+		counts[0] = 1;
+		strides[0] = block;
+		levels = 1;
+	}
+	return ddtx_proto_layout_create_vector(pd, offset, block, levels, counts, strides, out);
+}
+
+int ddtx_proto_layout_create_indexed_block(struct ddtx_proto_domain *pd, size_t block_len,
+					   const size_t *offsets, size_t count,
+					   struct fi_ddtx_layout **out)
+{
+	if (!block_len || !offsets || (count && block_len > SIZE_MAX / count))
+		return -FI_EINVAL;
+	for (size_t i = 0; i < count; i++)
+		if (offsets[i] > (size_t)INT64_MAX - block_len)
+			return -FI_EINVAL;
+	int ret = handle_new(pd, count, out);
+	if (ret)
+		return ret;
+	struct fi_ddtx_layout *h = *out;
+	for (size_t i = 0; i < count; i++) {
+		h->rel[i].iov_base = (void *)(uintptr_t)offsets[i];
+		h->rel[i].iov_len = block_len;
+		h->size = DDTX_MAX(h->size, offsets[i] + block_len);
+	}
+	h->total = count * block_len;
+	h->dl = ddtx_dl_indexed_block(block_len, offsets, count);
 	return 0;
 }
 
@@ -83,6 +218,7 @@ int ddtx_proto_layout_free(struct fi_ddtx_layout *h)
 		ddtx_layout_put(pd->layouts, h->cached);
 	pthread_mutex_unlock(pd->lock);
 	h->fid.fclass = FI_CLASS_UNSPEC;
+	ddtx_dl_put(h->dl);
 	free(h->rel);
 	free(h->abs);
 	free(h);
@@ -138,5 +274,7 @@ struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h)
 	struct ddtx_layout *l = ddtx_layout_get(lc, h->abs, h->count, &hit);
 	if (l && ddtx_layout_ref(lc, l))
 		h->cached = l; /* the handle keeps one reference of its own */
+	if (l && h->dl)
+		ddtx_layout_adopt_dataloop(lc, l, h->dl);
 	return l;
 }

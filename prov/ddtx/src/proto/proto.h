@@ -134,6 +134,16 @@ int ddtx_proto_layout_create(struct ddtx_proto_domain *pd, const struct iovec *b
 			     size_t count, struct fi_ddtx_layout **layout);
 int ddtx_proto_layout_create_strided(struct ddtx_proto_domain *pd, size_t block_len,
 				     size_t stride, size_t count, struct fi_ddtx_layout **layout);
+int ddtx_proto_layout_create_vector(struct ddtx_proto_domain *pd, size_t offset, size_t block_len,
+				    size_t ndims, const size_t *counts, const size_t *strides,
+				    struct fi_ddtx_layout **layout);
+int ddtx_proto_layout_create_subarray(struct ddtx_proto_domain *pd, size_t ndims,
+				      const size_t *sizes, const size_t *subsizes,
+				      const size_t *starts, size_t elem_size,
+				      struct fi_ddtx_layout **layout);
+int ddtx_proto_layout_create_indexed_block(struct ddtx_proto_domain *pd, size_t block_len,
+					   const size_t *offsets, size_t count,
+					   struct fi_ddtx_layout **layout);
 int ddtx_proto_layout_free(struct fi_ddtx_layout *layout);
 size_t ddtx_proto_layout_size(const struct fi_ddtx_layout *layout);
 

@@ -24,6 +24,8 @@ struct ddtx_layout;
 struct ddtx_window_set;
 
 /* A layout handle of fi_ddtx.h. */
+struct ddtx_dataloop;
+
 struct fi_ddtx_layout {
 	struct fid fid;                  /* fclass FI_DDTX_CLASS_LAYOUT */
 	struct ddtx_proto_domain *pd;
@@ -35,6 +37,7 @@ struct fi_ddtx_layout {
 	bool have_abs;
 	struct iovec *abs;
 	struct ddtx_layout *cached;      /* the cached layout at base (one reference held) */
+	struct ddtx_dataloop *dl;        /* compiled form, relative to the first block, or NULL */
 };
 
 /* What a wire work-request context points at: the first member tells which. */

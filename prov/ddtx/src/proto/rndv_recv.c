@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/layout.h"
+#include "engine/pack.h"
 #include "proto/proto_internal.h"
 
 /* CTS batches kept in flight per receive, and descriptors per batch. */
@@ -367,7 +368,8 @@ void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 			  "bad offset or len");
 		return;
 	}
-	ddtx_iov_scatter(rx->iov, rx->count, h->offset, h + 1, h->len);
+	ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, h->offset, h + 1,
+			  h->len);
 	rx->received += h->len;
 	if (rx->received == rx->accepted)
 		rx_finish(pep, rx);

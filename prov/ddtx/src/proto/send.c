@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/layout.h"
+#include "engine/pack.h"
 #include "proto/proto_internal.h"
 
 static size_t eager_limit(const struct ddtx_proto_ep *pep)
@@ -521,7 +522,7 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	h->reserved2 = 0;
 	h->offset = tx->sent;
 	h->len = len;
-	ddtx_iov_gather(tx->iov, tx->count, tx->sent, h + 1, len);
+	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, tx->sent, h + 1, len);
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*h) + len);
 	tx->sent += len;
 	return 0;

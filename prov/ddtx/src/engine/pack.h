@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * PACK's copies between a message's layout and contiguous bytes (bounce buffers, the peer's
+ * queue): the compiled kernels (pack_kernels.c) when the cached layout compiles to something
+ * regular, the iov walk (iov.c) otherwise or when there is no cached layout.  Both take a
+ * segment, so chunks start at any byte.
+ */
+#ifndef DDTX_ENGINE_PACK_H
+#define DDTX_ENGINE_PACK_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+struct ddtx_layout_cache;
+struct ddtx_layout;
+
+/* iov/count: the message's list, whose non-empty entries are the layout's (l may be NULL). */
+size_t ddtx_pack_gather(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
+			const struct iovec *iov, size_t count, size_t offset, void *dst, size_t len);
+size_t ddtx_pack_scatter(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
+			 const struct iovec *iov, size_t count, size_t offset, const void *src,
+			 size_t len);
+
+#endif /* DDTX_ENGINE_PACK_H */
