@@ -72,6 +72,14 @@ struct fi_ddtx_stats {
 		uint64_t msgs, msg_bytes;  /* messages sent (protocol headers included) */
 		uint64_t rma_ops, rma_bytes; /* RDMA writes and reads posted */
 	} wires[FI_DDTX_WIRES_MAX];
+
+	/* Device memory (FI_HMEM_CUDA), by the way it moved.  Host staging is the only way built
+	 * so far: device segments copied through a host bounce buffer by the CUDA driver.  The
+	 * scheme that carried the bounce buffer is counted in ops[] / bytes[] as for host memory. */
+	uint64_t hmem_tx_staged;       /* sends whose data was copied out of device memory */
+	uint64_t hmem_rx_staged;       /* receives posted with device memory */
+	uint64_t hmem_staged_bytes;    /* bytes copied between device and bounce buffers */
+	uint64_t hmem_copy_errors;     /* driver copies refused (freed memory, say): error completions */
 };
 
 /*

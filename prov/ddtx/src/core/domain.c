@@ -353,6 +353,7 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	free(ofi_core);
 	if (ret)
 		goto err_lock;
+	ddtx_proto_domain_set_hmem(domain->proto, info->caps & FI_HMEM);
 	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
 	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
 	atomic_init(&domain->ref, 0);
