@@ -33,8 +33,10 @@ const char *ddtx_gpu_kernels_describe(void)
 
 /* The module and its functions, per device, loaded on first use. */
 enum { W16, W8, W4, W1, NWIDTH };
+#ifdef DDTX_HAVE_GPU_KERNELS
 static const char *const runs_names[NWIDTH] = { "ddtx_runs_w16", "ddtx_runs_w8", "ddtx_runs_w4",
 						"ddtx_runs_w1" };
+#endif
 #define MAX_DEVICES 64
 static struct {
 	pthread_mutex_t lock;
