@@ -236,3 +236,37 @@ EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p
 	(void)p;
 	return CUDA_SUCCESS;
 }
+
+/* CUDA_MEMCPY2D, 64-bit layout; memory types 1 host, 2 device. */
+struct memcpy2d {
+	size_t src_x, src_y;
+	unsigned int src_type;
+	const void *src_host;
+	CUdeviceptr src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	unsigned int dst_type;
+	void *dst_host;
+	CUdeviceptr dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+EXPORT CUresult cuMemcpy2D_v2(const struct memcpy2d *d)
+{
+	if (d->width > d->src_pitch || d->width > d->dst_pitch || d->src_x || d->src_y ||
+	    d->dst_x || d->dst_y)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t r = 0; r < d->height; r++) {
+		uintptr_t so = r * d->src_pitch, dof = r * d->dst_pitch;
+		CUresult res = copy(d->dst_type == 1 ? (uint8_t *)d->dst_host + dof : NULL,
+				    d->dst_type == 2 ? d->dst_device + dof : 0,
+				    d->src_type == 1 ? (const uint8_t *)d->src_host + so : NULL,
+				    d->src_type == 2 ? d->src_device + so : 0, d->width);
+		if (res)
+			return res;
+	}
+	return CUDA_SUCCESS;
+}

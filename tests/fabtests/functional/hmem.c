@@ -14,7 +14,11 @@
  *              -FI_ENODATA, as without CUDA)
  *   d2d d2h h2d  layouts (contiguous, vectors of 8 B to 4 KiB blocks, an irregular list),
  *              eager and rendezvous sizes, msg and tagged, with and without MR descriptors:
- *              every byte of the receiver's buffer checked (payload and the bytes around it)
+ *              every byte of the receiver's buffer checked (payload and the bytes around it),
+ *              and the way the device side was copied (fi_ddtx_stats.hmem_copy_ops: one 2-D
+ *              copy for a vector, a copy per segment or the pack kernel otherwise, or what
+ *              FI_DDTX_HMEM_COPY forces; a forced way that cannot apply counts a fallback
+ *              and auto's choice runs)
  *   errors     device memory without FI_HMEM, wrong iface in fi_mr_regattr, remote access to a
  *              device MR, FI_HMEM_DEVICE_ONLY on host memory, FI_MULTI_RECV on device memory,
  *              freed device memory behind an MR descriptor: -FI_E*, no crash
@@ -162,6 +166,51 @@ struct dir {
 
 static struct fx_opts hmem_opts = {.caps = FI_MSG | FI_TAGGED | FI_HMEM};
 
+/* The way FI_DDTX_HMEM_COPY and the layout call for; -1: segments or kernel (auto, irregular). */
+static int expected_way(const struct layout *l, bool *fallback)
+{
+	const char *f = getenv("FI_DDTX_HMEM_COPY");
+	bool vector = l->block && l->count > 1;
+	*fallback = false;
+	if (!f || !strcmp(f, "auto"))
+		return vector ? FI_DDTX_HMEM_COPY_2D : l->count > 1 ? -1 : FI_DDTX_HMEM_COPY_SEGMENTS;
+	if (!strcmp(f, "segments"))
+		return FI_DDTX_HMEM_COPY_SEGMENTS;
+	if (!strcmp(f, "2d")) {
+		*fallback = !vector;
+		return vector ? FI_DDTX_HMEM_COPY_2D : FI_DDTX_HMEM_COPY_SEGMENTS;
+	}
+	return -2; /* kernel: the kernel, or auto's choice and a fallback without kernels */
+}
+
+static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
+		      const struct layout *l, const char *what)
+{
+	bool fallback;
+	int want = expected_way(l, &fallback);
+	int got = -1, n = 0;
+	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
+		if (s1->hmem_copy_ops[w] != s0->hmem_copy_ops[w]) {
+			got = w;
+			n += (int)(s1->hmem_copy_ops[w] - s0->hmem_copy_ops[w]);
+		}
+	uint64_t fb = s1->hmem_copy_fallbacks - s0->hmem_copy_fallbacks;
+	FT_CHECK(n == 1, "%s: %d device copies counted, want 1", what, n);
+	if (want >= 0)
+		FT_CHECK(got == want && fb == (fallback ? 1u : 0u),
+			 "%s: copied by way %d (%llu fallbacks), want %d", what, got,
+			 (unsigned long long)fb, want);
+	else if (want == -1)
+		FT_CHECK(got == FI_DDTX_HMEM_COPY_SEGMENTS || got == FI_DDTX_HMEM_COPY_KERNEL,
+			 "%s: copied by way %d", what, got);
+	else
+		FT_CHECK(got == FI_DDTX_HMEM_COPY_KERNEL ||
+			 (fb == 1 && got == (l->block && l->count > 1 ? FI_DDTX_HMEM_COPY_2D
+							     : FI_DDTX_HMEM_COPY_SEGMENTS)),
+			 "%s: forced kernel: way %d, %llu fallbacks", what, got,
+			 (unsigned long long)fb);
+}
+
 static struct fid_mr *reg(struct fx *fx, struct buf *b)
 {
 	struct fid_mr *mr = NULL;
@@ -220,6 +269,8 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged == (d->sdev ? 1u : 0u),
 			 "%s: %llu staged sends", what,
 			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
+		if (d->sdev)
+			check_way(&s0, &s1, l, what);
 	} else {
 		if (d->tagged) {
 			struct fi_msg_tagged m = {.msg_iov = iov, .desc = descs, .iov_count = n,
@@ -237,6 +288,8 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_stats(fx, &s1);
 		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
 			 "%s: staged receives", what);
+		if (d->rdev)
+			check_way(&s0, &s1, l, what);
 		/* want: the receiver's own bytes, with the sender's packed stream scattered in */
 		uint8_t *sender = fx_alloc(span), *p = want;
 		fx_fill(sender, span, seed, 0);

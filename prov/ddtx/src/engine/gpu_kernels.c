@@ -75,16 +75,34 @@ static int load(int device)
 	return ret;
 }
 
+bool ddtx_gpu_kernels_ready(int device)
+{
+	return load(device) == 0;
+}
+
 int ddtx_gpu_layout_make(const struct ddtx_dataloop *dl, int device, struct ddtx_gpu_layout *out)
+{
+	struct ddtx_gpu_runs runs;
+	int ret = load(device);
+
+	memset(out, 0, sizeof(*out));
+	if (ret || (ret = ddtx_gpu_runs_build(dl, 0, &runs)))
+		return ret;
+	return ddtx_gpu_layout_upload(&runs, device, out);
+}
+
+int ddtx_gpu_layout_upload(struct ddtx_gpu_runs *runs, int device, struct ddtx_gpu_layout *out)
 {
 	int ret = load(device);
 
 	memset(out, 0, sizeof(*out));
-	if (ret)
+	if (ret) {
+		ddtx_gpu_runs_free(runs);
 		return ret;
+	}
 	out->device = device;
-	if ((ret = ddtx_gpu_runs_build(dl, 0, &out->runs)))
-		return ret;
+	out->runs = *runs;
+	memset(runs, 0, sizeof(*runs));
 	size_t bytes = out->runs.nruns * sizeof(struct ddtx_gpu_run);
 	if ((ret = ddtx_hmem_dev_alloc(device, bytes ? bytes : 1, &out->dev_runs)) ||
 	    (ret = ddtx_hmem_copy(device, out->dev_runs, out->runs.runs, bytes,

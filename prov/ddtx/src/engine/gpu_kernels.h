@@ -24,8 +24,12 @@ struct ddtx_gpu_layout {
 	void *dev_runs;                  /* the runs in device memory */
 };
 
-/* 0, -FI_ENOSYS (no kernels, no CUDA), -FI_ENOMEM, -FI_EIO. */
+/* Are the kernels loaded on device (the first call loads them)? */
+bool ddtx_gpu_kernels_ready(int device);
+
+/* 0, -FI_ENOSYS (no kernels, no CUDA), -FI_ENOMEM, -FI_EIO.  _upload takes runs over. */
 int ddtx_gpu_layout_make(const struct ddtx_dataloop *dl, int device, struct ddtx_gpu_layout *out);
+int ddtx_gpu_layout_upload(struct ddtx_gpu_runs *runs, int device, struct ddtx_gpu_layout *out);
 void ddtx_gpu_layout_free(struct ddtx_gpu_layout *gl);
 
 /*

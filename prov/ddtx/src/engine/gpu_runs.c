@@ -130,6 +130,24 @@ int ddtx_gpu_runs_build(const struct ddtx_dataloop *dl, size_t max_blocks,
 	return 0;
 }
 
+int ddtx_gpu_runs_from_iov(const struct iovec *iov, size_t count, uintptr_t origin,
+			   size_t max_blocks, struct ddtx_gpu_runs *out)
+{
+	struct builder b = { .r = out, .max = max_blocks ? max_blocks : DDTX_GPU_RUN_MAX_BLOCKS };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < count && !b.failed; i++)
+		if (iov[i].iov_len)
+			sink(&b, (int64_t)((uintptr_t)iov[i].iov_base - origin), iov[i].iov_len, 0, 1);
+	if (b.failed) {
+		ddtx_gpu_runs_free(out);
+		return -FI_ENOMEM;
+	}
+	out->total = b.payload;
+	out->width = width_of(out);
+	return 0;
+}
+
 void ddtx_gpu_runs_free(struct ddtx_gpu_runs *r)
 {
 	free(r->runs);

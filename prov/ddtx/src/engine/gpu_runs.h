@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct ddtx_dataloop;
 
@@ -45,6 +46,9 @@ struct ddtx_gpu_runs {
 int ddtx_gpu_runs_build(const struct ddtx_dataloop *dl, size_t max_blocks,
 			struct ddtx_gpu_runs *out);
 void ddtx_gpu_runs_free(struct ddtx_gpu_runs *r);
+/* The same from an iov list at origin (any list, nothing compiled: host staging's segments). */
+int ddtx_gpu_runs_from_iov(const struct iovec *iov, size_t count, uintptr_t origin,
+			   size_t max_blocks, struct ddtx_gpu_runs *out);
 
 /* The runs [*first, *first + *count) that hold payload bytes [lo, hi). */
 void ddtx_gpu_runs_span(const struct ddtx_gpu_runs *r, size_t lo, size_t hi, size_t *first,

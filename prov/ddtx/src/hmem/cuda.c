@@ -59,6 +59,7 @@ static struct {
 			    unsigned by, unsigned bz, unsigned shared, void *stream, void **args,
 			    void **extra);
 	cu_result (*ctx_sync)(void);
+	cu_result (*copy_2d)(const void *desc);
 	int ndevices;
 	pthread_mutex_t ctx_lock;
 	cu_context ctx[DDTX_HMEM_MAX_DEVICES];
@@ -110,6 +111,7 @@ static void cuda_load(void)
 	CU_SYM(module_unload, "cuModuleUnload");
 	CU_SYM(module_function, "cuModuleGetFunction");
 	CU_SYM(launch, "cuLaunchKernel");
+	CU_SYM(copy_2d, "cuMemcpy2D_v2");
 	DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver with %d device(s)\n", cu.ndevices);
 	cu.ok = true;
 	return;
@@ -297,4 +299,52 @@ int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void
 		return -FI_EIO;
 	/* The default stream: the caller's next step (a send of the packed bytes) needs them. */
 	return cu.ctx_sync() ? -FI_EIO : 0;
+}
+
+/* CUDA_MEMCPY2D (cuda.h), 64-bit layout. */
+struct cu_memcpy2d {
+	size_t src_x, src_y;
+	unsigned int src_type;
+	const void *src_host;
+	cu_deviceptr src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	unsigned int dst_type;
+	void *dst_host;
+	cu_deviceptr dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+		      size_t width, size_t height, enum ddtx_hmem_dir dir)
+{
+	int ret = use_device(device);
+	struct cu_memcpy2d d = { .width = width, .height = height, .src_pitch = spitch,
+				 .dst_pitch = dpitch };
+
+	if (ret || !width || !height)
+		return ret;
+	if (!cu.copy_2d)
+		return -FI_ENOSYS;
+	bool src_dev = dir != DDTX_HMEM_TO_DEVICE, dst_dev = dir != DDTX_HMEM_TO_HOST;
+	d.src_type = src_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+	d.dst_type = dst_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+	if (src_dev)
+		d.src_device = (cu_deviceptr)(uintptr_t)src;
+	else
+		d.src_host = src;
+	if (dst_dev)
+		d.dst_device = (cu_deviceptr)(uintptr_t)dst;
+	else
+		d.dst_host = dst;
+	cu_result r = cu.copy_2d(&d);
+	if (r != 0) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: 2-D copy of %zu x %zu bytes refused (CUresult %d)\n",
+			  height, width, r);
+		return -FI_EIO;
+	}
+	return 0;
 }

@@ -56,6 +56,13 @@ enum ddtx_hmem_dir {
  */
 int ddtx_hmem_copy(int device, void *dst, const void *src, size_t len, enum ddtx_hmem_dir dir);
 
+/*
+ * A 2-D copy (cuMemcpy2D): height rows of width bytes, rows spitch apart at src and dpitch
+ * apart at dst; which side is device memory as dir says.  -FI_ENOSYS without the call.
+ */
+int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+		      size_t width, size_t height, enum ddtx_hmem_dir dir);
+
 /* Device memory for kernel arguments and bounce buffers (cuMemAlloc/cuMemFree). */
 int ddtx_hmem_dev_alloc(int device, size_t len, void **out);
 void ddtx_hmem_dev_free(int device, void *p);

@@ -8,13 +8,17 @@
  * every completion passes, which restores the caller's context and swallows the completion
  * the caller did not ask for (the stage always asks for one, so that it is freed).
  *
- * Staging is what works on every wire.  It costs two copies through host memory; the IPC,
- * copy-engine and pack-kernel schemes of fi_ddtx(7) that avoid them are not built yet.
+ * The device part is copied in one of the ways of engine/hmem_copy.h (a driver copy per
+ * segment, one 2-D copy of a vector, or the device pack kernel into device scratch and one
+ * copy), chosen per operation.  Staging is what works on every wire.  It costs a copy through
+ * host memory on each side; the IPC schemes of fi_ddtx(7) that avoid them are not built yet.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/settings.h"
 #include "engine/gpu_kernels.h"
+#include "engine/hmem_copy.h"
 #include "hmem/hmem.h"
 #include "proto/proto_internal.h"
 
@@ -27,6 +31,8 @@ struct ddtx_stage {
 	size_t count;
 	struct ddtx_hmem_attr *attr;     /* memory of each segment */
 	struct iovec bounce;             /* host memory the operation underneath uses */
+	enum ddtx_hmem_copy way;         /* how the device part is copied */
+	int device;                      /* the device, for the 2D and kernel ways */
 };
 
 bool ddtx_proto_hmem_offered(void)
@@ -87,8 +93,61 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 	return 1;
 }
 
-/* Copy between the caller's segments and the bounce buffer (to_bounce: send side), up to len. */
-static int stage_copy(struct ddtx_stage *s, size_t len, bool to_bounce)
+/* 2D: rows of the vector in one call, a last partial row (a truncated receive) on its own. */
+static int copy_2d(struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	const struct iovec *v = s->iov;
+	size_t i0 = 0;
+	while (!v[i0].iov_len)
+		i0++;
+	size_t block = v[i0].iov_len, rows = len / block, rem = len % block;
+	size_t stride = 0;
+	for (size_t i = i0 + 1; i < s->count && !stride; i++)
+		if (v[i].iov_len)
+			stride = (uintptr_t)v[i].iov_base - (uintptr_t)v[i0].iov_base;
+	uint8_t *dev = v[i0].iov_base, *b = s->bounce.iov_base;
+	int ret = to_bounce ? ddtx_hmem_copy_2d(s->device, b, block, dev, stride, block, rows,
+						DDTX_HMEM_TO_HOST)
+			    : ddtx_hmem_copy_2d(s->device, dev, stride, b, block, block, rows,
+						DDTX_HMEM_TO_DEVICE);
+	if (ret || !rem)
+		return ret;
+	dev += rows * stride;
+	b += rows * block;
+	return to_bounce ? ddtx_hmem_copy(s->device, b, dev, rem, DDTX_HMEM_TO_HOST)
+			 : ddtx_hmem_copy(s->device, dev, b, rem, DDTX_HMEM_TO_DEVICE);
+}
+
+/* KERNEL: the pack kernel between the segments and device scratch, one copy to/from it. */
+static int copy_kernel(struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	struct ddtx_gpu_runs runs;
+	struct ddtx_gpu_layout gl;
+	uintptr_t origin = (uintptr_t)s->iov[0].iov_base;
+	void *scratch = NULL;
+	int ret;
+
+	if ((ret = ddtx_gpu_runs_from_iov(s->iov, s->count, origin, 0, &runs)) ||
+	    (ret = ddtx_gpu_layout_upload(&runs, s->device, &gl)))
+		return ret;
+	if (!(ret = ddtx_hmem_dev_alloc(s->device, len ? len : 1, &scratch))) {
+		if (to_bounce) {
+			if (!(ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, true)))
+				ret = ddtx_hmem_copy(s->device, s->bounce.iov_base, scratch, len,
+						     DDTX_HMEM_TO_HOST);
+		} else {
+			if (!(ret = ddtx_hmem_copy(s->device, scratch, s->bounce.iov_base, len,
+						   DDTX_HMEM_TO_DEVICE)))
+				ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, false);
+		}
+		ddtx_hmem_dev_free(s->device, scratch);
+	}
+	ddtx_gpu_layout_free(&gl);
+	return ret;
+}
+
+/* SEGMENTS: a copy per segment (host segments by memcpy). */
+static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
 {
 	uint8_t *b = s->bounce.iov_base;
 
@@ -113,6 +172,58 @@ static int stage_copy(struct ddtx_stage *s, size_t len, bool to_bounce)
 		b += n;
 		len -= n;
 	}
+	return 0;
+}
+
+/* Copy between the caller's segments and the bounce buffer (to_bounce: send side), up to len;
+ * a way the driver turns out not to have falls back to segments. */
+static int stage_copy(struct fi_ddtx_stats *st, struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	int ret = -FI_ENOSYS;
+
+	if (s->way == DDTX_HMEM_COPY_2D)
+		ret = copy_2d(s, len, to_bounce);
+	else if (s->way == DDTX_HMEM_COPY_KERNEL)
+		ret = copy_kernel(s, len, to_bounce);
+	if (ret == -FI_ENOSYS) {
+		if (s->way != DDTX_HMEM_COPY_SEGMENTS)
+			st->hmem_copy_fallbacks++;
+		s->way = DDTX_HMEM_COPY_SEGMENTS;
+		ret = copy_segments(s, len, to_bounce);
+	}
+	if (!ret) {
+		st->hmem_copy_ops[s->way - DDTX_HMEM_COPY_SEGMENTS]++;
+		st->hmem_staged_bytes += len;
+	}
+	return ret;
+}
+
+/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
+static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
+{
+	struct ddtx_hmem_copy_shape shape;
+	int *dev = malloc(s->count * sizeof(int));
+	bool fell_back;
+
+	if (!dev)
+		return -FI_ENOMEM;
+	s->device = -1;
+	for (size_t i = 0; i < s->count; i++) {
+		dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
+		if (s->iov[i].iov_len && s->device < 0)
+			s->device = dev[i];
+	}
+	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
+	free(dev);
+	/* Loading the kernels costs a module load once: only asked when they could be used. */
+	shape.kernels = shape.one_device && shape.segments > 1 && s->device >= 0 &&
+			(ddtx_settings.hmem_copy == DDTX_HMEM_COPY_KERNEL ||
+			 ddtx_settings.hmem_copy == DDTX_HMEM_COPY_AUTO) &&
+			ddtx_gpu_kernels_ready(s->device);
+	s->way = ddtx_hmem_copy_choose(&shape, (enum ddtx_hmem_copy)ddtx_settings.hmem_copy,
+				       &fell_back);
+	if (fell_back)
+		st->hmem_copy_fallbacks++;
 	return 0;
 }
 
@@ -149,7 +260,8 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->context = *context;
 	s->report = report;
 	s->rx = rx;
-	if (!rx && (ret = stage_copy(s, total, true))) {
+	struct fi_ddtx_stats *st = &pep->pd->stats;
+	if ((ret = choose_way(st, s)) || (!rx && (ret = stage_copy(st, s, total, true)))) {
 		stage_free(s);
 		return ret;
 	}
@@ -157,13 +269,10 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	*count = 1;
 	*context = s;
 	*flags = (*flags & ~(uint64_t)DDTX_PROTO_NO_COMPLETION) | FI_COMPLETION;
-	struct fi_ddtx_stats *st = &pep->pd->stats;
 	if (rx)
 		st->hmem_rx_staged++;
-	else {
+	else
 		st->hmem_tx_staged++;
-		st->hmem_staged_bytes += total;
-	}
 	ddtx_list_push_back(&pep->stages, &s->entry);
 	*out = s;
 	return 0;
@@ -192,14 +301,12 @@ bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion
 	}
 	if (!s)
 		return true;
-	if (s->rx && c->len) {
-		int ret = stage_copy(s, c->len, false);
+	if (s->rx && c->len) { /* truncated receives too: their bytes are delivered */
+		int ret = stage_copy(&pep->pd->stats, s, c->len, false);
 		if (ret) {
 			pep->pd->stats.hmem_copy_errors++;
 			c->err = -ret;
 			c->len = 0;
-		} else {
-			pep->pd->stats.hmem_staged_bytes += c->len;
 		}
 	}
 	c->buf = NULL; /* FI_MULTI_RECV is refused: no buffer to name */
