@@ -8,7 +8,7 @@
 #   util/gpu-tests.sh           there: build into build-gpu/ against .gpu-deps/, then run the
 #                               device-memory tests against the real driver (ft_hmem: every byte
 #                               of every layout, device->device, device->host, host->device;
-#                               test_hmem_cuda) and the GPU benchmark (nc_bw --gpu).  Logs go to
+#                               test_hmem_cuda) and the GPU benchmark (nc_gpu_bw).  Logs go to
 #                               $OUT when set (the device tool brings them back), else build-gpu/.
 # One line from this machine, with the device tool:
 #   run(command="util/gpu-tests.sh", carry=[".gpu-deps"])
@@ -59,5 +59,5 @@ export PATH=$PATH:/usr/local/cuda/bin
 	for t in offer d2d d2h h2d errors cancel; do
 		build-gpu/tests/fabtests/functional/ft_hmem "$t"; echo "ft_hmem $t: exit $?"
 	done
-	build-gpu/tests/fabtests/benchmarks/nc_bw --gpu; echo "nc_bw --gpu: exit $?"
+	build-gpu/tests/fabtests/benchmarks/nc_gpu_bw; echo "nc_gpu_bw: exit $?"
 } 2>&1 | tee "$out/gpu-tests.log"
