@@ -11,6 +11,7 @@
 #include "common/name.h"
 #include "common/settings.h"
 #include "core/core.h"
+#include "core/nic.h"
 #include "proto/proto.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
@@ -143,7 +144,8 @@ struct fi_info *ddtx_info_template(void)
 	info->fabric_attr->name = strdup(DDTX_PROV_NAME);
 	info->fabric_attr->prov_name = NULL; /* libfabric fills it */
 	info->fabric_attr->prov_version = DDTX_PROV_VERSION;
-	if (!info->domain_attr->name || !info->fabric_attr->name) {
+	info->nic = ddtx_nic_new(); /* fi_info -v: FI_HMEM and the device pack kernels */
+	if (!info->domain_attr->name || !info->fabric_attr->name || !info->nic) {
 		fi_freeinfo(info);
 		return NULL;
 	}
