@@ -23,6 +23,10 @@
  *              device MR, FI_HMEM_DEVICE_ONLY on host memory, FI_MULTI_RECV on device memory,
  *              freed device memory behind an MR descriptor: -FI_E*, no crash
  *   cancel     a posted device receive cancelled by the caller's context
+ *   semantics  on device memory: a truncated receive (FI_ETRUNC, the bytes that fit delivered,
+ *              nothing past the buffer), fi_inject and fi_injectdata (no completion; the data
+ *              arrives), selective completion (FI_COMPLETION only where asked; the data of the
+ *              others arrives all the same, the counters count them)
  */
 #include <dlfcn.h>
 #include <string.h>
@@ -458,7 +462,97 @@ static int t_cancel(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* Device buffer of len bytes filled with the pattern of seed; returns the device pointer. */
+static uint8_t *dev_filled(size_t len, uint64_t seed)
+{
+	uint8_t *d = dev_alloc(len), *h = fx_alloc(len);
+	fx_fill(h, len, seed, 0);
+	FT_CHECK(cu.htod((uintptr_t)d, h, len) == 0, "cuMemcpyHtoD");
+	free(h);
+	return d;
+}
+
+/* The device buffer holds the pattern of seed in [0, n) and of cseed in [n, len). */
+static void dev_check(const uint8_t *d, size_t len, size_t n, uint64_t seed, uint64_t cseed,
+		      const char *what)
+{
+	uint8_t *h = fx_alloc(len);
+	FT_CHECK(cu.dtoh(h, (uintptr_t)d, len) == 0, "cuMemcpyDtoH");
+	FX_CHECK_PATTERN(h, n, seed, 0, "%s: delivered bytes", what);
+	size_t bad = fx_find_bad(h + n, len - n, cseed, n);
+	FT_CHECK(bad == (size_t)-1, "%s: byte %zu past the delivered ones changed", what, n + bad);
+	free(h);
+}
+
+static int t_semantics(struct ft_ctx *ctx, void *arg)
+{
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx;
+	struct fx_opts o = hmem_opts;
+	o.rx_selective = true;
+	o.cntr = true;
+	fx_open(ctx, &o, &fx);
+	int peer = 1 - ctx->rank;
+	struct fx_comp c;
+	struct fi_cq_err_entry err;
+	size_t big = 100000, small = 4000;
+	if (ctx->rank == 0) {
+		uint8_t *s1 = dev_filled(big, 11), *s2 = dev_filled(64, 12), *s3 = dev_filled(64, 13);
+		uint8_t *s4 = dev_filled(small, 14);
+		fx_pbarrier(ctx, &fx); /* receives posted */
+		FX_OK(&fx, fi_send(fx.ep, s1, big, NULL, fx.peers[peer], s1)); /* truncated there */
+		fx_wait(&fx, 1, &c, TMO);
+		FX_OK(&fx, fi_inject(fx.ep, s2, 64, fx.peers[peer]));
+		FX_OK(&fx, fi_injectdata(fx.ep, s3, 64, 0x77, fx.peers[peer]));
+		FX_OK(&fx, fi_send(fx.ep, s4, small, NULL, fx.peers[peer], s4));
+		fx_wait(&fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == s4, "send completion of s4");
+		fx_expect_none(&fx, 200); /* the injects complete silently */
+		fx_pbarrier(ctx, &fx);
+		cu.free((uintptr_t)s1), cu.free((uintptr_t)s2), cu.free((uintptr_t)s3);
+		cu.free((uintptr_t)s4);
+	} else {
+		size_t cap = 50000;
+		uint8_t *r1 = dev_filled(cap, FX_CSEED), *r2 = dev_filled(64, FX_CSEED);
+		uint8_t *r3 = dev_filled(64, FX_CSEED), *r4 = dev_filled(small, FX_CSEED);
+		struct iovec v;
+		struct fi_msg m = {.msg_iov = &v, .iov_count = 1, .addr = FI_ADDR_UNSPEC};
+		/* r1 asks for a completion (and gets an error one), r2 and r3 do not, r4 does */
+		v = (struct iovec){r1, cap}, m.context = r1;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+		v = (struct iovec){r2, 64}, m.context = r2;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, 0));
+		v = (struct iovec){r3, 64}, m.context = r3;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, 0));
+		v = (struct iovec){r4, small}, m.context = r4;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+		fx_pbarrier(ctx, &fx);
+		fx_wait_err(&fx, &err, TMO);
+		FT_CHECK(err.err == FI_ETRUNC && err.op_context == r1 && err.olen == big - cap,
+			 "truncated device receive: err %d ctx %p olen %zu", err.err, err.op_context,
+			 err.olen);
+		fx_wait(&fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == r4 && c.len == small, "r4's completion (ctx %p len %zu)",
+			 c.op_context, c.len);
+		fx_expect_none(&fx, 200); /* r2 and r3 complete silently */
+		FT_CHECK(fi_cntr_read(fx.cntr) >= 3, "receive counter %llu",
+			 (unsigned long long)fi_cntr_read(fx.cntr));
+		dev_check(r1, cap, cap, 11, FX_CSEED, "truncated receive");
+		dev_check(r2, 64, 64, 12, FX_CSEED, "fi_inject");
+		dev_check(r3, 64, 64, 13, FX_CSEED, "fi_injectdata");
+		dev_check(r4, small, small, 14, FX_CSEED, "selective receive");
+		fx_pbarrier(ctx, &fx);
+		cu.free((uintptr_t)r1), cu.free((uintptr_t)r2), cu.free((uintptr_t)r3);
+		cu.free((uintptr_t)r4);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 static const struct fx_test tests[] = {
+	{"semantics", 2, 60, t_semantics, NULL},
 	{"offer", 1, 30, t_offer, NULL},
 	{"d2d", 2, 120, t_move, "d2d"},
 	{"d2h", 2, 120, t_move, "d2h"},
