@@ -270,3 +270,16 @@ EXPORT CUresult cuMemcpy2D_v2(const struct memcpy2d *d)
 	}
 	return CUDA_SUCCESS;
 }
+
+/* Page-locked host memory: plain memory here (the stand-in has no DMA to pin for). */
+EXPORT CUresult cuMemAllocHost_v2(void **p, size_t len)
+{
+	*p = malloc(len ? len : 1);
+	return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return CUDA_SUCCESS;
+}

@@ -7,6 +7,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,6 +61,8 @@ static struct {
 			    void **extra);
 	cu_result (*ctx_sync)(void);
 	cu_result (*copy_2d)(const void *desc);
+	cu_result (*host_alloc)(void **p, size_t len);
+	cu_result (*host_free)(void *p);
 	int ndevices;
 	pthread_mutex_t ctx_lock;
 	cu_context ctx[DDTX_HMEM_MAX_DEVICES];
@@ -112,6 +115,8 @@ static void cuda_load(void)
 	CU_SYM(module_function, "cuModuleGetFunction");
 	CU_SYM(launch, "cuLaunchKernel");
 	CU_SYM(copy_2d, "cuMemcpy2D_v2");
+	CU_SYM(host_alloc, "cuMemAllocHost_v2");
+	CU_SYM(host_free, "cuMemFreeHost");
 	DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver with %d device(s)\n", cu.ndevices);
 	cu.ok = true;
 	return;
@@ -347,4 +352,25 @@ int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, siz
 		return -FI_EIO;
 	}
 	return 0;
+}
+
+void *ddtx_hmem_host_alloc(int device, size_t len, bool *pinned)
+{
+	void *p = NULL;
+
+	*pinned = false;
+	if (cu.host_alloc && cu.host_free && !use_device(device) && cu.host_alloc(&p, len) == 0 &&
+	    p) {
+		*pinned = true;
+		return p;
+	}
+	return malloc(len);
+}
+
+void ddtx_hmem_host_free(void *p, bool pinned)
+{
+	if (pinned)
+		(void)cu.host_free(p);
+	else
+		free(p);
 }

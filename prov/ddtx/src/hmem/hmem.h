@@ -63,6 +63,14 @@ int ddtx_hmem_copy(int device, void *dst, const void *src, size_t len, enum ddtx
 int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
 		      size_t width, size_t height, enum ddtx_hmem_dir dir);
 
+/*
+ * Host memory for bounce buffers: page-locked through the driver (cuMemAllocHost: device copies
+ * to and from it run at the copy engine's speed, not through the driver's own staging), else
+ * plain malloc.  *pinned says which, for ddtx_hmem_host_free.
+ */
+void *ddtx_hmem_host_alloc(int device, size_t len, bool *pinned);
+void ddtx_hmem_host_free(void *p, bool pinned);
+
 /* Device memory for kernel arguments and bounce buffers (cuMemAlloc/cuMemFree). */
 int ddtx_hmem_dev_alloc(int device, size_t len, void **out);
 void ddtx_hmem_dev_free(int device, void *p);

@@ -31,6 +31,8 @@ struct ddtx_stage {
 	size_t count;
 	struct ddtx_hmem_attr *attr;     /* memory of each segment */
 	struct iovec bounce;             /* host memory the operation underneath uses */
+	size_t bounce_cap;               /* its size as allocated */
+	bool bounce_pinned;
 	enum ddtx_hmem_copy way;         /* how the device part is copied */
 	int device;                      /* the device, for the 2D and kernel ways */
 };
@@ -45,9 +47,53 @@ const char *ddtx_proto_hmem_describe(void)
 	return ddtx_gpu_kernels_describe();
 }
 
-static void stage_free(struct ddtx_stage *s)
+/*
+ * Bounce buffers: page-locked where the driver gives them (hmem), sized in powers of two from
+ * 64 KiB, and the last few kept per endpoint, since pinning costs far more than a copy and a
+ * buffer used again keeps its registrations in the engine's caches.
+ */
+#define BOUNCE_MIN ((size_t)64 << 10)
+
+static int bounce_take(struct ddtx_proto_ep *pep, int device, struct ddtx_stage *s, size_t len)
 {
-	free(s->bounce.iov_base);
+	for (unsigned i = 0; i < pep->nbounce_free; i++) {
+		struct ddtx_bounce *b = &pep->bounce_free[i];
+		if (b->cap >= len && b->cap / 4 <= (len > BOUNCE_MIN ? len : BOUNCE_MIN)) {
+			s->bounce.iov_base = b->p;
+			s->bounce_cap = b->cap;
+			s->bounce_pinned = b->pinned;
+			*b = pep->bounce_free[--pep->nbounce_free];
+			return 0;
+		}
+	}
+	size_t cap = BOUNCE_MIN;
+	while (cap < len && cap <= SIZE_MAX / 2)
+		cap *= 2;
+	if (cap < len)
+		return -FI_ENOMEM;
+	s->bounce.iov_base = ddtx_hmem_host_alloc(device >= 0 ? device : 0, cap,
+						  &s->bounce_pinned);
+	s->bounce_cap = cap;
+	return s->bounce.iov_base ? 0 : -FI_ENOMEM;
+}
+
+static void bounce_give(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	if (!s->bounce.iov_base)
+		return;
+	if (pep->nbounce_free == DDTX_BOUNCE_KEEP) {
+		struct ddtx_bounce *old = &pep->bounce_free[0];
+		ddtx_hmem_host_free(old->p, old->pinned);
+		*old = pep->bounce_free[--pep->nbounce_free];
+	}
+	pep->bounce_free[pep->nbounce_free++] =
+		(struct ddtx_bounce){ s->bounce.iov_base, s->bounce_cap, s->bounce_pinned };
+	s->bounce.iov_base = NULL;
+}
+
+static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	bounce_give(pep, s);
 	free(s->iov);
 	free(s->attr);
 	free(s);
@@ -245,8 +291,11 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	}
 	struct ddtx_stage *s = calloc(1, sizeof(*s));
 	size_t total = ddtx_iov_total(*iov, *count);
+	int device = -1;
+	for (size_t i = 0; i < *count && device < 0; i++)
+		device = attr[i].iface == DDTX_HMEM_CUDA ? attr[i].device : -1;
 	if (!s || !(s->iov = malloc(*count * sizeof(**iov))) ||
-	    !(s->bounce.iov_base = malloc(total ? total : 1))) {
+	    bounce_take(pep, device, s, total)) {
 		if (s)
 			free(s->iov);
 		free(s);
@@ -262,7 +311,7 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->rx = rx;
 	struct fi_ddtx_stats *st = &pep->pd->stats;
 	if ((ret = choose_way(st, s)) || (!rx && (ret = stage_copy(st, s, total, true)))) {
-		stage_free(s);
+		stage_free(pep, s);
 		return ret;
 	}
 	*iov = &s->bounce;
@@ -283,7 +332,7 @@ void ddtx_stage_abort(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	if (!s)
 		return;
 	ddtx_list_remove(&s->entry);
-	stage_free(s);
+	stage_free(pep, s);
 }
 
 bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion *c)
@@ -313,7 +362,7 @@ bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion
 	c->context = s->context;
 	bool pass = s->report || c->err;
 	ddtx_list_remove(&s->entry);
-	stage_free(s);
+	stage_free(pep, s);
 	return pass;
 }
 
@@ -335,5 +384,9 @@ void ddtx_stage_free_all(struct ddtx_proto_ep *pep)
 	struct ddtx_list_entry *it;
 
 	while ((it = ddtx_list_pop_front(&pep->stages)))
-		stage_free(ddtx_container_of(it, struct ddtx_stage, entry));
+		stage_free(pep, ddtx_container_of(it, struct ddtx_stage, entry));
+	while (pep->nbounce_free) {
+		struct ddtx_bounce *b = &pep->bounce_free[--pep->nbounce_free];
+		ddtx_hmem_host_free(b->p, b->pinned);
+	}
 }

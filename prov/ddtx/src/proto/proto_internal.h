@@ -206,6 +206,9 @@ struct ddtx_rma {
 	void *inject_buf;                /* fi_inject_write copy */
 };
 
+/* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
+#define DDTX_BOUNCE_KEEP 4
+
 struct ddtx_proto_ep {
 	struct ddtx_proto_domain *pd;
 	struct ddtx_list_entry pd_entry;           /* ddtx_proto_domain.eps */
@@ -236,6 +239,12 @@ struct ddtx_proto_ep {
 	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
+	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
+		void *p;
+		size_t cap;
+		bool pinned;
+	} bounce_free[DDTX_BOUNCE_KEEP];
+	unsigned nbounce_free;
 };
 
 /*
