@@ -17,9 +17,15 @@
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
 #define DDTX_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
 
+/* The RMA_* and ATOMIC_* flags are the halves of RAR/RAW/WAR/WAW (fi_endpoint(3): those cover
+ * "RMA and atomic" operations), spelled out because consumers test them: MPICH scores a
+ * provider one point higher for the four ATOMIC_* ones, and without them picks libfabric's
+ * net or tcp (listed first, scored alike) when FI_PROVIDER names a core for the ofi wire. */
 #define DDTX_MSG_ORDER                                                                           \
 	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW |               \
-	 FI_ORDER_SAW | FI_ORDER_SAR)
+	 FI_ORDER_SAW | FI_ORDER_SAR | FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR |   \
+	 FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |     \
+	 FI_ORDER_ATOMIC_WAW)
 
 /*
  * Capabilities that describe the transmit / receive side of an endpoint.  FI_LOCAL_COMM and
