@@ -45,6 +45,9 @@ ddtx_peer_t ddtx_multi_peer_of_sub(struct ddtx_multi_ep *ep, int sub, ddtx_peer_
 	ep->peers[h] = (struct ddtx_multi_peer){.sub = (uint8_t)sub, .sub_peer = sp, .addr = NULL,
 						.heard_ns = ddtx_coarse_time_ns()};
 	ep->of_sub[sub][sp] = h;
+	/* Counted here, not at insert: a peer first heard from (it sent before we inserted it)
+	 * gets its handle from its message, and an insert then finds it known. */
+	ep->dom->stats.sub[sub].peers++;
 	return h;
 }
 

@@ -373,7 +373,6 @@ static int multi_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t 
 	ret = ddtx_wire_peer_insert(ep->sub[sub], sub_addr, sub_len, &sp);
 	if (ret)
 		return ret;
-	bool is_new = sp >= ep->of_sub_len[sub] || ep->of_sub[sub][sp] == DDTX_PEER_INVALID;
 	mp = ddtx_multi_peer_of_sub(ep, sub, sp);
 	if (mp == DDTX_PEER_INVALID)
 		return -FI_ENOMEM;
@@ -383,8 +382,6 @@ static int multi_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t 
 		if (mpeer->addr)
 			memcpy(mpeer->addr, addr, len);
 	}
-	if (is_new)
-		dom->stats.sub[sub].peers++;
 	DDTX_DBG(FI_LOG_AV, "multi: peer %u through %s\n", mp, dom->sub_caps[sub]->name);
 	*peer = mp;
 	return 0;
