@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/layout.h"
 #include "proto/proto_internal.h"
 
 /*
@@ -98,20 +99,21 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		return -FI_EINVAL;
 	}
 	struct fi_ddtx_layout *handle = NULL;
+	struct ddtx_layout *hl = NULL;
 	if (!(flags & FI_MULTI_RECV) && (handle = ddtx_handle_of(desc, iov, count)) &&
-	    (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+	    (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
 	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count);
+	/* A handle's layout lends its list: nothing copied per receive. */
+	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl) : ddtx_rx_new(pep, iov, count);
 	if (!rx) {
 		ret = -FI_ENOMEM;
 		goto out;
 	}
-	if (handle)
-		rx->cached = ddtx_handle_layout(handle);
+	hl = NULL; /* the receive holds it now */
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (flags & FI_MULTI_RECV);
 	rx->report = !pep->attr.rx_selective || (flags & FI_COMPLETION);
@@ -137,5 +139,7 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	else
 		ddtx_list_push_back(tagged ? &pep->posted_tag : &pep->posted_msg, &rx->entry);
 out:
+	if (hl)
+		ddtx_layout_put(pep->pd->layouts, hl);
 	return ret;
 }

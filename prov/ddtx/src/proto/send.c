@@ -56,19 +56,24 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	return 0;
 }
 
-static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count)
+/* A send to track; with borrow, iov is a handle's layout list that tx->layout will hold. */
+static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			      bool borrow)
 {
 	struct ddtx_tx *tx = calloc(1, sizeof(*tx));
 	if (!tx)
 		return NULL;
-	tx->iov = malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
+	tx->iov_borrowed = borrow;
+	tx->iov = borrow ? (struct iovec *)iov : malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
 	tx->id = ddtx_optable_add(&pep->txs, tx);
 	if (!tx->iov || !tx->id) {
-		free(tx->iov);
+		if (!borrow)
+			free(tx->iov);
 		free(tx);
 		return NULL;
 	}
-	memcpy(tx->iov, iov, count * sizeof(*iov));
+	if (!borrow)
+		memcpy(tx->iov, iov, count * sizeof(*iov));
 	tx->count = count;
 	ddtx_list_init(&tx->batches);
 	return tx;
@@ -86,7 +91,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
 		ddtx_optable_remove(&pep->txs, tx->id);
-	free(tx->iov);
+	if (!tx->iov_borrowed)
+		free(tx->iov);
 	free(tx);
 }
 
@@ -169,9 +175,10 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		return ret;
 	}
 	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
-	if (handle && (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+	struct ddtx_layout *hl = NULL; /* the handle's cached layout: our reference */
+	if (handle && (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
-	size_t total = ddtx_iov_total(iov, count);
+	size_t total = hl ? hl->st.total : ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
 	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
 		ret = -FI_EINVAL;
@@ -214,7 +221,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	}
 
 	/* An operation to track: a rendezvous, or an eager send waiting for its ACK. */
-	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count);
+	bool borrow = hl && !eager;
+	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count, borrow);
 	if (!tx) {
 		ret = -FI_ENOMEM;
 		goto out;
@@ -245,7 +253,12 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	/* The layout cache knows this shape (or learns it): its summary and readiness. */
 	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	bool hit;
-	tx->layout = handle ? ddtx_handle_layout(handle) : ddtx_layout_get(lc, iov, count, &hit);
+	if (handle) {
+		tx->layout = hl; /* the tx holds our reference now (and borrows its list) */
+		hl = NULL;
+	} else {
+		tx->layout = ddtx_layout_get(lc, iov, count, &hit);
+	}
 	struct ddtx_layout_stats ls;
 	if (tx->layout)
 		ls = tx->layout->st;
@@ -274,6 +287,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = 0;
 	}
 out:
+	if (hl)
+		ddtx_layout_put(pep->pd->layouts, hl);
 	return ret;
 }
 
