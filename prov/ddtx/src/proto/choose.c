@@ -74,6 +74,34 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 	return ddtx_cost_choose(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, &explored);
 }
 
+/*
+ * The first chunk of a packed rendezvous travels in the RTS (issue 12: a message of many small
+ * blocks started moving only after the full RTS/CTS round trip).  Only when packing is what
+ * the receiver will choose: proposed PACK and not worth zero copy (a chunk sent ahead of a
+ * zero-copy transfer is copied twice), and noncontiguous (a contiguous message is moved by
+ * one copy, never packed ahead).  Its size is what the pipeline moves in the time the cost
+ * model measured for PACK's fixed cost (the handshake): the receiver scatters it while the
+ * CTS comes back, and the sender's next chunk follows at once.
+ */
+#define FIRST_CHUNK_MIN 1024
+
+size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			       const struct ddtx_layout_stats *st, size_t room)
+{
+	enum fi_ddtx_scheme f = forced_scheme(pep->caps);
+	if (proposed != FI_DDTX_SCHEME_PACK || st->nblocks <= 1 ||
+	    (f != FI_DDTX_SCHEME_COUNT && f != FI_DDTX_SCHEME_PACK))
+		return 0;
+	if (f == FI_DDTX_SCHEME_COUNT && worth_zcopy(pep, st))
+		return 0;
+	/* Blocks on both sides: the gather and the scatter (the receiver's unknown here). */
+	double lead = ddtx_cost_lead_bytes(&pep->pd->cost, FI_DDTX_SCHEME_PACK, st->total,
+					   2 * st->nblocks);
+	size_t n = lead < (double)room ? (size_t)lead : room;
+	n = DDTX_MAX(n, (size_t)FIRST_CHUNK_MIN);
+	return DDTX_MIN(DDTX_MIN(n, room), st->total);
+}
+
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored)

@@ -107,6 +107,7 @@ struct ddtx_tx {
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
 	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
 	size_t chunk;                    /* UMR: the window length of the first CTS */
+	size_t inlined;                  /* payload bytes that went in the RTS (PACK) */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
 	bool abandoned;                  /* the receiver gave up (empty CTS): fail once idle */
@@ -178,6 +179,7 @@ struct ddtx_unexp {
 	void *claim_context;             /* set by FI_PEEK | FI_CLAIM */
 	uint32_t ack_tx_id;              /* EAGER with ACK_REQ */
 	struct ddtx_hdr_rts rts;
+	size_t inlined;                  /* RTS: payload bytes it carried, in payload[] */
 	uint8_t payload[];               /* EAGER: len bytes */
 };
 
@@ -310,8 +312,9 @@ void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			   size_t len);
+/* first: the first_len payload bytes the RTS carried (checked against total_len). */
 void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
-			 const struct ddtx_hdr_rts *rts);
+			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len);
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
 
@@ -328,7 +331,7 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
 /* peer_check.c: NULL if consistent with the state it names, else the offending field */
-const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts);
+const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len);
 const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len);
 const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
 const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
@@ -336,6 +339,9 @@ const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* Payload bytes to send packed in the RTS itself (0: none), at most room. */
+size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			       const struct ddtx_layout_stats *st, size_t room);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,

@@ -82,7 +82,7 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 		if (u->hdr_flags & DDTX_HDR_ACK_REQ)
 			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
 	} else {
-		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts);
+		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->payload, u->inlined);
 	}
 	free(u);
 	return gone;

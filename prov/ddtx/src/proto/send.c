@@ -57,6 +57,30 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 }
 
 /* A send to track; with borrow, iov is a handle's layout list that tx->layout will hold. */
+/*
+ * An RTS carrying the message's first `first` bytes packed behind it, so that they move (and
+ * are scattered at the receiver) while the handshake goes on.  Returns the bytes it carried,
+ * or a negative FI_E* (-FI_EAGAIN: no room in the peer's queue, even after progress).
+ */
+static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
+			      struct ddtx_hdr_rts *rts, size_t first)
+{
+	struct ddtx_wire_send_buf buf;
+	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+	if (ret == -FI_EAGAIN) {
+		ddtx_proto_progress(pep);
+		ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+	}
+	if (ret)
+		return ret;
+	size_t len = DDTX_MIN(first, buf.cap - sizeof(*rts));
+	memcpy(buf.data, rts, sizeof(*rts));
+	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, 0,
+			 (uint8_t *)buf.data + sizeof(*rts), len);
+	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*rts) + len);
+	return (ssize_t)len;
+}
+
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			      bool borrow)
 {
@@ -276,7 +300,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
-	ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
+	size_t first = ddtx_choose_first_chunk(pep, rts.scheme, &ls,
+					       pep->caps->max_send_size - sizeof(rts));
+	if (first) {
+		ssize_t n = send_rts_first(pep, tx, &rts, first);
+		tx->inlined = n > 0 ? (size_t)n : 0;
+		ret = n < 0 ? (int)n : 0;
+	} else {
+		ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
+	}
 	if (ret == -FI_EAGAIN) {
 		ddtx_tx_free(pep, tx);
 		goto out;
@@ -475,6 +507,8 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		}
 		tx->state = tx->scheme == FI_DDTX_SCHEME_PACK ? DDTX_TX_PACK : DDTX_TX_ZCOPY;
 		if (tx->state == DDTX_TX_PACK) {
+			/* The RTS carried the first bytes; the receiver counts them as received. */
+			tx->sent = DDTX_MIN(tx->inlined, tx->accepted);
 			ddtx_send_progress(pep);
 			return;
 		}
