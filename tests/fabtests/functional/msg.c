@@ -1026,6 +1026,77 @@ static int t_inject_flag(struct ft_ctx *ctx, void *arg)
 }
 
 /*
+ * An iov list sent with FI_INJECT (fi_sendmsg): the caller may reuse its buffers and the list
+ * itself the moment the call returns.  64 pieces of 7..70 B scattered over a buffer, up to
+ * inject_size in all, every size eager whatever the eager boundary (run also with
+ * FI_DDTX_EAGER_SIZE=512, where a 4 KiB message would otherwise take a rendezvous that reads
+ * the buffer later): each piece and the list are overwritten at once, and the receiver gets
+ * the bytes as they were at the call.
+ */
+#define DDTX_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static int t_inject_iov(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int peer = 1 - ctx->rank;
+	size_t inject = fx.info->tx_attr->inject_size;
+	FT_CHECK(inject >= 4096, "inject_size %zu < 4096", inject);
+	enum { PIECES = 64, ROUNDS = 6 };
+	const size_t totals[ROUNDS] = {64, 500, 1500, 2048, 3000, 4096};
+	if (ctx->rank == 0) {
+		uint8_t *buf = fx_alloc(PIECES * 160);
+		struct iovec iov[PIECES];
+		for (int r = 0; r < ROUNDS; r++) {
+			/* Piece lengths summing to totals[r], each in a 160-byte cell of buf. */
+			size_t left = totals[r], n = 0;
+			for (; n < PIECES && left; n++) {
+				size_t want = (left + (PIECES - n) - 1) / (PIECES - n);
+				size_t len = DDTX_TEST_MIN(want + n % 3, left);
+				len = DDTX_TEST_MIN(len, (size_t)150);
+				iov[n] = (struct iovec){buf + n * 160 + n % 9, len};
+				left -= len;
+			}
+			FT_CHECK(!left, "round %d: %zu bytes not placed", r, left);
+			size_t off = 0;
+			for (size_t i = 0; i < n; i++) {
+				fx_fill(iov[i].iov_base, iov[i].iov_len, 900 + r, off);
+				off += iov[i].iov_len;
+			}
+			struct fi_msg m = {.msg_iov = iov, .iov_count = n, .addr = fx.peers[peer],
+					   .context = &iov[r]};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_INJECT | FI_COMPLETION));
+			memset(buf, 0xEE, PIECES * 160); /* reusable at once: pieces ... */
+			memset(iov, 0xEE, sizeof(iov));  /* ... and the list */
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.op_context == &iov[r], "round %d: completion context %p", r,
+				 c.op_context);
+		}
+		fx_pbarrier(ctx, &fx);
+		free(buf);
+	} else {
+		for (int r = 0; r < ROUNDS; r++) {
+			struct rbuf rb;
+			rbuf_init(&rb, 4096);
+			FX_OK(&fx, fi_recv(fx.ep, rb.buf, 4096, NULL, FI_ADDR_UNSPEC, &rb));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == totals[r], "round %d: %zu bytes, expected %zu", r, c.len,
+				 totals[r]);
+			char what[64];
+			snprintf(what, sizeof(what), "FI_INJECT iov round %d", r);
+			rbuf_check(&rb, 900 + r, totals[r], what);
+			rbuf_free(&rb);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_expect_none(&fx, 100);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
  * A delivery complete send whose receiver closes its endpoint right after the receive
  * completes: the acknowledgement it sent before closing must complete the send, not an error
  * (fabtests' fi_rdm_multi_client -U failed with -FI_EIO).
@@ -1060,6 +1131,7 @@ static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
 
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
+	{"inject_iov", 2, 30, t_inject_iov, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},

@@ -364,6 +364,54 @@ static void t_rts_first_chunk_forged(void)
 	      big[0], big[2999], big[3000]);
 }
 
+/*
+ * The eager/rendezvous boundary comes from measured costs: with the priors an 8 KiB message
+ * goes eager; after eager deliveries were timed far slower than a rendezvous is predicted
+ * (a wire where copying through the ring is slow), the same message goes by RTS, while a
+ * 512 B one stays eager (no prediction below 1 KiB) and FI_INJECT stays eager at any size.
+ */
+static void t_eager_boundary(void)
+{
+	int ctx;
+	struct iovec iov = {big, 8192};
+	pthread_mutex_lock(&H.lock);
+	bool before = ddtx_choose_eager(H.pep, 8192, 1);
+	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(before && ret == 0, "priors: 8 KiB eager %d, send %zd", before, ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL) &&
+	      !hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL), "8 KiB did not go eager");
+	pthread_mutex_lock(&H.lock);
+	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB copied out of the ring: 10x the prior */
+		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
+	printf("  eager 8 KiB predicted %.0f ns, PACK %.0f ns\n",
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, 8192, 1),
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_PACK, 8192, 2));
+	bool after = ddtx_choose_eager(H.pep, 8192, 1);
+	bool small = ddtx_choose_eager(H.pep, 512, 1);
+	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(!after && small && ret == 0, "after slow eager timings: 8 KiB eager %d, 512 B %d",
+	      after, small);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL) &&
+	      !hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "8 KiB did not take an RTS");
+	iov.iov_len = 4096;
+	pthread_mutex_lock(&H.lock);
+	H.pep->attr.inject_size = 4096; /* the harness's endpoint offers 64 */
+	CHECK(!ddtx_choose_eager(H.pep, 4096, 1), "4 KiB would go eager anyway");
+	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, NULL,
+			      FI_INJECT | DDTX_PROTO_NO_COMPLETION, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "inject: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "FI_INJECT of 4 KiB not eager");
+}
+
 static struct ddtx_shm_peer *victim_ring_of(struct hostile_peer *p)
 {
 	/* Any send maps the victim's regions; this one is dropped (unknown type). */
@@ -887,6 +935,7 @@ int main(int argc, char **argv)
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},

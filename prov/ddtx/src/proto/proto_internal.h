@@ -252,6 +252,7 @@ struct ddtx_proto_ep {
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
+	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 };
 
@@ -339,6 +340,13 @@ const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
+bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
+/* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
+bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
+/* An eager message of bytes in blocks was delivered; its copy out of the ring took ns. */
+void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
+			       uint64_t ns);
 /* Payload bytes to send packed in the RTS itself (0: none), at most room. */
 size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 			       const struct ddtx_layout_stats *st, size_t room);

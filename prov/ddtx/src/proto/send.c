@@ -28,9 +28,10 @@ static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr
 	}
 }
 
+/* l: the message's cached layout (a handle's) when known: its compiled kernels gather. */
 static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
-		      uint32_t tx_id)
+		      uint32_t tx_id, struct ddtx_layout *l)
 {
 	struct ddtx_hdr_eager h;
 	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
@@ -51,7 +52,7 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	if (ret)
 		return ret;
 	memcpy(buf.data, &h, sizeof(h));
-	ddtx_iov_gather(iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
+	ddtx_pack_gather(pep->pd->layouts, l, iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(h) + total);
 	return 0;
 }
@@ -228,10 +229,23 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & DDTX_PROTO_NO_COMPLETION);
 	if (want_ack)
 		hflags |= DDTX_HDR_ACK_REQ;
-	bool eager = total <= eager_limit(pep);
+	/*
+	 * Eager below the boundary the cost model draws (never above FI_DDTX_EAGER_SIZE, nor
+	 * the wire's message room).  FI_INJECT is eager whatever its size: the caller may reuse
+	 * its buffer (and its iov list) as soon as the call returns, and inject_size is within
+	 * one message's room (getinfo).
+	 */
+	bool eager = (flags & FI_INJECT)
+			     ? total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager)
+			     : total <= eager_limit(pep) &&
+				       ddtx_choose_eager(pep, total, hl ? hl->st.nblocks : count);
+	if ((flags & FI_INJECT) && !eager) {
+		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
+		goto out;
+	}
 
 	if (eager && !want_ack) {
-		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0, hl);
 		if (ret == -FI_EAGAIN)
 			goto out;
 		if (ret) {
@@ -259,7 +273,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	tx->tag = tag;
 	tx->total = total;
 	if (eager) {
-		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, tx->id);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, tx->id, hl);
 		if (ret == -FI_EAGAIN) {
 			ddtx_tx_free(pep, tx);
 			goto out;
