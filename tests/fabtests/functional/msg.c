@@ -6,6 +6,7 @@
  * truncation.  Every delivered byte is checked, and bytes around the receive buffers too.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "fx.h"
 
@@ -725,6 +726,72 @@ static int t_order(struct ft_ctx *ctx, void *arg)
 
 /* ---- untagged truncation -------------------------------------------------------------- */
 
+/*
+ * A message of many small blocks whose first chunk travels in the RTS, into receives shorter
+ * than that chunk, longer than it, and whole, posted before the message arrives or after it
+ * (unexpected: the chunk waits with the RTS): every delivered byte right, truncation reported.
+ */
+static int t_first_chunk(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	enum { N = 1024, BLK = 32, STRIDE = 64, TOTAL = N * BLK };
+	static const size_t rcv[] = {100, 5000, TOTAL, 100, 5000, TOTAL};
+	for (int i = 0; i < 6; i++) {
+		bool unexpected = i >= 3;
+		uint64_t seed = 4000 + (uint64_t)i;
+		char what[96];
+		snprintf(what, sizeof(what), "%d x %d B into %zu B (%s)", N, BLK, rcv[i],
+			 unexpected ? "unexpected" : "posted");
+		if (ctx->rank == 0) {
+			uint8_t *buf = fx_alloc((size_t)N * STRIDE);
+			struct iovec *iov = calloc(N, sizeof(*iov));
+			for (int b = 0; b < N; b++) {
+				iov[b] = (struct iovec){buf + (size_t)b * STRIDE, BLK};
+				fx_fill(iov[b].iov_base, BLK, seed, (size_t)b * BLK);
+			}
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			struct fx_comp c;
+			struct fi_cq_err_entry e;
+			int r = fx_wait_any(&fx, &c, &e, TMO);
+			FT_CHECK(r == 1 || (r == -FI_EAVAIL && e.err == FI_ETRUNC), "%s: sender %d", what,
+				 r);
+			free(iov);
+			free(buf);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, rcv[i]);
+			if (unexpected) {
+				fx_pbarrier(ctx, &fx);
+				usleep(20000); /* let the RTS land first */
+				fi_cq_read(fx.cq, NULL, 0);
+			}
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, rcv[i], NULL, FI_ADDR_UNSPEC, &r));
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			if (rcv[i] < TOTAL) {
+				struct fi_cq_err_entry e;
+				fx_wait_err(&fx, &e, TMO);
+				FT_CHECK(e.err == FI_ETRUNC && e.len == rcv[i] && e.olen == TOTAL - rcv[i],
+					 "%s: err %d len %zu olen %zu", what, e.err, e.len, e.olen);
+			} else {
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				FT_CHECK(c.len == TOTAL, "%s: len %zu", what, c.len);
+			}
+			rbuf_check(&r, seed, rcv[i], what);
+			rbuf_free(&r);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 static int t_trunc(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
@@ -1132,6 +1199,7 @@ static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
 	{"inject_iov", 2, 30, t_inject_iov, NULL},
+	{"first_chunk", 2, 30, t_first_chunk, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},
