@@ -193,6 +193,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			size_t count, fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			uint64_t flags, bool tagged)
 {
+	struct ddtx_stage *stage = NULL;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.tx_iov_limit, NULL);
 	if (ret) {
@@ -203,6 +204,20 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	struct ddtx_layout *hl = NULL; /* the handle's cached layout: our reference */
 	if (handle && (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
+	/* Device memory: sent from a host copy (hmem_stage.c); the handle's layout is not it. */
+	ret = ddtx_stage_begin(pep, false, &iov, &count, &context, &flags,
+			       !(flags & DDTX_PROTO_NO_COMPLETION) &&
+				       (!pep->attr.tx_selective || (flags & FI_COMPLETION)),
+			       &stage);
+	if (ret)
+		goto out;
+	if (stage && hl) {
+		handle = NULL;
+		ddtx_layout_put(pep->pd->layouts, hl);
+		hl = NULL;
+	} else if (stage) {
+		handle = NULL;
+	}
 	size_t total = hl ? hl->st.total : ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
 	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
@@ -335,6 +350,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 out:
 	if (hl)
 		ddtx_layout_put(pep->pd->layouts, hl);
+	if (ret)
+		ddtx_stage_abort(pep, stage); /* not posted: nothing will complete it */
 	return ret;
 }
 
