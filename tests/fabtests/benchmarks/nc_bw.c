@@ -11,6 +11,8 @@
  *   shm, tcp         libfabric's own providers with the application packing into a contiguous
  *                    buffer, sending it, and unpacking at the receiver, as an MPI library does
  *                    when a provider takes few iovs (pack and unpack are inside the timing)
+ *   ddtx-handle      ddtx/auto given a layout handle of the strided layout (fi_ddtx(3)): one
+ *                    message per transfer, whatever the iov limit, and no iov list to read
  *   cma-strided      a bare process_vm_writev moving the same iov lists (both sides strided):
  *                    the physical limit of one copy
  *   cma-contig       a bare process_vm_writev of the same byte count, contiguous on both sides
@@ -65,6 +67,7 @@ struct nc_case {
 	char prov[16];
 	char scheme[16];
 	char name[32];
+	bool handle;          /* ddtx-handle */
 };
 
 /* Filled by rank 0 (and the scheme by rank 1) in shared memory, read by the parent. */
@@ -398,6 +401,8 @@ struct bw_fab {
 	uint64_t ack_buf, ack_sbuf;
 	bool ack_done;
 	struct fi_ddtx_ops *dops;
+	struct fi_ddtx_layout *handle; /* ddtx-handle: the layout, one message per transfer */
+	uint8_t *sbuf, *rbuf;
 };
 
 static int fab_progress(struct bw_fab *f)
@@ -456,6 +461,19 @@ static int fab_send(struct bw_fab *f, int slot, int seq)
 		}
 		return 0;
 	}
+	if (f->handle) {
+		struct iovec one = {f->sbuf, f->dops->layout_size(f->handle)};
+		void *desc = f->handle;
+		struct fi_msg_tagged msg = {.msg_iov = &one, .desc = &desc, .iov_count = 1,
+					    .addr = f->peer, .tag = NC_TAG(seq, 0),
+					    .context = &ops[0].fctx};
+		ssize_t r = FAB_POST(f, fi_tsendmsg(f->fe.ep, &msg, FI_COMPLETION));
+		if (r) {
+			set_err(f->sh, 1, "fi_tsendmsg(layout handle): %s", fi_strerror((int)-r));
+			return -1;
+		}
+		return 0;
+	}
 	for (size_t c = 0; c < f->nmsg; c++) {
 		size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
 		struct fi_msg_tagged msg = {
@@ -481,6 +499,13 @@ static int fab_recv(struct bw_fab *f, int slot, int seq)
 			size_t len = f->cfg->bytes - off < f->msg_max ? f->cfg->bytes - off : f->msg_max;
 			r = FAB_POST(f, fi_trecv(f->fe.ep, f->rpb[slot] + off, len, NULL, f->peer,
 						 NC_TAG(seq, c), 0, &ops[c].fctx));
+		} else if (f->handle) {
+			struct iovec one = {f->rbuf, f->dops->layout_size(f->handle)};
+			void *desc = f->handle;
+			struct fi_msg_tagged msg = {.msg_iov = &one, .desc = &desc, .iov_count = 1,
+						    .addr = f->peer, .tag = NC_TAG(seq, c),
+						    .ignore = 0, .context = &ops[c].fctx};
+			r = FAB_POST(f, fi_trecvmsg(f->fe.ep, &msg, FI_COMPLETION));
 		} else {
 			size_t first = c * f->lim, cnt = f->n - first < f->lim ? f->n - first : f->lim;
 			struct fi_msg_tagged msg = {
@@ -679,8 +704,22 @@ static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct
 	if (cs->kind == K_DDTX &&
 	    fi_open_ops(&f->fe.domain->fid, FI_DDTX_DOMAIN_OPS_1, 0, (void **)&f->dops, NULL))
 		f->dops = NULL;
+	if (cs->handle) {
+		ret = f->dops && f->dops->layout_create_strided
+			      ? f->dops->layout_create_strided(f->fe.domain, cfg->block, cfg->stride,
+							       cfg->count, &f->handle)
+			      : -FI_ENOSYS;
+		if (ret) {
+			set_err(sh, 1, "layout_create_strided: %s", fi_strerror(-ret));
+			ft_close(&f->fe);
+			return 1;
+		}
+		f->nmsg = 1;
+	}
 
 	uint8_t *sbuf = alloc_buf(span(cfg)), *rbuf = alloc_buf(span(cfg));
+	f->sbuf = sbuf;
+	f->rbuf = rbuf;
 	f->siov = make_iov(sbuf, cfg);
 	f->riov = make_iov(rbuf, cfg);
 	f->spb = calloc((size_t)f->window, sizeof(*f->spb));
@@ -778,6 +817,8 @@ out_err:
 	rc = 1;
 out:
 	ft_barrier(ctx);
+	if (f->handle)
+		f->dops->layout_free(f->handle);
 	ft_close(&f->fe);
 	return rc;
 }
@@ -968,7 +1009,8 @@ static void usage(const char *prog)
 	       "  -c, --schemes LIST    ddtx schemes (default pack,sgl,umr,auto)\n"
 	       "  -p, --providers LIST  of ddtx, shm, tcp, cma, cma-contig, cma-2core; other\n"
 	       "                        libfabric providers (verbs, sockets...) and ddtx-contig\n"
-	       "                        (ddtx without iov lists) pack like shm\n"
+	       "                        (ddtx without iov lists) pack like shm; ddtx-handle:\n"
+	       "                        ddtx/auto with a layout handle, one message per transfer\n"
 	       "                        (default ddtx,shm,tcp,cma,cma-contig,cma-2core)\n"
 	       "  -r, --repeat N        run every case N times, report the median (default 1)\n"
 	       "      --iov-limit N     send at most N iovs per ddtx message (default: iov_limit)\n"
@@ -1064,7 +1106,8 @@ int main(int argc, char **argv)
 	/* Cases per configuration: references first so that every row can print its ratios. */
 	struct nc_case cases[64];
 	int ncase = 0;
-	static const char *order[] = {"cma", "cma-contig", "cma-2core", "shm", "tcp", "ddtx"};
+	static const char *order[] = {"cma", "cma-contig", "cma-2core", "shm", "tcp", "ddtx",
+				      "ddtx-handle"};
 	for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++)
 		for (int p = 0; p < nprov; p++) {
 			if (strcmp(provs[p], order[o]))
@@ -1077,6 +1120,14 @@ int main(int argc, char **argv)
 					snprintf(c->scheme, sizeof(c->scheme), "%s", schemes[s]);
 					snprintf(c->name, sizeof(c->name), "ddtx/%s", schemes[s]);
 				}
+				continue;
+			}
+			if (!strcmp(provs[p], "ddtx-handle")) {
+				struct nc_case *c = &cases[ncase++];
+				*c = (struct nc_case){.kind = K_DDTX, .handle = true};
+				snprintf(c->prov, sizeof(c->prov), "ddtx");
+				snprintf(c->scheme, sizeof(c->scheme), "auto");
+				snprintf(c->name, sizeof(c->name), "ddtx-handle");
 				continue;
 			}
 			struct nc_case *c = &cases[ncase++];

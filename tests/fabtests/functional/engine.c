@@ -12,6 +12,7 @@
  *                        hit after the first (the CTS omits the key list)
  *   umr_pool_pressure    more windows in flight than the mkey pool's stock: all complete, the
  *                        pool is refilled
+ *   layout_handle_bases_* one handle cycled over more buffers than it caches, both directions
  *   layout_handle_*      fi_ddtx_ops layout_create / layout_create_strided on either side,
  *                        counted as layout-cache hits
  *   layout_loops_*       the loop constructors (subarray -> indexed-block, -> nested vector),
@@ -617,6 +618,75 @@ static int t_layout_handle(struct ft_ctx *ctx, void *varg)
 	return 0;
 }
 
+/*
+ * One layout handle used at more buffers than it remembers (DDTX_HANDLE_BASES is 4), for sends
+ * and receives alternately, as a runtime uses one datatype for many buffers; one buffer is
+ * unmapped and mapped again between rounds.  Every message arrives whole, gaps untouched: the
+ * lists the sends and receives borrow from the handle's cached layouts are the right ones.
+ */
+#define HB_BUFS 5
+static int t_layout_handle_bases(struct ft_ctx *ctx, void *varg)
+{
+	const char *scheme = varg;
+	struct fx fx;
+	struct fx_opts o = {.scheme = scheme};
+	fx_open(ctx, &o, &fx);
+	struct fi_ddtx_ops *ops = ext_ops(&fx);
+	const size_t block = 8, stride = 24, count = 20000; /* 160 000 B: a rendezvous */
+	struct fi_ddtx_layout *h = NULL;
+	int ret = ops->layout_create_strided(fx.domain, block, stride, count, &h);
+	FT_CHECK(ret == 0 && h, "layout_create_strided: %s", fi_strerror(-ret));
+	size_t hsize = ops->layout_size(h);
+	struct slay b[HB_BUFS];
+	for (int i = 0; i < HB_BUFS; i++)
+		slay_init(&b[i], map_at(NULL, (count - 1) * stride + block), block, count, stride);
+	void *desc = h;
+	char what[128];
+	for (int k = 0; k < 14; k++) {
+		if (k == 7) { /* a buffer goes away and comes back (same address if free) */
+			void *old = b[2].base;
+			munmap(old, b[2].span);
+			b[2].base = map_at(NULL, b[2].span);
+			for (size_t i = 0; i < count; i++)
+				b[2].iov[i].iov_base = b[2].base + i * stride;
+		}
+		/* Round k: 0 -> 1 then 1 -> 0, each side at a different buffer every time. */
+		for (int dir = 0; dir < 2; dir++) {
+			int sender = dir;
+			struct slay *mine = &b[(ctx->rank == sender ? k + dir : 2 * k + 1 + dir) % HB_BUFS];
+			uint64_t seed = 7000 + (uint64_t)(2 * k + dir);
+			snprintf(what, sizeof(what), "%s: round %d, %d -> %d", scheme, k, sender,
+				 1 - sender);
+			struct iovec one = {mine->base, hsize};
+			struct fi_msg_tagged m = {.msg_iov = &one, .desc = &desc, .iov_count = 1,
+						  .addr = fx.peers[1 - ctx->rank],
+						  .tag = (uint64_t)(2 * k + dir), .context = mine};
+			struct fx_comp c;
+			if (ctx->rank != sender) {
+				slay_canary(mine);
+				FX_OK(&fx, fi_trecvmsg(fx.ep, &m, FI_COMPLETION));
+				fx_pbarrier(ctx, &fx);
+				fx_wait(&fx, 1, &c, TMO);
+				FT_CHECK(c.len == block * count, "%s: received %zu bytes", what, c.len);
+				slay_check(mine, seed, what);
+			} else {
+				slay_data(mine, seed);
+				fx_pbarrier(ctx, &fx);
+				FX_OK(&fx, fi_tsendmsg(fx.ep, &m, FI_COMPLETION));
+				fx_wait(&fx, 1, &c, TMO);
+			}
+			fx_pbarrier(ctx, &fx);
+		}
+	}
+	FT_CHECK(ops->layout_free(h) == 0, "layout_free");
+	for (int i = 0; i < HB_BUFS; i++) {
+		munmap(b[i].base, b[i].span);
+		free(b[i].iov);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- layout handles described by their loops ------------------------------------------ */
 
 /* Byte k of message `seed`'s payload. */
@@ -918,6 +988,8 @@ static const struct fx_test tests[] = {
 	{"layout_handle_pack", 2, 60, t_layout_handle, "pack"},
 	{"layout_handle_sgl", 2, 60, t_layout_handle, "sgl"},
 	{"layout_handle_umr", 2, 60, t_layout_handle, "umr"},
+	{"layout_handle_bases_pack", 2, 60, t_layout_handle_bases, "pack"},
+	{"layout_handle_bases_auto", 2, 60, t_layout_handle_bases, "auto"},
 	{"layout_loops_pack", 2, 60, t_layout_loops, "pack"},
 	{"layout_loops_auto", 2, 60, t_layout_loops, "auto"},
 	{"threads", 2, 120, t_threads, NULL},

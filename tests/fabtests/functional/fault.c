@@ -620,7 +620,8 @@ static const struct fx_test tests[] = {
 	{"sender_dies_half_pack", 3, 240, t_run, SC("pack", 0, "send:4@32=die", OUT_DIES)},
 	{"sender_dies_half_sgl", 3, 240, t_run, SC("sgl", 0, "dma_write@5=die", OUT_DIES)},
 	{"sender_dies_half_umr", 3, 240, t_run, SC("umr", 0, "dma_write@5=die", OUT_DIES)},
-	{"sender_dies_fin_pack", 3, 240, t_run, SC("pack", 0, "send:4@65=die_after", OUT_DIES, true)},
+	/* PACK's last DATA is the 64th: 4 MiB in 64 KiB slots, the first chunk went in the RTS */
+	{"sender_dies_fin_pack", 3, 240, t_run, SC("pack", 0, "send:4@64=die_after", OUT_DIES, true)},
 	{"sender_dies_fin_sgl", 3, 240, t_run, SC("sgl", 0, "send:5@1=die_after", OUT_DIES, true)},
 	{"sender_dies_fin_umr", 3, 240, t_run, SC("umr", 0, "send:5@1=die_after", OUT_DIES, true)},
 	/* the receiver dies: RTS received, CTS sent, half the data received */

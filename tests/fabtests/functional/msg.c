@@ -6,6 +6,7 @@
  * truncation.  Every delivered byte is checked, and bytes around the receive buffers too.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "fx.h"
 
@@ -725,6 +726,72 @@ static int t_order(struct ft_ctx *ctx, void *arg)
 
 /* ---- untagged truncation -------------------------------------------------------------- */
 
+/*
+ * A message of many small blocks whose first chunk travels in the RTS, into receives shorter
+ * than that chunk, longer than it, and whole, posted before the message arrives or after it
+ * (unexpected: the chunk waits with the RTS): every delivered byte right, truncation reported.
+ */
+static int t_first_chunk(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	enum { N = 1024, BLK = 32, STRIDE = 64, TOTAL = N * BLK };
+	static const size_t rcv[] = {100, 5000, TOTAL, 100, 5000, TOTAL};
+	for (int i = 0; i < 6; i++) {
+		bool unexpected = i >= 3;
+		uint64_t seed = 4000 + (uint64_t)i;
+		char what[96];
+		snprintf(what, sizeof(what), "%d x %d B into %zu B (%s)", N, BLK, rcv[i],
+			 unexpected ? "unexpected" : "posted");
+		if (ctx->rank == 0) {
+			uint8_t *buf = fx_alloc((size_t)N * STRIDE);
+			struct iovec *iov = calloc(N, sizeof(*iov));
+			for (int b = 0; b < N; b++) {
+				iov[b] = (struct iovec){buf + (size_t)b * STRIDE, BLK};
+				fx_fill(iov[b].iov_base, BLK, seed, (size_t)b * BLK);
+			}
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			struct fx_comp c;
+			struct fi_cq_err_entry e;
+			int r = fx_wait_any(&fx, &c, &e, TMO);
+			FT_CHECK(r == 1 || (r == -FI_EAVAIL && e.err == FI_ETRUNC), "%s: sender %d", what,
+				 r);
+			free(iov);
+			free(buf);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, rcv[i]);
+			if (unexpected) {
+				fx_pbarrier(ctx, &fx);
+				usleep(20000); /* let the RTS land first */
+				fi_cq_read(fx.cq, NULL, 0);
+			}
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, rcv[i], NULL, FI_ADDR_UNSPEC, &r));
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			if (rcv[i] < TOTAL) {
+				struct fi_cq_err_entry e;
+				fx_wait_err(&fx, &e, TMO);
+				FT_CHECK(e.err == FI_ETRUNC && e.len == rcv[i] && e.olen == TOTAL - rcv[i],
+					 "%s: err %d len %zu olen %zu", what, e.err, e.len, e.olen);
+			} else {
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				FT_CHECK(c.len == TOTAL, "%s: len %zu", what, c.len);
+			}
+			rbuf_check(&r, seed, rcv[i], what);
+			rbuf_free(&r);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 static int t_trunc(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
@@ -1026,6 +1093,77 @@ static int t_inject_flag(struct ft_ctx *ctx, void *arg)
 }
 
 /*
+ * An iov list sent with FI_INJECT (fi_sendmsg): the caller may reuse its buffers and the list
+ * itself the moment the call returns.  64 pieces of 7..70 B scattered over a buffer, up to
+ * inject_size in all, every size eager whatever the eager boundary (run also with
+ * FI_DDTX_EAGER_SIZE=512, where a 4 KiB message would otherwise take a rendezvous that reads
+ * the buffer later): each piece and the list are overwritten at once, and the receiver gets
+ * the bytes as they were at the call.
+ */
+#define DDTX_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static int t_inject_iov(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int peer = 1 - ctx->rank;
+	size_t inject = fx.info->tx_attr->inject_size;
+	FT_CHECK(inject >= 4096, "inject_size %zu < 4096", inject);
+	enum { PIECES = 64, ROUNDS = 6 };
+	const size_t totals[ROUNDS] = {64, 500, 1500, 2048, 3000, 4096};
+	if (ctx->rank == 0) {
+		uint8_t *buf = fx_alloc(PIECES * 160);
+		struct iovec iov[PIECES];
+		for (int r = 0; r < ROUNDS; r++) {
+			/* Piece lengths summing to totals[r], each in a 160-byte cell of buf. */
+			size_t left = totals[r], n = 0;
+			for (; n < PIECES && left; n++) {
+				size_t want = (left + (PIECES - n) - 1) / (PIECES - n);
+				size_t len = DDTX_TEST_MIN(want + n % 3, left);
+				len = DDTX_TEST_MIN(len, (size_t)150);
+				iov[n] = (struct iovec){buf + n * 160 + n % 9, len};
+				left -= len;
+			}
+			FT_CHECK(!left, "round %d: %zu bytes not placed", r, left);
+			size_t off = 0;
+			for (size_t i = 0; i < n; i++) {
+				fx_fill(iov[i].iov_base, iov[i].iov_len, 900 + r, off);
+				off += iov[i].iov_len;
+			}
+			struct fi_msg m = {.msg_iov = iov, .iov_count = n, .addr = fx.peers[peer],
+					   .context = &iov[r]};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_INJECT | FI_COMPLETION));
+			memset(buf, 0xEE, PIECES * 160); /* reusable at once: pieces ... */
+			memset(iov, 0xEE, sizeof(iov));  /* ... and the list */
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.op_context == &iov[r], "round %d: completion context %p", r,
+				 c.op_context);
+		}
+		fx_pbarrier(ctx, &fx);
+		free(buf);
+	} else {
+		for (int r = 0; r < ROUNDS; r++) {
+			struct rbuf rb;
+			rbuf_init(&rb, 4096);
+			FX_OK(&fx, fi_recv(fx.ep, rb.buf, 4096, NULL, FI_ADDR_UNSPEC, &rb));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == totals[r], "round %d: %zu bytes, expected %zu", r, c.len,
+				 totals[r]);
+			char what[64];
+			snprintf(what, sizeof(what), "FI_INJECT iov round %d", r);
+			rbuf_check(&rb, 900 + r, totals[r], what);
+			rbuf_free(&rb);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_expect_none(&fx, 100);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
  * A delivery complete send whose receiver closes its endpoint right after the receive
  * completes: the acknowledgement it sent before closing must complete the send, not an error
  * (fabtests' fi_rdm_multi_client -U failed with -FI_EIO).
@@ -1060,6 +1198,8 @@ static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
 
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
+	{"inject_iov", 2, 30, t_inject_iov, NULL},
+	{"first_chunk", 2, 30, t_first_chunk, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},

@@ -244,6 +244,174 @@ static void t_rts_summary(void)
 	      "the friend's message did not arrive (err %d)", err);
 }
 
+/*
+ * Issue 12: a message of many small blocks starts moving with its RTS.  The victim sends 1024
+ * blocks of 32 B (stride 64): its RTS carries the first bytes packed, before any CTS; after a
+ * PACK CTS the DATA chunks continue at the RTS's end, and the send completes.  A contiguous
+ * message (moved by one copy, never packed ahead) sends a bare RTS.
+ */
+static void t_rts_first_chunk(void)
+{
+	enum { N = 1024, BLK = 32, STRIDE = 64 }; /* 32 KiB: above the eager size */
+	static struct iovec iov[N];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 + 3);
+	for (int i = 0; i < N; i++)
+		iov[i] = (struct iovec){big + (size_t)i * STRIDE, BLK};
+	int ctx, err = -1;
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, N, 0, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "send: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	size_t len = 0;
+	const struct ddtx_hdr_rts *r = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, &len);
+	CHECK(r, "the attacker got no RTS");
+	if (!r)
+		return;
+	struct ddtx_hdr_rts rts = *r;
+	size_t first = len - sizeof(rts);
+	CHECK(rts.scheme == FI_DDTX_SCHEME_PACK && first >= 1024 && first <= (size_t)N * BLK,
+	      "RTS: scheme %u, %zu payload bytes behind it", rts.scheme, first);
+	const uint8_t *p = (const uint8_t *)(r + 1);
+	for (size_t k = 0; k < first; k++)
+		if (p[k] != big[(k / BLK) * STRIDE + k % BLK]) {
+			CHECK(0, "RTS payload byte %zu: 0x%02x, expected 0x%02x", k, p[k],
+			      big[(k / BLK) * STRIDE + k % BLK]);
+			break;
+		}
+	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_DATA, NULL), "DATA before any CTS");
+	printf("  RTS carried the first %zu of %d bytes\n", first, N * BLK);
+	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_PACK, DDTX_HDR_LAST, 0, 0, 0, 0, 0);
+	progress_n(8);
+	uint64_t lowest = UINT64_MAX, bytes = 0;
+	for (size_t i = 0; i < H.attacker.ngot; i++) {
+		const struct ddtx_hdr_data *d = (const void *)H.attacker.got[i].bytes;
+		if (d->base.type != DDTX_MSG_DATA)
+			continue;
+		lowest = d->offset < lowest ? d->offset : lowest;
+		bytes += d->len;
+	}
+	CHECK(lowest == first && bytes == (uint64_t)N * BLK - first,
+	      "DATA from offset %llu, %llu bytes; expected from %zu, %zu bytes",
+	      (unsigned long long)lowest, (unsigned long long)bytes, first, N * BLK - first);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0, "send completion: err %d", err);
+
+	/* Contiguous: a bare RTS. */
+	int ctx2;
+	struct iovec one = {big, 32768};
+	pthread_mutex_lock(&H.lock);
+	ret = ddtx_proto_send(H.pep, &one, NULL, 1, 0, 0, 0, &ctx2, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "send: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	r = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, &len);
+	CHECK(r && len == sizeof(*r), "contiguous RTS of %zu bytes, expected %zu", len, sizeof(*r));
+}
+
+/* An RTS's first chunk is checked: never longer than offered, only with PACK proposed. */
+static void t_rts_first_chunk_forged(void)
+{
+	int ctx, err = -1;
+	struct iovec iov = {big, 8192};
+	memset(big, 0, 8192);
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	static struct {
+		struct ddtx_hdr_rts h;
+		uint8_t payload[5000];
+	} m;
+	const struct {
+		uint64_t total;
+		uint32_t scheme;
+		size_t first;
+	} bad[] = {{4096, FI_DDTX_SCHEME_PACK, 5000}, {4096, FI_DDTX_SCHEME_SGL, 100},
+		   {4096, FI_DDTX_SCHEME_UMR, 4096}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&m, 0x66, sizeof(m));
+		memset(&m.h, 0, sizeof(m.h));
+		hdr(&m.h.base, DDTX_MSG_RTS, 0);
+		m.h.tx_id = 9;
+		m.h.scheme = bad[i].scheme;
+		m.h.total_len = bad[i].total;
+		m.h.nblocks = 1;
+		m.h.min_block = m.h.avg_block = bad[i].total;
+		CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h) + bad[i].first) == 0, "send");
+	}
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a forged first chunk matched the receive");
+	CHECK(big[0] == 0, "a forged first chunk reached the buffer");
+	/* The whole message in the RTS: placed, answered with a CTS, complete. */
+	memset(&m, 0x77, sizeof(m));
+	memset(&m.h, 0, sizeof(m.h));
+	hdr(&m.h.base, DDTX_MSG_RTS, 0);
+	m.h.tx_id = 10;
+	m.h.scheme = FI_DDTX_SCHEME_PACK;
+	m.h.total_len = 3000;
+	m.h.nblocks = 1;
+	m.h.min_block = m.h.avg_block = 3000;
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h) + 3000) == 0, "send");
+	progress_n(3);
+	const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && cts->tx_id == 10 && cts->accepted == 3000, "no CTS for the whole first chunk");
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0, "receive: err %d", err);
+	CHECK(big[0] == 0x77 && big[2999] == 0x77 && big[3000] == 0, "bytes 0x%02x 0x%02x 0x%02x",
+	      big[0], big[2999], big[3000]);
+}
+
+/*
+ * The eager/rendezvous boundary comes from measured costs: with the priors an 8 KiB message
+ * goes eager; after eager deliveries were timed far slower than a rendezvous is predicted
+ * (a wire where copying through the ring is slow), the same message goes by RTS, while a
+ * 512 B one stays eager (no prediction below 1 KiB) and FI_INJECT stays eager at any size.
+ */
+static void t_eager_boundary(void)
+{
+	int ctx;
+	struct iovec iov = {big, 8192};
+	pthread_mutex_lock(&H.lock);
+	bool before = ddtx_choose_eager(H.pep, 8192, 1);
+	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(before && ret == 0, "priors: 8 KiB eager %d, send %zd", before, ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL) &&
+	      !hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL), "8 KiB did not go eager");
+	pthread_mutex_lock(&H.lock);
+	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB copied out of the ring: 10x the prior */
+		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
+	printf("  eager 8 KiB predicted %.0f ns, PACK %.0f ns\n",
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, 8192, 1),
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_PACK, 8192, 2));
+	bool after = ddtx_choose_eager(H.pep, 8192, 1);
+	bool small = ddtx_choose_eager(H.pep, 512, 1);
+	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(!after && small && ret == 0, "after slow eager timings: 8 KiB eager %d, 512 B %d",
+	      after, small);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL) &&
+	      !hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "8 KiB did not take an RTS");
+	iov.iov_len = 4096;
+	pthread_mutex_lock(&H.lock);
+	H.pep->attr.inject_size = 4096; /* the harness's endpoint offers 64 */
+	CHECK(!ddtx_choose_eager(H.pep, 4096, 1), "4 KiB would go eager anyway");
+	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, NULL,
+			      FI_INJECT | DDTX_PROTO_NO_COMPLETION, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "inject: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "FI_INJECT of 4 KiB not eager");
+}
+
 static struct ddtx_shm_peer *victim_ring_of(struct hostile_peer *p)
 {
 	/* Any send maps the victim's regions; this one is dropped (unknown type). */
@@ -766,6 +934,9 @@ int main(int argc, char **argv)
 		{"ack_status", t_ack_status, DDTX_SCHEME_SETTING_AUTO},
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
+		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
+		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_tail", t_ring_tail, DDTX_SCHEME_SETTING_AUTO},

@@ -142,7 +142,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		return -FI_EINVAL;
 	}
 	ddtx_domain_lock(cq->domain);
-	ddtx_domain_progress(cq->domain); /* recursive lock: one acquisition per read */
+	ddtx_domain_progress_locked(cq->domain);
 	while (n < count && (e = cq_head(cq)) && !e->error) {
 		cq_convert(cq->format, e, (char *)buf + n * esize);
 		if (src_addr)

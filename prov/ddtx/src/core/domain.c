@@ -29,11 +29,10 @@ struct ddtx_domain *ddtx_domain_of(struct fid_domain *domain)
 	return ddtx_container_of(domain, struct ddtx_domain, fid);
 }
 
-void ddtx_domain_progress(struct ddtx_domain *domain)
+void ddtx_domain_progress_locked(struct ddtx_domain *domain)
 {
 	struct ddtx_list_entry *it, *tmp;
 
-	ddtx_domain_lock(domain);
 	ddtx_proto_domain_progress(domain->proto); /* also with no endpoint enabled */
 	ddtx_list_foreach_safe(&domain->eps, it, tmp) {
 		struct ddtx_ep *ep = ddtx_container_of(it, struct ddtx_ep, domain_entry);
@@ -41,6 +40,12 @@ void ddtx_domain_progress(struct ddtx_domain *domain)
 		if (ep->enabled)
 			ddtx_proto_progress(ep->proto);
 	}
+}
+
+void ddtx_domain_progress(struct ddtx_domain *domain)
+{
+	ddtx_domain_lock(domain);
+	ddtx_domain_progress_locked(domain);
 	ddtx_domain_unlock(domain);
 }
 

@@ -193,6 +193,16 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 	return pick;
 }
 
+double ddtx_cost_lead_bytes(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+			    size_t blocks)
+{
+	const struct ddtx_cost_line *e = &m->fit[s].est;
+	if (!bytes)
+		return 0.0;
+	double per_byte = e->b / 4096.0 + e->c * (double)blocks / (double)bytes;
+	return per_byte > 0.0 ? e->a / per_byte : (double)bytes;
+}
+
 size_t ddtx_cost_threshold(const struct ddtx_cost_model *m)
 {
 	/* Per block of length L: c + b L / 4096.  SGL wins from L* = 4096 (c_s - c_p) / (b_p - b_s). */

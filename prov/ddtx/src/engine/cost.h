@@ -50,6 +50,12 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 /* The same choice without exploring and without counting a decision. */
 enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
 				   size_t bytes, size_t blocks);
+/*
+ * Bytes of a (bytes, blocks) transfer that scheme s moves in the time of its fixed cost `a`
+ * (for PACK, mostly the RTS/CTS handshake), at its fitted cost per byte and per block.
+ */
+double ddtx_cost_lead_bytes(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+			    size_t blocks);
 /* Block length (bytes) from which SGL beats PACK per block, 0 if it never does. */
 size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
 

@@ -74,6 +74,68 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 	return ddtx_cost_choose(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, &explored);
 }
 
+/*
+ * The eager/rendezvous boundary, from measured costs (issue 12): eager costs two copies
+ * through the ring (the EAGER line: the receiver times its copy out, a copy in is taken to cost
+ * the same), a rendezvous its scheme's whole line (handshake included).  A message goes
+ * eager when that is predicted no slower; below EAGER_ALWAYS no clock is read and nothing is
+ * predicted (a rendezvous there costs several eager messages on every wire).
+ */
+#define EAGER_ALWAYS 1024
+#define EAGER_SAMPLE 16   /* one delivery in EAGER_SAMPLE is timed: two clock reads */
+
+bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
+{
+	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)
+		return true;
+	const struct ddtx_cost_model *m = &pep->pd->cost;
+	blocks = DDTX_MAX(blocks, (size_t)1);
+	double eager = ddtx_cost_predict(m, FI_DDTX_SCHEME_EAGER, bytes, blocks);
+	double rndv = ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, bytes, 2 * blocks);
+	if (blocks == 1)
+		rndv = DDTX_MIN(rndv, ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, bytes, 2));
+	return eager <= rndv;
+}
+
+void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
+			       uint64_t ns)
+{
+	ddtx_cost_observe(&pep->pd->cost, FI_DDTX_SCHEME_EAGER, bytes, blocks, 2 * ns);
+}
+
+bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes)
+{
+	return bytes >= EAGER_ALWAYS && ++pep->eager_deliveries % EAGER_SAMPLE == 0;
+}
+
+/*
+ * The first chunk of a packed rendezvous travels in the RTS (issue 12: a message of many small
+ * blocks started moving only after the full RTS/CTS round trip).  Only when packing is what
+ * the receiver will choose: proposed PACK and not worth zero copy (a chunk sent ahead of a
+ * zero-copy transfer is copied twice), and noncontiguous (a contiguous message is moved by
+ * one copy, never packed ahead).  Its size is what the pipeline moves in the time the cost
+ * model measured for PACK's fixed cost (the handshake): the receiver scatters it while the
+ * CTS comes back, and the sender's next chunk follows at once.
+ */
+#define FIRST_CHUNK_MIN 1024
+
+size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			       const struct ddtx_layout_stats *st, size_t room)
+{
+	enum fi_ddtx_scheme f = forced_scheme(pep->caps);
+	if (proposed != FI_DDTX_SCHEME_PACK || st->nblocks <= 1 ||
+	    (f != FI_DDTX_SCHEME_COUNT && f != FI_DDTX_SCHEME_PACK))
+		return 0;
+	if (f == FI_DDTX_SCHEME_COUNT && worth_zcopy(pep, st))
+		return 0;
+	/* Blocks on both sides: the gather and the scatter (the receiver's unknown here). */
+	double lead = ddtx_cost_lead_bytes(&pep->pd->cost, FI_DDTX_SCHEME_PACK, st->total,
+					   2 * st->nblocks);
+	size_t n = lead < (double)room ? (size_t)lead : room;
+	n = DDTX_MAX(n, (size_t)FIRST_CHUNK_MIN);
+	return DDTX_MIN(DDTX_MIN(n, room), st->total);
+}
+
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Layout handles (fi_ddtx.h): a runtime describes a layout once, relative to a base, and
- * passes the handle as desc[0] with a single {base, size} iov.  The handle keeps the absolute
- * list of the last base it was used at and the cached layout behind it, so a repeated send from
- * the same buffer costs neither hashing nor flattening.  Each handle also carries its compiled
+ * passes the handle as desc[0] with a single {base, size} iov.  The handle keeps the cached
+ * layouts of the last DDTX_HANDLE_BASES buffers it was used at (each holds its absolute list),
+ * so a repeated send from, or receive into, one of them costs neither hashing nor flattening.  Each handle also carries its compiled
  * form (engine/dataloop.h), built from its description when it is a vector, a subarray or an
  * indexed-block layout, compiled from its blocks otherwise, and handed to the cached layout.
  */
@@ -214,8 +214,9 @@ int ddtx_proto_layout_free(struct fi_ddtx_layout *h)
 		return -FI_EINVAL;
 	struct ddtx_proto_domain *pd = h->pd;
 	pthread_mutex_lock(pd->lock);
-	if (h->cached)
-		ddtx_layout_put(pd->layouts, h->cached);
+	for (int i = 0; i < DDTX_HANDLE_BASES; i++)
+		if (h->bases[i].layout)
+			ddtx_layout_put(pd->layouts, h->bases[i].layout);
 	pthread_mutex_unlock(pd->lock);
 	h->fid.fclass = FI_CLASS_UNSPEC;
 	ddtx_dl_put(h->dl);
@@ -238,43 +239,50 @@ struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size
 	return h->fid.fclass == FI_DDTX_CLASS_LAYOUT ? h : NULL;
 }
 
-int ddtx_handle_expand(struct fi_ddtx_layout *h, const struct iovec *iov,
-		       const struct iovec **out, size_t *count)
+int ddtx_handle_use(struct fi_ddtx_layout *h, const struct iovec *iov, struct ddtx_layout **layout,
+		    const struct iovec **out, size_t *count)
 {
 	if (iov[0].iov_len != h->size || (!iov[0].iov_base && h->size))
 		return -FI_EINVAL;
-	uintptr_t base = (uintptr_t)iov[0].iov_base;
-	if (!h->have_abs || h->base != base) {
-		for (size_t i = 0; i < h->count; i++) {
-			h->abs[i].iov_base = (void *)(base + (uintptr_t)h->rel[i].iov_base);
-			h->abs[i].iov_len = h->rel[i].iov_len;
-		}
-		h->base = base;
-		h->have_abs = true;
-		if (h->cached) {
-			ddtx_layout_put(h->pd->layouts, h->cached);
-			h->cached = NULL;
-		}
-	}
-	*out = h->abs;
-	*count = h->count;
-	return 0;
-}
-
-struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h)
-{
 	struct ddtx_layout_cache *lc = h->pd->layouts;
-	if (h->cached && ddtx_layout_ref(lc, h->cached))
-		return h->cached;
-	if (h->cached) {
-		ddtx_layout_put(lc, h->cached);
-		h->cached = NULL;
+	uintptr_t base = (uintptr_t)iov[0].iov_base;
+	struct ddtx_handle_base *slot = &h->bases[0];
+	h->uses++;
+	for (int i = 0; i < DDTX_HANDLE_BASES; i++) {
+		struct ddtx_handle_base *b = &h->bases[i];
+		if (b->layout && b->base == base) {
+			if (ddtx_layout_ref(lc, b->layout)) {
+				b->last_use = h->uses;
+				*layout = b->layout;
+				*out = b->layout->iov;
+				*count = b->layout->count;
+				return 0;
+			}
+			/* Evicted or invalidated (the buffer was unmapped): build it again. */
+			ddtx_layout_put(lc, b->layout);
+			b->layout = NULL;
+		}
+		if (!b->layout || (slot->layout && b->last_use < slot->last_use))
+			slot = b; /* a free entry, else the least recently used */
+	}
+	for (size_t i = 0; i < h->count; i++) {
+		h->abs[i].iov_base = (void *)(base + (uintptr_t)h->rel[i].iov_base);
+		h->abs[i].iov_len = h->rel[i].iov_len;
 	}
 	bool hit;
 	struct ddtx_layout *l = ddtx_layout_get(lc, h->abs, h->count, &hit);
-	if (l && ddtx_layout_ref(lc, l))
-		h->cached = l; /* the handle keeps one reference of its own */
+	if (slot->layout)
+		ddtx_layout_put(lc, slot->layout);
+	slot->layout = NULL;
 	if (l && h->dl)
 		ddtx_layout_adopt_dataloop(lc, l, h->dl);
-	return l;
+	if (l && ddtx_layout_ref(lc, l)) {
+		slot->layout = l; /* the handle keeps one reference of its own */
+		slot->base = base;
+		slot->last_use = h->uses;
+	}
+	*layout = l;
+	*out = l ? l->iov : h->abs;
+	*count = l ? l->count : h->count;
+	return 0;
 }

@@ -21,7 +21,7 @@
 #include "wire/wire.h"
 
 /* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event */
-#define DDTX_PROTO_VERSION 3
+#define DDTX_PROTO_VERSION 4
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */

@@ -69,6 +69,7 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 	u->data = data;
 	u->len = len;
 	u->claim_context = NULL;
+	u->inlined = 0;
 	ddtx_list_push_back((hflags & DDTX_HDR_TAGGED) ? &pep->unexp_tag : &pep->unexp_msg,
 			    &u->entry);
 	return u;

@@ -14,8 +14,13 @@
  * so it must describe a possible layout of total_len bytes: 1 <= nblocks, 1 <= min_block <=
  * avg_block, nblocks x min_block <= total_len.  The proposed scheme is one a sender proposes.
  */
-const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts)
+const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 {
+	/* Payload bytes may follow (the first PACK chunk): never more than offered, and only
+	 * when packing is proposed, the one scheme that reads them. */
+	size_t first = len - sizeof(*rts);
+	if (first && (first > rts->total_len || rts->scheme != FI_DDTX_SCHEME_PACK))
+		return "first chunk length";
 	if (!rts->tx_id)
 		return "tx_id";
 	if (!rts->total_len)

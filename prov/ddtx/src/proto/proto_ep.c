@@ -246,8 +246,11 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 	if (!pep || !pep->wire)
 		return;
 	ddtx_wire_ep_progress(pep->wire);
-	ddtx_ctrl_flush(pep);
-	ddtx_send_progress(pep);
+	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
+	if (!ddtx_list_empty(&pep->ctrl))
+		ddtx_ctrl_flush(pep);
+	if (!ddtx_list_empty(&pep->tx_active))
+		ddtx_send_progress(pep);
 	check_peers(pep);
 }
 

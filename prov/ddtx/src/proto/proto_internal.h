@@ -26,6 +26,20 @@ struct ddtx_window_set;
 /* A layout handle of fi_ddtx.h. */
 struct ddtx_dataloop;
 
+/*
+ * The buffers a handle was last used at, each with its cached layout (one reference held): a
+ * runtime sends from one buffer and receives into another with the same datatype, and a
+ * handle that remembered only its last base re-flattened and re-hashed its whole list at every
+ * call (65536 blocks of 8 B: 43x the contiguous time, nc_bw ddtx-handle).
+ */
+#define DDTX_HANDLE_BASES 4
+
+struct ddtx_handle_base {
+	uintptr_t base;
+	struct ddtx_layout *layout;      /* NULL: a free entry */
+	uint64_t last_use;
+};
+
 struct fi_ddtx_layout {
 	struct fid fid;                  /* fclass FI_DDTX_CLASS_LAYOUT */
 	struct ddtx_proto_domain *pd;
@@ -33,10 +47,9 @@ struct fi_ddtx_layout {
 	struct iovec *rel;               /* blocks: offsets from base in iov_base */
 	size_t total;                    /* bytes in the blocks */
 	size_t size;                     /* extent from base: what msg_iov[0].iov_len must be */
-	uintptr_t base;                  /* base of abs[] */
-	bool have_abs;
-	struct iovec *abs;
-	struct ddtx_layout *cached;      /* the cached layout at base (one reference held) */
+	struct iovec *abs;               /* scratch: the list at a base not cached yet */
+	struct ddtx_handle_base bases[DDTX_HANDLE_BASES];
+	uint64_t uses;
 	struct ddtx_dataloop *dl;        /* compiled form, relative to the first block, or NULL */
 };
 
@@ -83,7 +96,9 @@ struct ddtx_tx {
 	bool report;                     /* write a CQ entry on success */
 	bool want_ack;                   /* FI_DELIVERY_COMPLETE: complete on the receiver's ACK */
 	uint64_t tag;
-	struct iovec *iov;               /* private copy of the caller's list */
+	struct iovec *iov;               /* private copy of the caller's list, or the list of
+					  * layout (a handle's, which tx holds) when borrowed */
+	bool iov_borrowed;
 	size_t count;
 	size_t total;
 	enum ddtx_tx_state state;
@@ -92,6 +107,7 @@ struct ddtx_tx {
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
 	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
 	size_t chunk;                    /* UMR: the window length of the first CTS */
+	size_t inlined;                  /* payload bytes that went in the RTS (PACK) */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
 	bool abandoned;                  /* the receiver gave up (empty CTS): fail once idle */
@@ -127,6 +143,7 @@ struct ddtx_rx {
 	size_t count;
 	size_t capacity;                 /* bytes the buffers hold */
 	struct iovec iov_inline[1];
+	bool iov_borrowed;               /* iov is the list of cached (a handle's layout) */
 	/* FI_MULTI_RECV: the parent buffer and bookkeeping */
 	struct ddtx_rx *parent;
 	size_t multi_used;
@@ -162,6 +179,7 @@ struct ddtx_unexp {
 	void *claim_context;             /* set by FI_PEEK | FI_CLAIM */
 	uint32_t ack_tx_id;              /* EAGER with ACK_REQ */
 	struct ddtx_hdr_rts rts;
+	size_t inlined;                  /* RTS: payload bytes it carried, in payload[] */
 	uint8_t payload[];               /* EAGER: len bytes */
 };
 
@@ -237,6 +255,7 @@ struct ddtx_proto_ep {
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
+	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
 	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
@@ -300,6 +319,8 @@ void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 
 /* rx.c: the receive object */
 struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count);
+/* A receive into a handle's cached layout l: takes the caller's reference, borrows its list. */
+struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
 void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
 void ddtx_rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb);
@@ -322,8 +343,9 @@ void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			   size_t len);
+/* first: the first_len payload bytes the RTS carried (checked against total_len). */
 void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
-			 const struct ddtx_hdr_rts *rts);
+			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len);
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
 
@@ -340,7 +362,7 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
 /* peer_check.c: NULL if consistent with the state it names, else the offending field */
-const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts);
+const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len);
 const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len);
 const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
 const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
@@ -348,6 +370,16 @@ const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
+bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
+/* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
+bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
+/* An eager message of bytes in blocks was delivered; its copy out of the ring took ns. */
+void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
+			       uint64_t ns);
+/* Payload bytes to send packed in the RTS itself (0: none), at most room. */
+size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			       const struct ddtx_layout_stats *st, size_t room);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
@@ -358,9 +390,14 @@ void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_
 
 /* handle.c: fi_ddtx.h layout handles passed as desc[0] */
 struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size_t count);
-int ddtx_handle_expand(struct fi_ddtx_layout *h, const struct iovec *iov,
-		       const struct iovec **out, size_t *count);
-struct ddtx_layout *ddtx_handle_layout(struct fi_ddtx_layout *h);
+/*
+ * The handle at the buffer iov[0]: its cached layout (a reference for the caller, who puts it;
+ * NULL if the cache could not hold it) and the absolute block list, which lives as long as
+ * that reference (the layout's own list), or only until the handle's next use when *layout
+ * is NULL.
+ */
+int ddtx_handle_use(struct fi_ddtx_layout *h, const struct iovec *iov, struct ddtx_layout **layout,
+		    const struct iovec **out, size_t *count);
 
 /* rma.c */
 void ddtx_rma_on_complete(struct ddtx_proto_ep *pep, struct ddtx_rma *op, int status);

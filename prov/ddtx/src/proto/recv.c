@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/layout.h"
+#include "engine/pack.h"
 #include "proto/proto_internal.h"
 
 /*
@@ -26,7 +28,16 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 		ddtx_rx_report(pep, &slice, len, got, tag, data, hflags, from, dst, mf);
 		return mf != 0;
 	}
-	size_t got = ddtx_iov_scatter(rx->iov, rx->count, 0, payload, DDTX_MIN(len, rx->capacity));
+	/* A sample of deliveries is timed: the eager line of the cost model, which draws the
+	 * eager/rendezvous boundary (choose.c). */
+	bool timed = ddtx_choose_time_eager(pep, len);
+	uint64_t t0 = timed ? ddtx_time_ns() : 0;
+	size_t want = DDTX_MIN(len, rx->capacity);
+	size_t got = rx->cached ? ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
+						    0, payload, want)
+				: ddtx_iov_scatter(rx->iov, rx->count, 0, payload, want);
+	if (timed)
+		ddtx_choose_observe_eager(pep, got, rx->count, ddtx_time_ns() - t0);
 	ddtx_count_scheme(pep, FI_DDTX_SCHEME_EAGER, got);
 	ddtx_rx_report(pep, rx, len, got, tag, data, hflags, from, NULL, 0);
 	return false;
@@ -81,7 +92,7 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 		if (u->hdr_flags & DDTX_HDR_ACK_REQ)
 			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
 	} else {
-		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts);
+		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->payload, u->inlined);
 	}
 	free(u);
 	return gone;
@@ -99,27 +110,32 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		return -FI_EINVAL;
 	}
 	struct fi_ddtx_layout *handle = NULL;
+	struct ddtx_layout *hl = NULL;
 	if (!(flags & FI_MULTI_RECV) && (handle = ddtx_handle_of(desc, iov, count)) &&
-	    (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+	    (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
 	/* Device memory: received into a host buffer, copied in at completion (hmem_stage.c). */
 	ret = ddtx_stage_begin(pep, true, &iov, &count, &context, &flags,
 			       !pep->attr.rx_selective || (flags & FI_COMPLETION), &stage);
 	if (ret)
 		goto out;
-	if (stage)
-		handle = NULL;
+	if (stage) {
+		handle = NULL; /* the host copy is not the handle's layout */
+		if (hl)
+			ddtx_layout_put(pep->pd->layouts, hl);
+		hl = NULL;
+	}
 	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count);
+	/* A handle's layout lends its list: nothing copied per receive. */
+	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl) : ddtx_rx_new(pep, iov, count);
 	if (!rx) {
 		ret = -FI_ENOMEM;
 		goto out;
 	}
-	if (handle)
-		rx->cached = ddtx_handle_layout(handle);
+	hl = NULL; /* the receive holds it now */
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (flags & FI_MULTI_RECV);
 	rx->report = !pep->attr.rx_selective || (flags & FI_COMPLETION);
@@ -145,6 +161,8 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	else
 		ddtx_list_push_back(tagged ? &pep->posted_tag : &pep->posted_msg, &rx->entry);
 out:
+	if (hl)
+		ddtx_layout_put(pep->pd->layouts, hl);
 	if (ret)
 		ddtx_stage_abort(pep, stage); /* not posted: nothing will complete it */
 	return ret;

@@ -255,7 +255,7 @@ void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const voi
 
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
-		       const struct ddtx_hdr_rts *rts)
+		       const struct ddtx_hdr_rts *rts, const void *first, size_t first_len)
 {
 	rx->state = DDTX_RX_RNDV;
 	rx->peer = src;
@@ -281,6 +281,11 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		rx->layout = rx->cached->st;
 	else
 		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
+	/* The RTS brought the first chunk: into place now, before the CTS goes back.  (A forced
+	 * zero-copy scheme rewrites these bytes with the same ones.) */
+	size_t early = DDTX_MIN(first_len, rx->accepted);
+	if (early)
+		ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
 	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
 					rx->cached, rx->accepted, &rx->explored);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
@@ -292,7 +297,11 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		return;
 	}
 	if (rx->scheme == FI_DDTX_SCHEME_PACK) {
+		/* DATA continues where the RTS's chunk ended. */
+		rx->received = early;
 		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+		if (rx->received == rx->accepted)
+			rx_finish(pep, rx);
 		return;
 	}
 	if (rx->scheme == FI_DDTX_SCHEME_UMR) {
@@ -312,7 +321,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 
 /* Match an RTS against rx (which the caller took off its queue, or a multi-recv parent). */
 void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
-			 const struct ddtx_hdr_rts *rts)
+			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len)
 {
 	if (rx->flags & FI_MULTI_RECV) {
 		struct ddtx_rx *slice = multi_slice(pep, rx, rts->total_len);
@@ -322,29 +331,33 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 		}
 		rx = slice;
 	}
-	start_rndv(pep, rx, src, rts);
+	start_rndv(pep, rx, src, rts, first, first_len);
 }
 
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_rts *rts = buf;
 	bool tagged = rts->base.flags & DDTX_HDR_TAGGED;
-	const char *bad = ddtx_check_rts(rts);
+	const char *bad = ddtx_check_rts(rts, len);
 	if (bad) {
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping an RTS from peer %u: bad %s\n", src, bad);
 		return;
 	}
 	struct ddtx_rx *rx = ddtx_posted_find(pep, tagged, rts->tag, ddtx_addr_of(pep, src));
 	if (!rx) {
+		size_t first_len = len - sizeof(*rts);
 		struct ddtx_unexp *u = ddtx_unexp_new(pep, src, DDTX_MSG_RTS, rts->base.flags, rts->tag,
-						 rts->data, rts->total_len, 0);
-		if (u)
+						 rts->data, rts->total_len, first_len);
+		if (u) {
 			u->rts = *rts;
+			u->inlined = first_len;
+			memcpy(u->payload, rts + 1, first_len);
+		}
 		return;
 	}
 	if (!(rx->flags & FI_MULTI_RECV))
 		ddtx_list_remove(&rx->entry);
-	ddtx_rndv_match_rts(pep, rx, src, rts);
+	ddtx_rndv_match_rts(pep, rx, src, rts, rts + 1, len - sizeof(*rts));
 }
 
 static struct ddtx_rx *rndv_rx(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t rx_id)

@@ -27,6 +27,25 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 	return rx;
 }
 
+struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
+{
+	struct ddtx_rx *rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	rx->id = ddtx_optable_add(&pep->rxs, rx);
+	if (!rx->id) {
+		free(rx);
+		return NULL;
+	}
+	rx->iov = l->iov;
+	rx->iov_borrowed = true;
+	rx->count = l->count;
+	rx->capacity = l->st.total;
+	rx->cached = l;
+	ddtx_list_init(&rx->rbatches);
+	return rx;
+}
+
 void ddtx_rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb)
 {
 	for (uint32_t i = 0; i < rb->nmr; i++)
@@ -45,7 +64,7 @@ void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	if (rx->cached)
 		ddtx_layout_put(lc, rx->cached);
 	ddtx_optable_remove(&pep->rxs, rx->id);
-	if (rx->iov != rx->iov_inline)
+	if (rx->iov != rx->iov_inline && !rx->iov_borrowed)
 		free(rx->iov);
 	free(rx);
 }

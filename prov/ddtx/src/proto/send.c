@@ -28,9 +28,10 @@ static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr
 	}
 }
 
+/* l: the message's cached layout (a handle's) when known: its compiled kernels gather. */
 static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
-		      uint32_t tx_id)
+		      uint32_t tx_id, struct ddtx_layout *l)
 {
 	struct ddtx_hdr_eager h;
 	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
@@ -51,24 +52,53 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	if (ret)
 		return ret;
 	memcpy(buf.data, &h, sizeof(h));
-	ddtx_iov_gather(iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
+	ddtx_pack_gather(pep->pd->layouts, l, iov, count, 0, (uint8_t *)buf.data + sizeof(h), total);
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(h) + total);
 	return 0;
 }
 
-static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count)
+/* A send to track; with borrow, iov is a handle's layout list that tx->layout will hold. */
+/*
+ * An RTS carrying the message's first `first` bytes packed behind it, so that they move (and
+ * are scattered at the receiver) while the handshake goes on.  Returns the bytes it carried,
+ * or a negative FI_E* (-FI_EAGAIN: no room in the peer's queue, even after progress).
+ */
+static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
+			      struct ddtx_hdr_rts *rts, size_t first)
+{
+	struct ddtx_wire_send_buf buf;
+	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+	if (ret == -FI_EAGAIN) {
+		ddtx_proto_progress(pep);
+		ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+	}
+	if (ret)
+		return ret;
+	size_t len = DDTX_MIN(first, buf.cap - sizeof(*rts));
+	memcpy(buf.data, rts, sizeof(*rts));
+	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, 0,
+			 (uint8_t *)buf.data + sizeof(*rts), len);
+	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*rts) + len);
+	return (ssize_t)len;
+}
+
+static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			      bool borrow)
 {
 	struct ddtx_tx *tx = calloc(1, sizeof(*tx));
 	if (!tx)
 		return NULL;
-	tx->iov = malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
+	tx->iov_borrowed = borrow;
+	tx->iov = borrow ? (struct iovec *)iov : malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
 	tx->id = ddtx_optable_add(&pep->txs, tx);
 	if (!tx->iov || !tx->id) {
-		free(tx->iov);
+		if (!borrow)
+			free(tx->iov);
 		free(tx);
 		return NULL;
 	}
-	memcpy(tx->iov, iov, count * sizeof(*iov));
+	if (!borrow)
+		memcpy(tx->iov, iov, count * sizeof(*iov));
 	tx->count = count;
 	ddtx_list_init(&tx->batches);
 	return tx;
@@ -86,7 +116,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
 		ddtx_optable_remove(&pep->txs, tx->id);
-	free(tx->iov);
+	if (!tx->iov_borrowed)
+		free(tx->iov);
 	free(tx);
 }
 
@@ -170,7 +201,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		return ret;
 	}
 	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
-	if (handle && (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
+	struct ddtx_layout *hl = NULL; /* the handle's cached layout: our reference */
+	if (handle && (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
 	/* Device memory: sent from a host copy (hmem_stage.c); the handle's layout is not it. */
 	ret = ddtx_stage_begin(pep, false, &iov, &count, &context, &flags,
@@ -179,9 +211,14 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			       &stage);
 	if (ret)
 		goto out;
-	if (stage)
+	if (stage && hl) {
 		handle = NULL;
-	size_t total = ddtx_iov_total(iov, count);
+		ddtx_layout_put(pep->pd->layouts, hl);
+		hl = NULL;
+	} else if (stage) {
+		handle = NULL;
+	}
+	size_t total = hl ? hl->st.total : ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
 	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
 		ret = -FI_EINVAL;
@@ -207,10 +244,23 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & DDTX_PROTO_NO_COMPLETION);
 	if (want_ack)
 		hflags |= DDTX_HDR_ACK_REQ;
-	bool eager = total <= eager_limit(pep);
+	/*
+	 * Eager below the boundary the cost model draws (never above FI_DDTX_EAGER_SIZE, nor
+	 * the wire's message room).  FI_INJECT is eager whatever its size: the caller may reuse
+	 * its buffer (and its iov list) as soon as the call returns, and inject_size is within
+	 * one message's room (getinfo).
+	 */
+	bool eager = (flags & FI_INJECT)
+			     ? total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager)
+			     : total <= eager_limit(pep) &&
+				       ddtx_choose_eager(pep, total, hl ? hl->st.nblocks : count);
+	if ((flags & FI_INJECT) && !eager) {
+		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
+		goto out;
+	}
 
 	if (eager && !want_ack) {
-		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0, hl);
 		if (ret == -FI_EAGAIN)
 			goto out;
 		if (ret) {
@@ -224,7 +274,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	}
 
 	/* An operation to track: a rendezvous, or an eager send waiting for its ACK. */
-	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count);
+	bool borrow = hl && !eager;
+	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count, borrow);
 	if (!tx) {
 		ret = -FI_ENOMEM;
 		goto out;
@@ -237,7 +288,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	tx->tag = tag;
 	tx->total = total;
 	if (eager) {
-		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, tx->id);
+		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, tx->id, hl);
 		if (ret == -FI_EAGAIN) {
 			ddtx_tx_free(pep, tx);
 			goto out;
@@ -255,7 +306,12 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	/* The layout cache knows this shape (or learns it): its summary and readiness. */
 	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	bool hit;
-	tx->layout = handle ? ddtx_handle_layout(handle) : ddtx_layout_get(lc, iov, count, &hit);
+	if (handle) {
+		tx->layout = hl; /* the tx holds our reference now (and borrows its list) */
+		hl = NULL;
+	} else {
+		tx->layout = ddtx_layout_get(lc, iov, count, &hit);
+	}
 	struct ddtx_layout_stats ls;
 	if (tx->layout)
 		ls = tx->layout->st;
@@ -273,7 +329,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
-	ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
+	size_t first = ddtx_choose_first_chunk(pep, rts.scheme, &ls,
+					       pep->caps->max_send_size - sizeof(rts));
+	if (first) {
+		ssize_t n = send_rts_first(pep, tx, &rts, first);
+		tx->inlined = n > 0 ? (size_t)n : 0;
+		ret = n < 0 ? (int)n : 0;
+	} else {
+		ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
+	}
 	if (ret == -FI_EAGAIN) {
 		ddtx_tx_free(pep, tx);
 		goto out;
@@ -284,6 +348,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = 0;
 	}
 out:
+	if (hl)
+		ddtx_layout_put(pep->pd->layouts, hl);
 	if (ret)
 		ddtx_stage_abort(pep, stage); /* not posted: nothing will complete it */
 	return ret;
@@ -472,6 +538,8 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		}
 		tx->state = tx->scheme == FI_DDTX_SCHEME_PACK ? DDTX_TX_PACK : DDTX_TX_ZCOPY;
 		if (tx->state == DDTX_TX_PACK) {
+			/* The RTS carried the first bytes; the receiver counts them as received. */
+			tx->sent = DDTX_MIN(tx->inlined, tx->accepted);
 			ddtx_send_progress(pep);
 			return;
 		}
