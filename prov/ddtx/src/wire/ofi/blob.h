@@ -47,4 +47,18 @@ int ddtx_ofi_blob_pack(const struct ddtx_ofi_blob *b, void *out);
  */
 int ddtx_ofi_blob_unpack(const void *in, size_t len, uint32_t core_id, struct ddtx_ofi_blob *b);
 
+/*
+ * Names (name.c).  An endpoint bound to a service takes a uid computed from its core address,
+ * so that a client that computes that address from (node, service) with the core's fi_getinfo
+ * computes the whole blob too, with no exchange: FNV-1a 64 of the core identity and the
+ * address, bit 63 set (random uids may have it too; 2^-64 collisions are not guarded).
+ */
+uint64_t ddtx_ofi_bound_uid(uint32_t core_id, const void *core_addr, size_t len);
+/*
+ * The address bytes as the blob carries them: for FI_SOCKADDR_IN(6) the padding and flow
+ * fields a resolver and the bound socket may fill differently are zeroed (addr_format is the
+ * core's fi_info addr_format).
+ */
+void ddtx_ofi_addr_canon(uint32_t addr_format, void *core_addr, size_t len);
+
 #endif /* DDTX_WIRE_OFI_BLOB_H */
