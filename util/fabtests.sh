@@ -74,7 +74,12 @@ if [ "$prov" = ddtx ]; then
   [ -f "$build/prov/ddtx/libddtx-fi.so" ] || fail_all "no $build/prov/ddtx/libddtx-fi.so (build first)"
   export FI_PROVIDER_PATH=$DDTX_ROOT/$build/prov/ddtx
   export FI_PROVIDER=ddtx
-  [ -n "$hosts" ] && export FI_DDTX_WIRE=${FI_DDTX_WIRE:-ofi}
+  if [ -n "$hosts" ]; then
+    # The ofi wire's core must pass FI_PROVIDER too (ddtx's own fi_getinfo asks libfabric for it).
+    export FI_DDTX_WIRE=${FI_DDTX_WIRE:-ofi}
+    core=${FI_DDTX_OFI_PROVIDER:-tcp;ofi_rxm}
+    export FI_PROVIDER=ddtx,${core//;/,}
+  fi
 else
   export FI_PROVIDER=$prov
 fi

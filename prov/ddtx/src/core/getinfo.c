@@ -482,6 +482,9 @@ static int add_entries(const char *node, const char *service, uint64_t flags,
 			free(asked);
 			return -FI_ENOMEM;
 		}
+		/* A core registers one segment per key (the ofi wire has no multi-entry keys:
+		 * fi_mr_regv of more is -FI_EOPNOTSUPP there). */
+		layered->domain_attr->mr_iov_limit = 1;
 		ret = fill_addrs(node, service, flags, hints, layered, DDTX_NAME_NODE_LEN);
 		if (ret) {
 			fi_freeinfo(layered);
@@ -494,6 +497,8 @@ static int add_entries(const char *node, const char *service, uint64_t flags,
 	}
 	free(asked);
 	if (want_native) {
+		if (wire_is("multi"))   /* its fabric half may be the ofi wire: as above */
+			native->domain_attr->mr_iov_limit = 1;
 		ret = fill_addrs(node, service, flags, hints, native,
 				 wire_is("multi") ? DDTX_NAME_NODE_LEN : DDTX_NAME_LEN);
 		if (ret) {
