@@ -11,7 +11,9 @@
  *        6     2  reserved     0
  *        8     4  core_id      FNV-1a of "<core provider name>/<addr_format>": a blob of another
  *                              core (tcp vs shm) or address format is refused, not misread
- *       12     8  uid          random per endpoint; names the sender in every message
+ *       12     8  uid          random per endpoint, or computed from core_addr for an endpoint
+ *                              bound to a service (ddtx_ofi_bound_uid); names the sender in
+ *                              every message
  *       20    44  core_addr    the core endpoint's fi_getname, zero-padded
  *
  * Pure functions (no libfabric object): unit-tested in tests/fabtests/unit/test_ofi.c.

@@ -9,6 +9,7 @@
  *  send.c      messages through registered bounce buffers (send, claim/commit)
  *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
  *  progress.c  the CQ: receives, control messages, completions and errors
+ *  name.c      service names: bind at and resolve to the core's address of (node, service)
  *  wire_ofi.c  the ddtx_wire_impl table
  *
  * Pure helpers (blob, caps, chunking, key encoding) are in blob.h and ofi_pure.h.
