@@ -526,6 +526,33 @@ static void test_addresses(void)
 	CHECK(!ddtx_node_is_local("192.0.2.1"));
 }
 
+/* FI_DDTX_WIRE=multi: the native entry carries long names (any node), mr_iov_limit 1. */
+static void test_multi_names(void)
+{
+	char *saved = ddtx_settings.wire, multi[] = "multi";
+	struct fi_info *info = NULL;
+	const struct ddtx_name_addr *n;
+
+	ddtx_settings.wire = multi;
+	CHECK(ddtx_getinfo(API, "192.0.2.1", "9228", 0, NULL, &info) == 0 && info);
+	if (info) {
+		CHECK(info->fabric_attr->prov_name == NULL && !info->next);
+		n = name_of(info->dest_addr, info->dest_addrlen);
+		CHECK(n && info->dest_addrlen == DDTX_NAME_NODE_LEN && n->node_family == AF_INET);
+		CHECK(info->src_addrlen == DDTX_NAME_NODE_LEN);
+		CHECK(info->domain_attr->mr_iov_limit == 1);
+	}
+	fi_freeinfo(info);
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "127.1.0.1", NULL, FI_SOURCE, NULL, &info) == 0 && info);
+	if (info) {
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && n->node_family == AF_INET && !n->service[0] && !info->dest_addr);
+	}
+	fi_freeinfo(info);
+	ddtx_settings.wire = saved;
+}
+
 /* FI_DDTX_IOV_LIMIT caps what is advertised and accepted (fi_ubertest 1.17 needs < 256). */
 static void test_iov_cap(void)
 {
@@ -557,6 +584,7 @@ int main(void)
 {
 	test_iov_cap();
 	test_addresses();
+	test_multi_names();
 	test_no_hints();
 	test_mpich_hints();
 	test_ompi_hints();
