@@ -81,7 +81,7 @@ if [ "$prov" = ddtx ]; then
     export FI_PROVIDER=ddtx,${core//;/,}
   fi
 else
-  export FI_PROVIDER=$prov
+  export FI_PROVIDER=${prov//;/,}   # "tcp;ofi_rxm": libfabric's filter takes a list of names
 fi
 
 mkdir -p "$out/meson-logs"
@@ -119,6 +119,7 @@ for set in $sets; do
     # an "ssh" of our own first in PATH enters them.
     mkdir -p "$out/bin" && ln -sf "$DDTX_ROOT/util/hosts-ssh.sh" "$out/bin/ssh"
     (cd "$out" && env "${envs[@]}" PATH="$out/bin:$PATH" DDTX_HOSTS_SH="$DDTX_ROOT/util/hosts.sh" \
+      DDTX_HOSTS_TAG=ddtx$$x \
       unshare --pid --fork --mount-proc --kill-child "$DDTX_ROOT/util/hosts.sh" run \
       "$prefix/bin/runfabtests.sh" -v -p "$prefix/bin" -T "$tmo" -t "$set" "${extra[@]}" \
       -s 127.1.0.2 -c 127.1.0.1 "$prov" B A) > "$out/$set.log" 2>&1
