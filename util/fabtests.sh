@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Upstream fabtests 1.17.0 over ddtx on one host (issue 10, item 3).
-#   util/fabtests.sh [-t "unit functional standard short complex"] [-T SECS] [-p PROVIDER] [-o DIR] [-b BUILD]
+#   util/fabtests.sh [-t "unit functional standard short complex"] [-T SECS] [-p PROVIDER] [-o DIR] [-b BUILD] [-H]
 # Builds fabtests from ../shared/fabtests/fabtests-1.17.0.tar.gz outside the repository, once per
 # machine (cache: $DDTX_FABTESTS_CACHE, default ~/.cache/ddtx-fabtests-1.17.0), runs each set with
 # runfabtests.sh (per-test timeout -T, default 60 s) inside a PID namespace (its cleanup kills
@@ -12,6 +12,10 @@
 # Writes OUT/meson-logs/testlog.json (one line per fabtests test, as meson does; read by
 # util/run-tests.sh) and OUT/<set>.log (runfabtests' verbose output).  Exit 0 iff nothing FAILs.
 # -p shm runs libfabric's shm provider for comparison (no expected list; prints the table only).
+# -H: between the two hosts of util/hosts.sh (root): servers on host B (127.1.0.2), clients on
+# host A (127.1.0.1); runfabtests "ssh"es to them through util/hosts-ssh.sh.  ddtx then runs
+# over a wire that crosses hosts (FI_DDTX_WIRE, default ofi) and its expected list is
+# util/fabtests-hosts-expected.txt; -p "tcp;ofi_rxm" or -p net run libfabric's own for comparison.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
@@ -21,14 +25,16 @@ tmo=${DDTX_FABTESTS_TIMEOUT:-60}
 prov=ddtx
 out=build-fabtests
 build=build
-while getopts "t:T:p:o:b:h" opt; do
+hosts=
+while getopts "t:T:p:o:b:Hh" opt; do
   case $opt in
     t) sets=$OPTARG ;;
     T) tmo=$OPTARG ;;
     p) prov=$OPTARG ;;
     o) out=$OPTARG ;;
     b) build=$OPTARG ;;
-    *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    H) hosts=1 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 
@@ -68,8 +74,14 @@ if [ "$prov" = ddtx ]; then
   [ -f "$build/prov/ddtx/libddtx-fi.so" ] || fail_all "no $build/prov/ddtx/libddtx-fi.so (build first)"
   export FI_PROVIDER_PATH=$DDTX_ROOT/$build/prov/ddtx
   export FI_PROVIDER=ddtx
+  if [ -n "$hosts" ]; then
+    # The ofi wire's core must pass FI_PROVIDER too (ddtx's own fi_getinfo asks libfabric for it).
+    export FI_DDTX_WIRE=${FI_DDTX_WIRE:-ofi}
+    core=${FI_DDTX_OFI_PROVIDER:-tcp;ofi_rxm}
+    export FI_PROVIDER=ddtx,${core//;/,}
+  fi
 else
-  export FI_PROVIDER=$prov
+  export FI_PROVIDER=${prov//;/,}   # "tcp;ofi_rxm": libfabric's filter takes a list of names
 fi
 
 mkdir -p "$out/meson-logs"
@@ -102,11 +114,22 @@ for set in $sets; do
   fi
   netns=()
   command -v ip >/dev/null && netns=(--net)
+  if [ -n "$hosts" ]; then
+    # The same PID namespace (runfabtests' cleanup), in which hosts.sh makes the two hosts;
+    # an "ssh" of our own first in PATH enters them.
+    mkdir -p "$out/bin" && ln -sf "$DDTX_ROOT/util/hosts-ssh.sh" "$out/bin/ssh"
+    (cd "$out" && env "${envs[@]}" PATH="$out/bin:$PATH" DDTX_HOSTS_SH="$DDTX_ROOT/util/hosts.sh" \
+      DDTX_HOSTS_TAG=ddtx$$x \
+      unshare --pid --fork --mount-proc --kill-child "$DDTX_ROOT/util/hosts.sh" run \
+      "$prefix/bin/runfabtests.sh" -v -p "$prefix/bin" -T "$tmo" -t "$set" "${extra[@]}" \
+      -s 127.1.0.2 -c 127.1.0.1 "$prov" B A) > "$out/$set.log" 2>&1
+  else
   (cd "$out" && env "${envs[@]}" unshare --pid --fork --mount-proc --kill-child "${netns[@]}" \
     /bin/sh -c '{ ! command -v ip >/dev/null || ip link set lo up; } &&
     mount -t tmpfs -o mode=1777,size=50% tmpfs /dev/shm && exec "$@"' sh \
     "$prefix/bin/runfabtests.sh" -v -p "$prefix/bin" -T "$tmo" -t "$set" "${extra[@]}" \
     -s 127.0.0.1 -c 127.0.0.1 "$prov") > "$out/$set.log" 2>&1
+  fi
   # The verbose YAML: "- name:   <test>" then "  result: <Pass|Fail|Notrun|Excluded>".
   awk -v set="$set" '
     /^- name: / { sub(/^- name: +/, ""); name = $0; next }
@@ -115,9 +138,11 @@ for set in $sets; do
   grep -E "^# (Total|Passed|Notrun|Failed|Excluded)" "$out/$set.log" | tr '\n' ' '; echo
 done
 
-python3 - "$results" "$out/meson-logs/testlog.json" "$prov" util/fabtests-expected.txt <<'PY'
+expected_list=util/fabtests-expected.txt
+[ -n "$hosts" ] && expected_list=util/fabtests-hosts-expected.txt
+python3 - "$results" "$out/meson-logs/testlog.json" "$prov" "$expected_list" "${hosts:+hosts-}" <<'PY'
 import json, sys
-results, testlog, prov, expected_path = sys.argv[1:5]
+results, testlog, prov, expected_path, tag = sys.argv[1:6]
 expected = {}
 if prov == "ddtx":
     for line in open(expected_path):
@@ -150,7 +175,7 @@ with open(testlog, "w") as log:
             if prov == "ddtx":
                 bad += 1
                 print("FAILED fabtests: %s / %s: %s (not in util/fabtests-expected.txt)" % (s, name, res))
-        log.write(json.dumps({"name": "ddtx:fabtests-%s / %s" % (s, name), "result": meson}) + "\n")
+        log.write(json.dumps({"name": "ddtx:fabtests-%s%s / %s" % (tag, s, name), "result": meson}) + "\n")
 print("fabtests over %s:  set  pass / fail / notrun" % prov)
 for s, t in table.items():
     print("  %-12s %3d / %3d / %3d" % (s, t["pass"], t["fail"], t["notrun"]))

@@ -62,7 +62,9 @@ if [ -z "${DDTX_HOSTS_PRIVATE:-}" ]; then
   DDTX_HOSTS_PRIVATE=1 exec unshare --mount --propagation private "$0" run "$@"
 fi
 
-tag=ddtx$$
+# Names of the namespaces and links: unique on this machine (a run inside a PID namespace of
+# its own, as util/fabtests.sh -H makes, has a small $$: it passes a tag instead).
+tag=${DDTX_HOSTS_TAG:-ddtx$$}
 dir=$(mktemp -d /tmp/ddtx-hosts.XXXXXX) || exit 1
 created=()
 cleanup() {

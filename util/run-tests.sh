@@ -7,7 +7,9 @@
 # and shm core providers, about 6 minutes; the sanitizer builds leave that suite out), and fuzzes the
 # protocol decoder for 60 s (util/fuzz.sh, clang's libFuzzer) when clang installs, and runs
 # upstream fabtests' unit, functional, standard, short and complex sets over ddtx (util/fabtests.sh: each
-# fabtests test one result, expected notruns from util/fabtests-expected.txt counted as skipped).
+# fabtests test one result, expected notruns from util/fabtests-expected.txt counted as skipped),
+# and the unit and functional sets between two hosts over the ofi wire (util/fabtests.sh -H,
+# util/fabtests-hosts-expected.txt).
 # The last line printed is always "<passed> passed, <failed> failed", counting each test once:
 # a test fails if it failed in either build; a build that does not compile counts as a failure.
 #   util/run-tests.sh [--no-asan] [--no-tsan] [--no-fuzz] [--no-fabtests]
@@ -106,6 +108,12 @@ if [ "$fabtests" = 1 ] && [[ " ${builds[*]} " == *" build "* ]]; then
   # its own: one result per fabtests test).
   util/fabtests.sh -b build -o build-fabtests
   [ -f build-fabtests/meson-logs/testlog.json ] && builds+=(build-fabtests)
+  # ...and between two hosts (util/hosts.sh namespaces, ddtx over the ofi wire): the unit and
+  # functional sets, about 3.5 minutes (standard and short take 20+ minutes there, the ofi
+  # wire's pingpongs being slow: run by hand, `util/fabtests.sh -H`).  Names its results
+  # ddtx:fabtests-hosts-<set> / <test>.
+  util/fabtests.sh -H -t "unit functional" -b build -o build-fabtests-hosts
+  [ -f build-fabtests-hosts/meson-logs/testlog.json ] && builds+=(build-fabtests-hosts)
 fi
 echo "=== elapsed $(( $(date +%s) - start )) s"
 

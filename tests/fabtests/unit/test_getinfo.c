@@ -3,6 +3,7 @@
  * Unit test of ddtx's fi_getinfo hint matching, calling ddtx_getinfo() directly (no
  * libfabric provider loading involved).
  */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,13 +63,16 @@ static void test_no_hints(void)
 		return;
 	/* the native entry first; after it at most the ofi wire's layered entry over a core
 	 * (fabric_attr->prov_name the core's, libfabric appends ";ddtx"), with the same caps and
-	 * no service name (fi_ddtx(7), OFI WIRE) */
+	 * a long-form name that binds nothing (fi_ddtx(7), ADDRESSES) */
 	CHECK(info->fabric_attr->prov_name == NULL);
 	if (info->next) {
 		const struct fi_info *l = info->next;
 		CHECK(l->next == NULL);
 		CHECK(l->fabric_attr->prov_name && !strstr(l->fabric_attr->prov_name, "ddtx"));
-		CHECK(l->caps == info->caps && l->src_addr == NULL && l->dest_addr == NULL);
+		CHECK(l->caps == info->caps && l->dest_addr == NULL);
+		CHECK(l->src_addrlen == DDTX_NAME_NODE_LEN && ddtx_name_is(l->src_addr, l->src_addrlen));
+		CHECK(((const struct ddtx_name_addr *)l->src_addr)->node_family == 0 &&
+		      ((const struct ddtx_name_addr *)l->src_addr)->service[0] == '\0');
 	}
 	CHECK(info->caps == DDTX_CAPS);
 	CHECK((info->caps & (FI_MSG | FI_MULTI_RECV)) == (FI_MSG | FI_MULTI_RECV)); /* MPICH score */
@@ -460,15 +464,29 @@ static void test_addresses(void)
 	h->dest_addrlen = sizeof(bad);
 	info = NULL;
 	CHECK(ddtx_getinfo(API, NULL, NULL, 0, h, &info) == 0);
-	if (info)
-		CHECK(info->dest_addrlen == sizeof(bad) &&
-		      memcmp(info->dest_addr, &bad, sizeof(bad)) == 0);
+	if (info)   /* the native (shm) entry: the short form of the same name */
+		CHECK(info->dest_addrlen == DDTX_NAME_LEN &&
+		      memcmp(info->dest_addr, &bad, DDTX_NAME_LEN) == 0);
+	if (info && info->next)   /* the layered (ofi) entry: the long form */
+		CHECK(info->next->dest_addrlen == DDTX_NAME_NODE_LEN &&
+		      memcmp(info->next->dest_addr, &bad, sizeof(bad)) == 0);
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 
-	/* Refusals: another host, a malformed service, a src_addr that is no service name. */
+	/* Another host: no shm entry; the ofi wire's entry (when its core is usable) names the
+	 * service on that node's address. */
 	info = NULL;
-	CHECK(ddtx_getinfo(API, "192.0.2.1", "9228", 0, NULL, &info) == -FI_ENODATA && !info);
+	int r = ddtx_getinfo(API, "192.0.2.1", "9228", 0, NULL, &info);
+	CHECK(r == 0 ? info != NULL : r == -FI_ENODATA && !info);
+	if (info) {
+		CHECK(info->fabric_attr->prov_name && !info->next);
+		n = name_of(info->dest_addr, info->dest_addrlen);
+		CHECK(n && info->dest_addrlen == DDTX_NAME_NODE_LEN && n->node_family == AF_INET &&
+		      !memcmp(n->node, "\xc0\x00\x02\x01", 4) && !strcmp(n->service, "9228"));
+	}
+	fi_freeinfo(info);
+	/* Refusals: a malformed service, a src_addr that is no service name. */
+	info = NULL;
 	CHECK(ddtx_getinfo(API, "no-such-host.invalid", "9228", 0, NULL, &info) == -FI_ENODATA);
 	CHECK(ddtx_getinfo(API, NULL, "a/b", FI_SOURCE, NULL, &info) == -FI_ENODATA);
 	CHECK(ddtx_getinfo(API, NULL, "123456789012345678901234", FI_SOURCE, NULL, &info) ==
@@ -487,7 +505,52 @@ static void test_addresses(void)
 	memset(bad.service, 'a', sizeof(bad.service));
 	CHECK(!ddtx_name_is(&bad, sizeof(bad)));
 	CHECK(ddtx_node_is_local(NULL) && ddtx_node_is_local("127.0.0.1"));
+	/* Long names: a node of a known family, zero padding after it; short names have none. */
+	CHECK(ddtx_name_build_node(&bad, "127.1.0.2", "9228") == 0);
+	CHECK(bad.node_family == AF_INET && ddtx_name_is(&bad, DDTX_NAME_NODE_LEN) &&
+	      !ddtx_name_is(&bad, DDTX_NAME_LEN));
+	char str[80];
+	size_t need = sizeof(str);
+	ddtx_name_str(&bad, str, sizeof(str), &need);
+	CHECK(!strcmp(str, "fi_ddtx://svc/9228@127.1.0.2") && need == strlen(str) + 1);
+	bad.node[4] = 1;
+	CHECK(!ddtx_name_is(&bad, DDTX_NAME_NODE_LEN));
+	bad.node[4] = 0;
+	bad.node_family = 99;
+	CHECK(!ddtx_name_is(&bad, DDTX_NAME_NODE_LEN));
+	CHECK(ddtx_name_build_node(&bad, "::1", "x") == 0 && bad.node_family == AF_INET6 &&
+	      bad.node[15] == 1 && ddtx_name_is(&bad, DDTX_NAME_NODE_LEN));
+	CHECK(ddtx_name_build_node(&bad, "no-such-host.invalid", "x") == -FI_ENODATA);
+	CHECK(ddtx_name_build_node(&bad, NULL, "x") == 0 && bad.node_family == 0 &&
+	      bad.host == ddtx_name_host_id() && ddtx_name_is(&bad, DDTX_NAME_LEN));
 	CHECK(!ddtx_node_is_local("192.0.2.1"));
+}
+
+/* FI_DDTX_WIRE=multi: the native entry carries long names (any node), mr_iov_limit 1. */
+static void test_multi_names(void)
+{
+	char *saved = ddtx_settings.wire, multi[] = "multi";
+	struct fi_info *info = NULL;
+	const struct ddtx_name_addr *n;
+
+	ddtx_settings.wire = multi;
+	CHECK(ddtx_getinfo(API, "192.0.2.1", "9228", 0, NULL, &info) == 0 && info);
+	if (info) {
+		CHECK(info->fabric_attr->prov_name == NULL && !info->next);
+		n = name_of(info->dest_addr, info->dest_addrlen);
+		CHECK(n && info->dest_addrlen == DDTX_NAME_NODE_LEN && n->node_family == AF_INET);
+		CHECK(info->src_addrlen == DDTX_NAME_NODE_LEN);
+		CHECK(info->domain_attr->mr_iov_limit == 1);
+	}
+	fi_freeinfo(info);
+	info = NULL;
+	CHECK(ddtx_getinfo(API, "127.1.0.1", NULL, FI_SOURCE, NULL, &info) == 0 && info);
+	if (info) {
+		n = name_of(info->src_addr, info->src_addrlen);
+		CHECK(n && n->node_family == AF_INET && !n->service[0] && !info->dest_addr);
+	}
+	fi_freeinfo(info);
+	ddtx_settings.wire = saved;
 }
 
 /* FI_DDTX_IOV_LIMIT caps what is advertised and accepted (fi_ubertest 1.17 needs < 256). */
@@ -521,6 +584,7 @@ int main(void)
 {
 	test_iov_cap();
 	test_addresses();
+	test_multi_names();
 	test_no_hints();
 	test_mpich_hints();
 	test_ompi_hints();

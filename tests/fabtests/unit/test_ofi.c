@@ -11,9 +11,13 @@
  *    byte-by-byte reference on random lists
  *  - internal key encoding and the core address it gives, key replies and their bounds checks,
  *    message headers
+ *  - names (name.c): the uid of a bound endpoint, a function of the core and its address alone
+ *    (server and resolver compute the same), and the canonical socket address
  *
  * Usage: test_ofi [seed]
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +141,33 @@ static void test_blob(void)
 	CHECK(ddtx_ofi_blob_pack(&b, raw) == -FI_EINVAL, "empty core address packed");
 	b.core_len = DDTX_OFI_CORE_ADDR_MAX + 1;
 	CHECK(ddtx_ofi_blob_pack(&b, raw) == -FI_EINVAL, "oversized core address packed");
+}
+
+static void test_bound_uid(void)
+{
+	uint32_t tcp = ddtx_ofi_core_id("tcp;ofi_rxm", FI_SOCKADDR_IN);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9228) }, b;
+
+	inet_pton(AF_INET, "127.1.0.2", &a.sin_addr);
+	b = a;
+	memset(b.sin_zero, 0x77, sizeof(b.sin_zero));   /* what a resolver may leave there */
+	ddtx_ofi_addr_canon(FI_SOCKADDR_IN, &b, sizeof(b));
+	CHECK(!memcmp(&a, &b, sizeof(a)), "sockaddr_in padding not cleared");
+	uint64_t u = ddtx_ofi_bound_uid(tcp, &a, sizeof(a));
+	CHECK(u == ddtx_ofi_bound_uid(tcp, &b, sizeof(b)), "one address, two uids");
+	CHECK(u >> 63, "bound uid without bit 63");
+	b.sin_port = htons(9229);
+	CHECK(u != ddtx_ofi_bound_uid(tcp, &b, sizeof(b)), "another port, the same uid");
+	b = a;
+	inet_pton(AF_INET, "127.1.0.1", &b.sin_addr);
+	CHECK(u != ddtx_ofi_bound_uid(tcp, &b, sizeof(b)), "another host, the same uid");
+	CHECK(u != ddtx_ofi_bound_uid(ddtx_ofi_core_id("net", FI_SOCKADDR_IN), &a, sizeof(a)),
+	      "another core, the same uid");
+	/* a format that is not a socket address is left as it is */
+	uint8_t raw[16];
+	memset(raw, 0x77, sizeof(raw));
+	ddtx_ofi_addr_canon(FI_ADDR_STR, raw, sizeof(raw));
+	CHECK(raw[15] == 0x77, "a string address changed");
 }
 
 /* The chunks must cover exactly the first len bytes in order, each within the limits. */
@@ -266,6 +297,7 @@ int main(int argc, char **argv)
 	printf("test_ofi: seed %#llx\n", (unsigned long long)rng);
 	test_caps();
 	test_blob();
+	test_bound_uid();
 	test_chunk();
 	test_keys();
 	if (failures) {

@@ -58,17 +58,73 @@ int ddtx_name_build(struct ddtx_name_addr *name, const char *service)
 	return 0;
 }
 
+static size_t family_len(uint16_t family)
+{
+	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+}
+
+int ddtx_name_build_node(struct ddtx_name_addr *name, const char *node, const char *service)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL, *pick = NULL;
+	int ret = ddtx_name_build(name, service);
+
+	if (ret || !node || !*node)
+		return ret;
+	if (getaddrinfo(node, NULL, &hints, &res))
+		return -FI_ENODATA;
+	/* IPv4 first: the cores (tcp, net) and the two-host set-up (HOSTS.md) speak it. */
+	for (struct addrinfo *r = res; r && !pick; r = r->ai_next)
+		if (r->ai_family == AF_INET)
+			pick = r;
+	for (struct addrinfo *r = res; r && !pick; r = r->ai_next)
+		if (r->ai_family == AF_INET6)
+			pick = r;
+	if (!pick) {
+		freeaddrinfo(res);
+		return -FI_ENODATA;
+	}
+	name->node_family = (uint16_t)pick->ai_family;
+	if (pick->ai_family == AF_INET)
+		memcpy(name->node, &((struct sockaddr_in *)pick->ai_addr)->sin_addr, 4);
+	else
+		memcpy(name->node, &((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr, 16);
+	/* A name with a node is about that host's address, not this namespace. */
+	name->host = 0;
+	freeaddrinfo(res);
+	return 0;
+}
+
 bool ddtx_name_is(const void *addr, size_t len)
 {
 	struct ddtx_name_addr n;
 
-	if (!addr || len != DDTX_NAME_LEN)
+	if (!addr || (len != DDTX_NAME_LEN && len != DDTX_NAME_NODE_LEN))
 		return false;
-	memcpy(&n, addr, sizeof(n));
-	if (n.magic != DDTX_NAME_MAGIC || n.version != DDTX_NAME_VERSION || n.reserved ||
+	memset(&n, 0, sizeof(n));
+	memcpy(&n, addr, len);
+	if (n.magic != DDTX_NAME_MAGIC || n.version != DDTX_NAME_VERSION ||
 	    n.reserved2 || !memchr(n.service, '\0', sizeof(n.service)))
 		return false;
+	if (n.node_family && (len == DDTX_NAME_LEN || !family_len(n.node_family)))
+		return false;
+	for (size_t i = family_len(n.node_family); i < sizeof(n.node); i++)
+		if (n.node[i])
+			return false;
 	return service_ok(n.service, sizeof(n.service));
+}
+
+void ddtx_name_load(struct ddtx_name_addr *name, const void *addr, size_t len)
+{
+	memset(name, 0, sizeof(*name));
+	memcpy(name, addr, len < sizeof(*name) ? len : sizeof(*name));
+}
+
+bool ddtx_name_node_str(const struct ddtx_name_addr *name, char *buf, size_t len)
+{
+	if (!family_len(name->node_family))
+		return false;
+	return inet_ntop(name->node_family, name->node, buf, (socklen_t)len) != NULL;
 }
 
 /* Is sa one of this network namespace's addresses (a loopback interface covers its subnet)? */
@@ -125,8 +181,16 @@ bool ddtx_node_is_local(const char *node)
 
 void ddtx_name_str(const struct ddtx_name_addr *name, char *buf, size_t len, size_t *need)
 {
-	int n = snprintf(buf, len, "fi_ddtx://svc/%s@%llx", name->service[0] ? name->service : "*",
-			 (unsigned long long)name->host);
+	char node[INET6_ADDRSTRLEN];
+	const char *svc = name->service[0] ? name->service : "*";
+	int n;
 
+	if (ddtx_name_node_str(name, node, sizeof(node)))
+		n = snprintf(buf, len, name->node_family == AF_INET6 ? "fi_ddtx://svc/%s@[%s]"
+								      : "fi_ddtx://svc/%s@%s",
+			     svc, node);
+	else
+		n = snprintf(buf, len, "fi_ddtx://svc/%s@%llx", svc,
+			     (unsigned long long)name->host);
 	*need = n < 0 ? 0 : (size_t)n + 1;
 }

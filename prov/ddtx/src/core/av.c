@@ -98,18 +98,20 @@ static int av_insert_one(struct ddtx_av *av, const uint8_t *blob, fi_addr_t *out
  */
 static int av_resolve(struct ddtx_av *av, const uint8_t **blob, uint8_t *buf, size_t buflen)
 {
+	struct ddtx_name_addr name;
 	size_t len = buflen;
 	int ret;
 
-	if (av->addrlen != DDTX_NAME_LEN || !ddtx_name_is(*blob, DDTX_NAME_LEN))
+	if (!ddtx_name_is(*blob, av->addrlen))
 		return 0;
-	ret = ddtx_proto_name_resolve(av->domain->proto, (const struct ddtx_name_addr *)*blob,
-				      ddtx_settings.resolve_ms, buf, &len);
+	ddtx_name_load(&name, *blob, av->addrlen);
+	ret = ddtx_proto_name_resolve(av->domain->proto, &name, ddtx_settings.resolve_ms, buf,
+				      &len);
 	if (!ret && len != av->addrlen)
 		ret = -FI_EINVAL;
 	if (ret) {
 		DDTX_WARN(FI_LOG_AV, "fi_av_insert: service %s does not resolve: %s\n",
-			  ((const struct ddtx_name_addr *)*blob)->service, fi_strerror(-ret));
+			  name.service, fi_strerror(-ret));
 		return ret;
 	}
 	*blob = buf;
@@ -207,17 +209,26 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	return (int)done;
 }
 
-/* node + service: the endpoint bound to service on node (this host only, for now). */
+/*
+ * node + service: the endpoint bound to service on node.  Names of the AV's form: a wire with
+ * short names (shm) reaches this host only; long names carry node (common/name.h).
+ */
 static int av_insertsvc(struct fid_av *fid, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
+	struct ddtx_av *av = ddtx_container_of(fid, struct ddtx_av, fid);
 	struct ddtx_name_addr name;
+	bool with_node = av->addrlen == DDTX_NAME_NODE_LEN;
+	int ret = !service ? -FI_EINVAL
+		  : with_node ? ddtx_name_build_node(&name, node, service)
+			      : ddtx_name_build(&name, service);
 
-	if (!service || ddtx_name_build(&name, service) || !name.service[0]) {
-		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: invalid service\n");
-		return -FI_EINVAL;
+	if (ret || !name.service[0]) {
+		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: invalid service, or node does not "
+			  "resolve\n");
+		return ret == -FI_ENODATA ? -FI_EADDRNOTAVAIL : -FI_EINVAL;
 	}
-	if (!ddtx_node_is_local(node)) {
+	if (!with_node && !ddtx_node_is_local(node)) {
 		DDTX_WARN(FI_LOG_AV, "fi_av_insertsvc: %s is not this host (the shm wire reaches "
 			  "only this host)\n", node);
 		return -FI_EADDRNOTAVAIL;
@@ -287,8 +298,11 @@ static const char *av_straddr(struct fid_av *fid, const void *addr, char *buf, s
 
 	if (!addr || !buf || !len)
 		return NULL;
-	if (av->addrlen == DDTX_NAME_LEN && ddtx_name_is(addr, DDTX_NAME_LEN)) {
-		ddtx_name_str(addr, buf, *len, len);
+	if (ddtx_name_is(addr, av->addrlen)) {
+		struct ddtx_name_addr name;
+
+		ddtx_name_load(&name, addr, av->addrlen);
+		ddtx_name_str(&name, buf, *len, len);
 		return buf;
 	}
 	n = *len < need ? (*len ? (*len - 1) / 2 : 0) : av->addrlen;

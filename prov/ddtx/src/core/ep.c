@@ -292,11 +292,13 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 
 /*
  * Bind a service name (common/name.h) as the endpoint's source: its address is published under
- * it until the endpoint closes or binds another.  An empty service binds nothing.
+ * it until the endpoint closes or binds another.  An empty service binds nothing, except on a
+ * wire that crosses hosts where a name with a node makes the endpoint take that host address
+ * (an ephemeral port): peers on other hosts can reach what it sends them.
  */
 static int ep_bind_name(struct ddtx_ep *ep, const void *addr, size_t addrlen, const char *call)
 {
-	const struct ddtx_name_addr *name = addr;
+	struct ddtx_name_addr name;
 	int ret;
 
 	if (!ddtx_name_is(addr, addrlen)) {
@@ -304,13 +306,16 @@ static int ep_bind_name(struct ddtx_ep *ep, const void *addr, size_t addrlen, co
 			  "(concrete addresses are assigned by the wire)\n", call);
 		return -FI_EINVAL;
 	}
-	if (!name->service[0])
+	ddtx_name_load(&name, addr, addrlen);
+	if (!name.service[0] && !name.node_family)
 		return 0;
 	ddtx_domain_lock(ep->domain);
-	ret = ddtx_proto_ep_bind(ep->proto, name);
+	ret = ddtx_proto_ep_bind(ep->proto, &name);
 	ddtx_domain_unlock(ep->domain);
+	if (ret == -FI_ENOSYS && !name.service[0])
+		ret = 0; /* a node without a service binds nothing on a wire without names */
 	if (ret)
-		DDTX_WARN(FI_LOG_EP_CTRL, "%s: cannot bind service %s: %s\n", call, name->service,
+		DDTX_WARN(FI_LOG_EP_CTRL, "%s: cannot bind service %s: %s\n", call, name.service,
 			  fi_strerror(-ret));
 	return ret;
 }

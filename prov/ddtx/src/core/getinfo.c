@@ -400,37 +400,58 @@ static int set_addr(void **dst, size_t *dstlen, const void *addr, size_t len)
 }
 
 /*
+ * A name given in the hints, in the form of this entry (len DDTX_NAME_LEN or DDTX_NAME_NODE_LEN):
+ * a short name fits a long entry as it is; a long name fits a short entry only without a node.
+ */
+static int set_hint_name(void **dst, size_t *dstlen, const void *addr, size_t addrlen, size_t len)
+{
+	struct ddtx_name_addr n;
+
+	ddtx_name_load(&n, addr, addrlen);
+	if (len == DDTX_NAME_LEN && n.node_family)
+		return -FI_ENODATA;
+	return set_addr(dst, dstlen, &n, len);
+}
+
+/*
  * Addresses (common/name.h): fi_info carries service names, resolved when inserted into an AV.
  * FI_SOURCE or no node: src_addr names service (the endpoint opened from the info binds it;
  * none: it binds nothing).  A node without FI_SOURCE: dest_addr names the endpoint bound to
- * service on node, and src_addr is the hints' or a name binding nothing.  node must be this host
- * (the shm wire reaches no other).
+ * service on node, and src_addr is the hints' or a name binding nothing.  A short-form entry
+ * (the shm wire) reaches only this host: node must be this host.  A long-form entry (the ofi and
+ * multi wires) carries the node's address, for any host.
  */
 static int fill_addrs(const char *node, const char *service, uint64_t flags,
-		      const struct fi_info *hints, struct fi_info *info)
+		      const struct fi_info *hints, struct fi_info *info, size_t len)
 {
 	struct ddtx_name_addr name;
 	bool source = (flags & FI_SOURCE) || !node;
 	int ret = 0;
 
-	if (node && !ddtx_node_is_local(node))
+	if (len == DDTX_NAME_LEN && node && !ddtx_node_is_local(node))
 		REFUSE("node %s is not this host (ddtx's shm wire reaches only this host)\n", node);
-	if (ddtx_name_build(&name, service))
+	ret = len == DDTX_NAME_LEN ? ddtx_name_build(&name, service)
+				   : ddtx_name_build_node(&name, node, service);
+	if (ret == -FI_ENODATA)
+		REFUSE("node %s does not resolve to an IPv4 or IPv6 address\n", node);
+	if (ret)
 		REFUSE("service \"%s\" is not a ddtx service name (at most %d of [A-Za-z0-9._-])\n",
 		       service, DDTX_NAME_SERVICE_MAX - 1);
 	if (hints && hints->src_addr && hints->src_addrlen)
-		ret = set_addr(&info->src_addr, &info->src_addrlen, hints->src_addr,
-			       hints->src_addrlen);
+		ret = set_hint_name(&info->src_addr, &info->src_addrlen, hints->src_addr,
+				    hints->src_addrlen, len);
 	if (!ret && hints && hints->dest_addr && hints->dest_addrlen)
-		ret = set_addr(&info->dest_addr, &info->dest_addrlen, hints->dest_addr,
-			       hints->dest_addrlen);
+		ret = set_hint_name(&info->dest_addr, &info->dest_addrlen, hints->dest_addr,
+				    hints->dest_addrlen, len);
+	if (ret == -FI_ENODATA)
+		REFUSE("the hints' address names a node: this entry's wire reaches only this host\n");
 	if (!ret && !source)
-		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &name, sizeof(name));
+		ret = set_addr(&info->dest_addr, &info->dest_addrlen, &name, len);
 	if (!ret && source && (node || service || !info->src_addr))
-		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, len);
 	if (!ret && !info->src_addr) {
 		ddtx_name_build(&name, NULL);
-		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, sizeof(name));
+		ret = set_addr(&info->src_addr, &info->src_addrlen, &name, len);
 	}
 	return ret;
 }
@@ -454,10 +475,11 @@ static bool wire_is(const char *name)
  * The entries of one template: the native one (wire chosen by FI_DDTX_WIRE) unless the ofi wire
  * is forced or a layered name was asked for, then the layered one over the core of the hints'
  * "<core>;ddtx", else of FI_DDTX_OFI_PROVIDER (default tcp;ofi_rxm), when that core is usable.
- * fabric_attr->prov_name is the core's name; libfabric appends ";ddtx".
+ * fabric_attr->prov_name is the core's name; libfabric appends ";ddtx".  Each entry carries
+ * names of its wire's form (fill_addrs): an entry whose wire cannot reach node is left out.
  */
-static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_info *native,
-		       struct fi_info **info)
+static int add_entries(const char *node, const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info *native, struct fi_info **info)
 {
 	const char *hname = hints && hints->fabric_attr ? hints->fabric_attr->prov_name : NULL;
 	char *asked = ddtx_layered_core(hname);
@@ -465,14 +487,9 @@ static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_i
 	bool want_layered = asked || !ddtx_settings.wire || wire_is("ofi") || wire_is("auto");
 	char core[128];
 	struct fi_info *layered = NULL;
+	int ret;
 
-	/* Service names are the shm wire's directory: over a core provider, addresses travel by
-	 * fi_getname and fi_av_insert only, so a destination named by node/service has no
-	 * layered entry, and layered entries carry no name to bind. */
-	if (want_layered && named_dest)
-		DDTX_INFO(FI_LOG_CORE, "fi_getinfo: no layered (ofi wire) entry for a destination "
-			  "named by node/service: the ofi wire has no service names\n");
-	if (want_layered && !named_dest &&
+	if (want_layered &&
 	    ddtx_proto_ofi_core_name(asked ? asked : ddtx_settings.ofi_provider, core,
 				    sizeof(core)) == 0) {
 		layered = fi_dupinfo(native);
@@ -482,18 +499,40 @@ static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_i
 		}
 		free(layered->fabric_attr->prov_name);
 		layered->fabric_attr->prov_name = strdup(core);
-		free(layered->src_addr);
-		free(layered->dest_addr);
-		layered->src_addr = layered->dest_addr = NULL;
-		layered->src_addrlen = layered->dest_addrlen = 0;
 		if (!layered->fabric_attr->prov_name) {
 			fi_freeinfo(layered);
 			free(asked);
 			return -FI_ENOMEM;
 		}
+		/* A core registers one segment per key (the ofi wire has no multi-entry keys:
+		 * fi_mr_regv of more is -FI_EOPNOTSUPP there). */
+		layered->domain_attr->mr_iov_limit = 1;
+		ret = fill_addrs(node, service, flags, hints, layered, DDTX_NAME_NODE_LEN);
+		if (ret) {
+			fi_freeinfo(layered);
+			layered = NULL;
+			if (ret != -FI_ENODATA) {
+				free(asked);
+				return ret;
+			}
+		}
 	}
 	free(asked);
 	if (want_native) {
+		if (wire_is("multi"))   /* its fabric half may be the ofi wire: as above */
+			native->domain_attr->mr_iov_limit = 1;
+		ret = fill_addrs(node, service, flags, hints, native,
+				 wire_is("multi") ? DDTX_NAME_NODE_LEN : DDTX_NAME_LEN);
+		if (ret) {
+			fi_freeinfo(native);
+			native = NULL;
+			if (ret != -FI_ENODATA) {
+				fi_freeinfo(layered);
+				return ret;
+			}
+		}
+	}
+	if (want_native && native) {
 		native->next = layered;
 		*info = native;
 	} else {
@@ -501,7 +540,8 @@ static int add_entries(const struct fi_info *hints, bool named_dest, struct fi_i
 		*info = layered;
 	}
 	if (!*info)
-		REFUSE("the ofi wire was asked for and no core provider is usable\n");
+		REFUSE("no entry: the ofi wire was asked for and no core provider is usable, or "
+		       "no wire reaches the node\n");
 	return 0;
 }
 
@@ -509,7 +549,6 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		 const struct fi_info *hints, struct fi_info **info)
 {
 	struct fi_info *out;
-	int ret;
 
 	if (!info) {
 		DDTX_WARN(FI_LOG_CORE, "fi_getinfo: NULL info pointer\n");
@@ -532,10 +571,5 @@ int ddtx_getinfo(uint32_t version, const char *node, const char *service, uint64
 		apply_hints(version, hints, out);
 	else
 		resolve_mr_mode(version, FI_MR_UNSPEC, &out->domain_attr->mr_mode);
-	ret = fill_addrs(node, service, flags, hints, out);
-	if (ret) {
-		fi_freeinfo(out);
-		return ret;
-	}
-	return add_entries(hints, node && !(flags & FI_SOURCE), out, info);
+	return add_entries(node, service, flags, hints, out, info);
 }

@@ -240,15 +240,45 @@ static void multi_ep_close(struct ddtx_wire_ep *wep)
 	free(ep);
 }
 
+/* The endpoint's blob from its sub-wires' addresses, and its record in /dev/shm under it. */
+static int multi_ep_publish(struct ddtx_multi_ep *ep)
+{
+	struct ddtx_multi_domain *dom = ep->dom;
+	struct ddtx_multi_record rec = {.pid = (uint32_t)getpid(), .host = dom->host};
+	uint8_t fabric[DDTX_MULTI_SUB_ADDR_MAX];
+	size_t flen = sizeof(fabric), llen = sizeof(rec.local);
+	int ret;
+
+	ret = ddtx_wire_ep_getname(ep->sub[DDTX_MULTI_LOCAL], rec.local, &llen);
+	if (!ret)
+		ret = ddtx_wire_ep_getname(ep->sub[DDTX_MULTI_FABRIC], fabric, &flen);
+	if (ret)
+		return ret;
+	ret = ddtx_multi_addr_pack(fabric, flen, ep->addr);
+	if (ret) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "multi: the %s address does not fit in %d bytes\n",
+			  dom->sub_caps[DDTX_MULTI_FABRIC]->name, DDTX_MULTI_FABRIC_MAX);
+		return ret;
+	}
+	rec.local_len = (uint32_t)llen;
+	memcpy(rec.addr, ep->addr, sizeof(rec.addr));
+	if (ep->token)
+		ddtx_multi_unpublish(ep->token);
+	ep->token = ddtx_multi_token(fabric, flen);
+	ret = ddtx_multi_publish(ep->token, &rec);
+	if (ret) {
+		DDTX_WARN(FI_LOG_EP_CTRL, "multi: cannot publish the endpoint in /dev/shm\n");
+		ep->token = 0;
+	}
+	return ret;
+}
+
 static int multi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handlers *handlers,
 			 void *handler_arg, struct ddtx_wire_ep **out)
 {
 	struct ddtx_multi_domain *dom = ddtx_multi_domain_of(wdom);
 	const struct ddtx_wire_handlers sub_handlers = {.on_recv = sub_on_recv,
 						       .on_complete = sub_on_complete};
-	struct ddtx_multi_record rec = {.pid = (uint32_t)getpid(), .host = dom->host};
-	uint8_t fabric[DDTX_MULTI_SUB_ADDR_MAX];
-	size_t flen = sizeof(fabric), llen = sizeof(rec.local);
 	struct ddtx_multi_ep *ep;
 	int ret;
 
@@ -268,26 +298,9 @@ static int multi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_h
 		if (ret)
 			goto err;
 	}
-	ret = ddtx_wire_ep_getname(ep->sub[DDTX_MULTI_LOCAL], rec.local, &llen);
-	if (!ret)
-		ret = ddtx_wire_ep_getname(ep->sub[DDTX_MULTI_FABRIC], fabric, &flen);
+	ret = multi_ep_publish(ep);
 	if (ret)
 		goto err;
-	ret = ddtx_multi_addr_pack(fabric, flen, ep->addr);
-	if (ret) {
-		DDTX_WARN(FI_LOG_EP_CTRL, "multi: the %s address does not fit in %d bytes\n",
-			  dom->sub_caps[DDTX_MULTI_FABRIC]->name, DDTX_MULTI_FABRIC_MAX);
-		goto err;
-	}
-	rec.local_len = (uint32_t)llen;
-	memcpy(rec.addr, ep->addr, sizeof(rec.addr));
-	ep->token = ddtx_multi_token(fabric, flen);
-	ret = ddtx_multi_publish(ep->token, &rec);
-	if (ret) {
-		DDTX_WARN(FI_LOG_EP_CTRL, "multi: cannot publish the endpoint in /dev/shm\n");
-		ep->token = 0;
-		goto err;
-	}
 	*out = &ep->base;
 	return 0;
 err:
@@ -311,10 +324,35 @@ static int multi_ep_getname(struct ddtx_wire_ep *wep, void *addr, size_t *len)
 	return 0;
 }
 
-/* Service names live in the host's shared memory (the local wire's names). */
+/*
+ * Service names: a name with a node, or on a fabric wire with names (ofi), binds the fabric
+ * endpoint (its blob changes: published again); a service also binds the local wire's name
+ * (this host's shared memory) for resolvers that give no node.
+ */
 static int multi_ep_bind(struct ddtx_wire_ep *wep, const struct ddtx_name_addr *name)
 {
-	return ddtx_wire_ep_bind(ddtx_multi_ep_of(wep)->sub[DDTX_MULTI_LOCAL], name);
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_name_addr local = *name;
+	int ret;
+
+	/* A fabric wire that is the local one (shm standing in, tests) would publish the same
+	 * name twice in one /dev/shm: the local name alone. */
+	if (strcmp(ep->dom->sub_caps[DDTX_MULTI_FABRIC]->name,
+		   ep->dom->sub_caps[DDTX_MULTI_LOCAL]->name))
+		ret = ddtx_wire_ep_bind(ep->sub[DDTX_MULTI_FABRIC], name);
+	else
+		ret = -FI_ENOSYS;
+	if (!ret)
+		ret = multi_ep_publish(ep);
+	else if (!name->node_family && (ret == -FI_ENOSYS || ret == -FI_EINVAL))
+		ret = 0;        /* no fabric name (no names there, or a service that is no port
+				 * of its core): the local name only */
+	if (ret || !name->service[0])
+		return ret;
+	local.node_family = 0;
+	memset(local.node, 0, sizeof(local.node));
+	local.host = ddtx_name_host_id();
+	return ddtx_wire_ep_bind(ep->sub[DDTX_MULTI_LOCAL], &local);
 }
 
 static int multi_name_resolve(struct ddtx_wire_domain *wdom, const struct ddtx_name_addr *name,
@@ -331,6 +369,17 @@ static int multi_name_resolve(struct ddtx_wire_domain *wdom, const struct ddtx_n
 	}
 	struct ddtx_multi_record rec;
 
+	/* On a node: the fabric blob names the endpoint wherever it is (a peer on this host is
+	 * then found by its record, multi_peer_insert). */
+	if (name->node_family) {
+		ret = ddtx_wire_name_resolve(dom->sub[DDTX_MULTI_FABRIC], name, timeout_ms, half,
+					     &hlen);
+		if (!ret)
+			ret = ddtx_multi_addr_pack(half, hlen, addr);
+		if (!ret)
+			*len = DDTX_MULTI_ADDR_LEN;
+		return ret;
+	}
 	ret = ddtx_wire_name_resolve(dom->sub[DDTX_MULTI_LOCAL], name, timeout_ms, half, &hlen);
 	if (ret)
 		return ret;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* The ofi wire's address blob (blob.h): packing and the checks a peer's blob must pass. */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 #include "wire/ofi/blob.h"
 
@@ -91,4 +93,27 @@ int ddtx_ofi_blob_unpack(const void *in, size_t len, uint32_t core_id, struct dd
 	b->core_len = core_len;
 	memcpy(b->core_addr, p + DDTX_OFI_BLOB_HDR, core_len);
 	return 0;
+}
+
+uint64_t ddtx_ofi_bound_uid(uint32_t core_id, const void *core_addr, size_t len)
+{
+	const uint8_t *p = core_addr;
+	uint64_t h = 14695981039346656037ull;
+
+	for (int i = 0; i < 4; i++)
+		h = (h ^ (uint8_t)(core_id >> (8 * i))) * 1099511628211ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h | 1ull << 63;
+}
+
+void ddtx_ofi_addr_canon(uint32_t addr_format, void *core_addr, size_t len)
+{
+	if (addr_format == FI_SOCKADDR_IN && len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *in = core_addr;
+		memset(in->sin_zero, 0, sizeof(in->sin_zero));
+	} else if (addr_format == FI_SOCKADDR_IN6 && len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 *in6 = core_addr;
+		in6->sin6_flowinfo = 0;
+	}
 }

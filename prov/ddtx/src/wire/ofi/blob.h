@@ -11,7 +11,9 @@
  *        6     2  reserved     0
  *        8     4  core_id      FNV-1a of "<core provider name>/<addr_format>": a blob of another
  *                              core (tcp vs shm) or address format is refused, not misread
- *       12     8  uid          random per endpoint; names the sender in every message
+ *       12     8  uid          random per endpoint, or computed from core_addr for an endpoint
+ *                              bound to a service (ddtx_ofi_bound_uid); names the sender in
+ *                              every message
  *       20    44  core_addr    the core endpoint's fi_getname, zero-padded
  *
  * Pure functions (no libfabric object): unit-tested in tests/fabtests/unit/test_ofi.c.
@@ -46,5 +48,19 @@ int ddtx_ofi_blob_pack(const struct ddtx_ofi_blob *b, void *out);
  * bytes zero, and (when core_id != 0) the core identity equal to ours.  0 or -FI_EINVAL.
  */
 int ddtx_ofi_blob_unpack(const void *in, size_t len, uint32_t core_id, struct ddtx_ofi_blob *b);
+
+/*
+ * Names (name.c).  An endpoint bound to a service takes a uid computed from its core address,
+ * so that a client that computes that address from (node, service) with the core's fi_getinfo
+ * computes the whole blob too, with no exchange: FNV-1a 64 of the core identity and the
+ * address, bit 63 set (random uids may have it too; 2^-64 collisions are not guarded).
+ */
+uint64_t ddtx_ofi_bound_uid(uint32_t core_id, const void *core_addr, size_t len);
+/*
+ * The address bytes as the blob carries them: for FI_SOCKADDR_IN(6) the padding and flow
+ * fields a resolver and the bound socket may fill differently are zeroed (addr_format is the
+ * core's fi_info addr_format).
+ */
+void ddtx_ofi_addr_canon(uint32_t addr_format, void *core_addr, size_t len);
 
 #endif /* DDTX_WIRE_OFI_BLOB_H */

@@ -14,11 +14,31 @@
 /* libfabric 1.17's tcp has FI_EP_RDM only through ofi_rxm ("net" is its own RDM endpoint);
  * named in full, the inner fi_getinfo asks ofi_rxm alone (no warning from other utilities). */
 #define DDTX_OFI_DEFAULT_CORE "tcp;ofi_rxm"
-#define DDTX_OFI_API FI_VERSION(1, 14)
 
 static bool names_ddtx(const char *name)
 {
 	return strcasestr(name, DDTX_PROV_NAME) != NULL;
+}
+
+struct fi_info *ddtx_ofi_core_hints(const char *prov_name)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->caps = DDTX_OFI_CORE_CAPS;
+	hints->mode = FI_CONTEXT | FI_CONTEXT2;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->tx_attr->msg_order = FI_ORDER_SAS;
+	hints->rx_attr->msg_order = FI_ORDER_SAS;
+	hints->domain_attr->mr_mode = DDTX_OFI_MR_MODE;
+	hints->domain_attr->threading = FI_THREAD_SAFE;
+	hints->fabric_attr->prov_name = strdup(prov_name);
+	if (!hints->fabric_attr->prov_name) {
+		fi_freeinfo(hints);
+		return NULL;
+	}
+	return hints;
 }
 
 int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
@@ -34,21 +54,9 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 			  "itself\n", prov_name);
 		return -FI_ENODATA;
 	}
-	hints = fi_allocinfo();
+	hints = ddtx_ofi_core_hints(prov_name);
 	if (!hints)
 		return -FI_ENOMEM;
-	hints->caps = DDTX_OFI_CORE_CAPS;
-	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->tx_attr->msg_order = FI_ORDER_SAS;
-	hints->rx_attr->msg_order = FI_ORDER_SAS;
-	hints->domain_attr->mr_mode = DDTX_OFI_MR_MODE;
-	hints->domain_attr->threading = FI_THREAD_SAFE;
-	hints->fabric_attr->prov_name = strdup(prov_name);
-	if (!hints->fabric_attr->prov_name) {
-		fi_freeinfo(hints);
-		return -FI_ENOMEM;
-	}
 	ret = fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (ret) {

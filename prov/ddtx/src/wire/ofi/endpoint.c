@@ -66,9 +66,14 @@ static int open_slab(struct ddtx_ofi_ep *ep)
 	return 0;
 }
 
-static int open_core(struct ddtx_ofi_ep *ep)
+/*
+ * The core endpoint, at src (a core address, NULL: the core's default) and its blob.  A name
+ * (name.c) needs the core's fi_info with that src_addr, so the info is copied for it.
+ */
+static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 {
 	struct ddtx_ofi_domain *dom = ep->dom;
+	struct fi_info *info = dom->core;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_MSG,
@@ -79,7 +84,22 @@ static int open_core(struct ddtx_ofi_ep *ep)
 	size_t len = sizeof(name);
 	int ret;
 
-	ret = fi_endpoint(dom->domain, dom->core, &ep->ep, NULL);
+	if (src) {
+		info = fi_dupinfo(dom->core);
+		if (!info)
+			return -FI_ENOMEM;
+		free(info->src_addr);
+		info->src_addr = malloc(srclen);
+		if (!info->src_addr) {
+			fi_freeinfo(info);
+			return -FI_ENOMEM;
+		}
+		memcpy(info->src_addr, src, srclen);
+		info->src_addrlen = srclen;
+	}
+	ret = fi_endpoint(dom->domain, info, &ep->ep, NULL);
+	if (info != dom->core)
+		fi_freeinfo(info);
 	if (!ret)
 		ret = fi_av_open(dom->domain, &av_attr, &ep->av, NULL);
 	if (!ret)
@@ -102,10 +122,57 @@ static int open_core(struct ddtx_ofi_ep *ep)
 			  "%d\n", len, DDTX_OFI_CORE_ADDR_MAX);
 		return -FI_EOPNOTSUPP;
 	}
+	ddtx_ofi_addr_canon(dom->core->addr_format, name, len);
+	if (src)
+		ep->uid = ddtx_ofi_bound_uid(dom->core_id, name, len);
 	struct ddtx_ofi_blob b = { .core_id = dom->core_id, .uid = ep->uid,
 				   .core_len = (uint8_t)len };
 	memcpy(b.core_addr, name, len);
 	return ddtx_ofi_blob_pack(&b, ep->blob);
+}
+
+static void close_core(struct ddtx_ofi_ep *ep)
+{
+	if (ep->ep)
+		fi_close(&ep->ep->fid);
+	if (ep->av)
+		fi_close(&ep->av->fid);
+	if (ep->cq)
+		fi_close(&ep->cq->fid);
+	ep->ep = NULL;
+	ep->av = NULL;
+	ep->cq = NULL;
+}
+
+static int post_all_recvs(struct ddtx_ofi_ep *ep)
+{
+	int ret = 0;
+
+	ep->rx_head = ep->rx_count = 0;
+	ddtx_list_init(&ep->rx_repost);
+	for (size_t i = 0; !ret && i < DDTX_OFI_RX_BUFS; i++)
+		ret = ddtx_ofi_post_recv(ep, &ep->rx[i]);
+	return ret;
+}
+
+int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
+{
+	int ret;
+
+	if (ep->npeers || !ddtx_list_empty(&ep->ops))
+		return -FI_EOPBADSTATE;
+	close_core(ep);
+	ret = open_core(ep, src, srclen);
+	if (!ret)
+		ret = post_all_recvs(ep);
+	if (ret) {
+		/* Back to an endpoint at the core's default address, usable as before. */
+		close_core(ep);
+		ep->uid = random_uid();
+		if (!open_core(ep, NULL, 0))
+			(void)post_all_recvs(ep);
+	}
+	return ret;
 }
 
 void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
@@ -116,12 +183,7 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 		return;
 	while (!ddtx_list_empty(&ep->ctrl))
 		free(ddtx_container_of(ddtx_list_pop_front(&ep->ctrl), struct ddtx_ofi_ctrl, entry));
-	if (ep->ep)
-		fi_close(&ep->ep->fid);
-	if (ep->av)
-		fi_close(&ep->av->fid);
-	if (ep->cq)
-		fi_close(&ep->cq->fid);
+	close_core(ep);
 	/* after the core endpoint: nothing completes into an op any more */
 	ddtx_ofi_rma_fini(ep);
 	if (ep->slab_mr)
@@ -157,9 +219,9 @@ int ddtx_ofi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handl
 	ddtx_list_init(&ep->ops);
 	ret = open_slab(ep);
 	if (!ret)
-		ret = open_core(ep);
-	for (size_t i = 0; !ret && i < DDTX_OFI_RX_BUFS; i++)
-		ret = ddtx_ofi_post_recv(ep, &ep->rx[i]);
+		ret = open_core(ep, NULL, 0);
+	if (!ret)
+		ret = post_all_recvs(ep);
 	if (ret) {
 		ddtx_ofi_ep_close(&ep->base);
 		return ret;

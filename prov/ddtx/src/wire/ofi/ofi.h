@@ -9,6 +9,7 @@
  *  send.c      messages through registered bounce buffers (send, claim/commit)
  *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
  *  progress.c  the CQ: receives, control messages, completions and errors
+ *  name.c      service names: bind at and resolve to the core's address of (node, service)
  *  wire_ofi.c  the ddtx_wire_impl table
  *
  * Pure helpers (blob, caps, chunking, key encoding) are in blob.h and ofi_pure.h.
@@ -184,7 +185,11 @@ static inline struct ddtx_ofi_ep *ddtx_oep_of(struct ddtx_wire_ep *e)
 
 extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
+#define DDTX_OFI_API FI_VERSION(1, 14)
+
 /* domain.c */
+/* The hints every core fi_getinfo of the wire uses (caps, ordering, mr_mode, the core's name). */
+struct fi_info *ddtx_ofi_core_hints(const char *prov_name);
 int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out);
 bool ddtx_ofi_available(void);
 int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
@@ -215,6 +220,14 @@ bool ddtx_ofi_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 struct ddtx_ofi_peer *ddtx_ofi_peer_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
 int ddtx_ofi_peer_by_uid(struct ddtx_ofi_ep *ep, uint64_t uid, ddtx_peer_t *peer);
 int ddtx_ofi_post_recv(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+
+/* Close and open again the core endpoint at src (bind, name.c): only before any peer. */
+int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+
+/* name.c */
+int ddtx_ofi_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
+int ddtx_ofi_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_addr *name,
+			  int timeout_ms, void *addr, size_t *len);
 
 /* send.c */
 int ddtx_ofi_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,

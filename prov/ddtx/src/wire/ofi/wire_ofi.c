@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ofi wire's entry points (wire/wire.h) over a core libfabric provider, one concept per
- * file (ofi.h lists them).  No service names (ep_bind/name_resolve): addresses travel by
- * fi_getname/fi_av_insert; no multi-entry keys (max_mkey_entries 0).
+ * file (ofi.h lists them).  Service names on a node (name.c): a bound endpoint's address is
+ * computed from (node, service); no multi-entry keys (max_mkey_entries 0).
  */
 #include "wire/ofi/ofi.h"
 
@@ -20,6 +20,8 @@ const struct ddtx_wire_impl ddtx_ofi_wire_impl = {
 	.ep_open = ddtx_ofi_ep_open,
 	.ep_close = ddtx_ofi_ep_close,
 	.ep_getname = ddtx_ofi_ep_getname,
+	.ep_bind = ddtx_ofi_ep_bind,
+	.name_resolve = ddtx_ofi_name_resolve,
 	.peer_insert = ddtx_ofi_peer_insert,
 	.peer_addr = ddtx_ofi_peer_addr,
 	.peer_alive = ddtx_ofi_peer_alive,

@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Names across hosts (util/hosts.sh run; rank 0 on host A is the client, rank 1 on host B the
+ * server), as upstream fabtests use them: the server asks fi_getinfo(its address, service,
+ * FI_SOURCE) and opens its endpoint from it; the client asks fi_getinfo(the server's address,
+ * service, 0) with the src_addr of fi_getinfo(its address, NULL, FI_SOURCE) in the hints, and
+ * inserts dest_addr.  No address travels out of band except the client's, which the server
+ * needs to answer (fabtests send it in a message).
+ *  - across: dest_addr is the 64-byte name fi_av_straddr prints as fi_ddtx://svc/S@<addr>;
+ *    inserted, it resolves to exactly the server's fi_getname; an eager and a rendezvous
+ *    message reach the server and its answer comes back, every byte checked;
+ *  - rebind: three servers one after the other on the same service (a new process each time
+ *    would do the same; here a new fabric each round), the client resolving the name afresh
+ *    each round in one domain: it reaches every new server, never a stale address.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fx.h"
+
+#define SVC "9330"
+#define TMO 30000
+#define EAGER 1000
+#define RNDV 200000
+#define REPLY 3000
+
+struct names_ep {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+static struct fi_info *hints_new(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	FT_CHECK(h, "fi_allocinfo");
+	h->caps = FI_MSG | FI_TAGGED;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->fabric_attr->prov_name = strdup("ddtx");
+	return h;
+}
+
+static void open_domain(struct names_ep *n)
+{
+	FT_CHECK(fi_fabric(n->info->fabric_attr, &n->fabric, NULL) == 0, "fi_fabric");
+	FT_CHECK(fi_domain(n->fabric, n->info, &n->domain, NULL) == 0, "fi_domain");
+}
+
+static void open_ep(struct names_ep *n)
+{
+	struct fi_av_attr av = {.type = FI_AV_TABLE};
+	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .size = 64};
+	int ret;
+
+	FT_CHECK(fi_av_open(n->domain, &av, &n->av, NULL) == 0, "fi_av_open");
+	FT_CHECK(fi_cq_open(n->domain, &cq, &n->cq, NULL) == 0, "fi_cq_open");
+	ret = fi_endpoint(n->domain, n->info, &n->ep, NULL);
+	FT_CHECK(ret == 0, "fi_endpoint: %s", fi_strerror(-ret));
+	FT_CHECK(fi_ep_bind(n->ep, &n->av->fid, 0) == 0, "bind av");
+	FT_CHECK(fi_ep_bind(n->ep, &n->cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+	FT_CHECK(fi_enable(n->ep) == 0, "fi_enable");
+}
+
+static void close_ep(struct names_ep *n)
+{
+	fi_close(&n->ep->fid);
+	fi_close(&n->cq->fid);
+	fi_close(&n->av->fid);
+}
+
+static void close_domain(struct names_ep *n)
+{
+	fi_close(&n->domain->fid);
+	fi_close(&n->fabric->fid);
+	fi_freeinfo(n->info);
+}
+
+/* The server's info: its own address and the service, FI_SOURCE. */
+static void server_info(struct names_ep *n, const char *me)
+{
+	struct fi_info *h = hints_new();
+	int ret = fi_getinfo(FI_VERSION(1, 14), me, SVC, FI_SOURCE, h, &n->info);
+
+	FT_CHECK(ret == 0, "server fi_getinfo(%s, %s, FI_SOURCE): %s", me, SVC, fi_strerror(-ret));
+	FT_CHECK(n->info->src_addr && n->info->src_addrlen == 64 && !n->info->dest_addr,
+		 "server: src_addr of %zu bytes", n->info->src_addrlen);
+	fi_freeinfo(h);
+}
+
+/* The client's info, as fabtests ask for it: the source from its address, then the server. */
+static void client_info(struct names_ep *n, const char *me, const char *server)
+{
+	struct fi_info *h = hints_new(), *src = NULL;
+	int ret = fi_getinfo(FI_VERSION(1, 14), me, NULL, FI_SOURCE, h, &src);
+
+	FT_CHECK(ret == 0 && src->src_addr, "client fi_getinfo(%s, FI_SOURCE): %s", me,
+		 fi_strerror(-ret));
+	h->src_addr = malloc(src->src_addrlen);
+	memcpy(h->src_addr, src->src_addr, src->src_addrlen);
+	h->src_addrlen = src->src_addrlen;
+	fi_freeinfo(src);
+	ret = fi_getinfo(FI_VERSION(1, 14), server, SVC, 0, h, &n->info);
+	FT_CHECK(ret == 0, "client fi_getinfo(%s, %s): %s", server, SVC, fi_strerror(-ret));
+	FT_CHECK(n->info->dest_addr && n->info->dest_addrlen == 64,
+		 "client: dest_addr of %zu bytes", n->info->dest_addrlen);
+	fi_freeinfo(h);
+}
+
+/* Client side of one round: resolve, compare with the server's fi_getname, exchange. */
+static void client_round(struct ft_ctx *ctx, struct names_ep *n, const char *server, int round)
+{
+	uint8_t mine[64], all[2][64], got[64];
+	size_t len = sizeof(mine), glen = sizeof(got);
+	char str[128], want[128];
+	size_t slen = sizeof(str);
+	fi_addr_t srv;
+
+	FT_CHECK(fi_av_insert(n->av, n->info->dest_addr, 1, &srv, 0, NULL) == 1,
+		 "round %d: the server's name did not resolve", round);
+	FT_CHECK(fi_av_straddr(n->av, n->info->dest_addr, str, &slen) == str, "fi_av_straddr");
+	snprintf(want, sizeof(want), "fi_ddtx://svc/%s@%s", SVC, server);
+	FT_CHECK(!strcmp(str, want), "fi_av_straddr: %s, not %s", str, want);
+	FT_CHECK(fi_getname(&n->ep->fid, mine, &len) == 0 && len == 64, "fi_getname");
+	ft_allgather(ctx, mine, sizeof(mine), all);
+	FT_CHECK(fi_av_lookup(n->av, srv, got, &glen) == 0 && glen == 64, "fi_av_lookup");
+	FT_CHECK(!memcmp(got, all[1], 64), "round %d: the name resolved to another address than "
+		 "the server's fi_getname", round);
+
+	uint8_t *eager = fx_alloc(EAGER), *rndv = fx_alloc(RNDV), *reply = fx_alloc(REPLY);
+	struct fi_cq_tagged_entry c[3];
+	struct fi_cq_err_entry err = {0};
+	uint64_t seed = 0x4e00u + 16u * (unsigned)round;
+
+	memset(reply, 0, REPLY);
+	FT_CHECK(fi_trecv(n->ep, reply, REPLY, NULL, srv, 3, 0, reply) == 0, "trecv");
+	ft_barrier(ctx);
+	fx_fill(eager, EAGER, seed + 1, 0);
+	fx_fill(rndv, RNDV, seed + 2, 0);
+	FT_CHECK(FT_POST(n->cq, fi_tsend(n->ep, eager, EAGER, NULL, srv, 1, eager)) == 0, "tsend");
+	FT_CHECK(FT_POST(n->cq, fi_tsend(n->ep, rndv, RNDV, NULL, srv, 2, rndv)) == 0, "tsend");
+	FT_CHECK(ft_wait(n->cq, 3, c, &err, TMO) == 3, "round %d: client completions (error %d)",
+		 round, err.err);
+	FX_CHECK_PATTERN(reply, REPLY, seed + 3, 0, "round %d: the server's answer", round);
+	free(eager);
+	free(rndv);
+	free(reply);
+	ft_barrier(ctx);
+}
+
+/* Server side of one round: learn the client's address, check its messages, answer. */
+static void server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
+{
+	uint8_t mine[64], all[2][64];
+	size_t len = sizeof(mine);
+	fi_addr_t cli;
+
+	FT_CHECK(fi_getname(&n->ep->fid, mine, &len) == 0 && len == 64, "fi_getname");
+	ft_allgather(ctx, mine, sizeof(mine), all);
+	FT_CHECK(fi_av_insert(n->av, all[0], 1, &cli, 0, NULL) == 1, "insert the client");
+
+	uint8_t *eager = fx_alloc(EAGER), *rndv = fx_alloc(RNDV), *reply = fx_alloc(REPLY);
+	struct fi_cq_tagged_entry c[3];
+	struct fi_cq_err_entry err = {0};
+	uint64_t seed = 0x4e00u + 16u * (unsigned)round;
+
+	FT_CHECK(fi_trecv(n->ep, eager, EAGER, NULL, cli, 1, 0, eager) == 0, "trecv");
+	FT_CHECK(fi_trecv(n->ep, rndv, RNDV, NULL, cli, 2, 0, rndv) == 0, "trecv");
+	ft_barrier(ctx);
+	FT_CHECK(ft_wait(n->cq, 2, c, &err, TMO) == 2, "round %d: server receives (error %d)",
+		 round, err.err);
+	FX_CHECK_PATTERN(eager, EAGER, seed + 1, 0, "round %d: eager message", round);
+	FX_CHECK_PATTERN(rndv, RNDV, seed + 2, 0, "round %d: rendezvous message", round);
+	fx_fill(reply, REPLY, seed + 3, 0);
+	FT_CHECK(FT_POST(n->cq, fi_tsend(n->ep, reply, REPLY, NULL, cli, 3, reply)) == 0, "tsend");
+	FT_CHECK(ft_wait(n->cq, 1, c, &err, TMO) == 1, "round %d: answer sent", round);
+	free(eager);
+	free(rndv);
+	free(reply);
+	ft_barrier(ctx);
+}
+
+/* The hosts' addresses (ft_host_enter sets DDTX_TEST_HOST_ADDR): [0] client, [1] server. */
+static void addresses(struct ft_ctx *ctx, char addr[2][32])
+{
+	char mine[32] = {0};
+	const char *a = getenv("DDTX_TEST_HOST_ADDR");
+
+	FT_CHECK(a && ctx->size == 2, "run under util/hosts.sh with 2 ranks");
+	snprintf(mine, sizeof(mine), "%s", a);
+	ft_allgather(ctx, mine, sizeof(mine), addr);
+	FT_CHECK(strcmp(addr[0], addr[1]), "both ranks on one host");
+}
+
+static int t_names(struct ft_ctx *ctx, void *arg)
+{
+	int rounds = arg ? 3 : 1;
+	char addr[2][32];
+	struct names_ep n = {0};
+
+	if (!getenv("DDTX_HOSTS"))
+		return FT_SKIP;
+	addresses(ctx, addr);
+	if (ctx->rank == 0) {
+		client_info(&n, addr[0], addr[1]);
+		open_domain(&n);
+		for (int r = 0; r < rounds; r++) {
+			open_ep(&n);
+			client_round(ctx, &n, addr[1], r);
+			close_ep(&n);
+			ft_barrier(ctx); /* the server closes */
+		}
+		close_domain(&n);
+	} else {
+		for (int r = 0; r < rounds; r++) {
+			memset(&n, 0, sizeof(n));
+			server_info(&n, addr[1]);
+			open_domain(&n);
+			open_ep(&n);
+			server_round(ctx, &n, r);
+			close_ep(&n);
+			close_domain(&n);
+			ft_barrier(ctx);
+		}
+	}
+	return 0;
+}
+
+static const struct fx_test tests[] = {
+	{"across", 2, 60, t_names, NULL},
+	{"rebind", 2, 90, t_names, (void *)1},
+};
+
+int main(int argc, char **argv)
+{
+	return fx_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}
