@@ -99,6 +99,29 @@ int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len)
 	return ret;
 }
 
+/*
+ * The largest message ofi_rxm sends eagerly: its bounce-buffer size (FI_OFI_RXM_BUFFER_SIZE,
+ * default 16384), which its eager limit never goes below.  Messages above it take rxm's
+ * segmentation or rendezvous protocols, and in libfabric 1.17 over tcp those lose receive
+ * completions when several peers send at once (ft_hosts wire_per_peer_4 and the 4 KiB PACK
+ * ping-pong hung; with FI_OFI_RXM_BUFFER_SIZE/EAGER_LIMIT raised above 64 KiB they pass), so the
+ * wire keeps every message within it.  0 for a core that is not an rxm stack.
+ */
+static size_t rxm_eager_floor(const char *prov_name)
+{
+	const char *v;
+	char *end;
+	unsigned long long n;
+
+	if (!strcasestr(prov_name, "ofi_rxm"))
+		return 0;
+	v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	if (!v || !*v)
+		return 16384;
+	n = strtoull(v, &end, 0);
+	return *end || n < 1024 ? 16384 : (size_t)n;
+}
+
 /* "auto" never picks the ofi wire (wire.c lists it last); it is there when asked for. */
 bool ddtx_ofi_available(void)
 {
@@ -144,6 +167,13 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);
+	size_t eager = rxm_eager_floor(dom->core->fabric_attr->prov_name);
+	if (eager && eager - DDTX_OFI_PAYLOAD_OFF < dom->caps.max_send_size) {
+		dom->caps.max_send_size = eager - DDTX_OFI_PAYLOAD_OFF;
+		dom->caps.inline_size = dom->caps.max_send_size;
+		DDTX_INFO(FI_LOG_CORE, "ofi: messages kept within %s's eager size, %zu bytes\n",
+			  dom->core->fabric_attr->prov_name, eager);
+	}
 	while (getrandom(&dom->next_core_key, sizeof(dom->next_core_key), 0) !=
 	       (ssize_t)sizeof(dom->next_core_key))
 		;
