@@ -21,6 +21,36 @@ static bool names_ddtx(const char *name)
 	return strcasestr(name, DDTX_PROV_NAME) != NULL;
 }
 
+/*
+ * The core's entries without ddtx's needs in the hints, each logged with what it lacks (the
+ * hinted fi_getinfo only says "no data").  How many were found.
+ */
+static int explain_refusal(const char *prov_name)
+{
+	struct fi_info *hints = fi_allocinfo(), *list = NULL;
+	int n = 0;
+
+	if (!hints)
+		return 0;
+	hints->fabric_attr->prov_name = strdup(prov_name);
+	hints->mode = ~0ull;
+	hints->domain_attr->mr_mode = ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	if (hints->fabric_attr->prov_name &&
+	    !fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list)) {
+		for (struct fi_info *cur = list; cur; cur = cur->next, n++) {
+			const char *why = ddtx_ofi_unusable(cur);
+
+			DDTX_INFO(FI_LOG_CORE, "ofi: core %s domain %s (%s) skipped: %s\n",
+				  cur->fabric_attr->prov_name, cur->domain_attr->name,
+				  fi_tostr(&cur->ep_attr->type, FI_TYPE_EP_TYPE),
+				  why ? why : "does not match ddtx's hints (FI_ORDER_SAS, FI_THREAD_SAFE)");
+		}
+	}
+	fi_freeinfo(list);
+	fi_freeinfo(hints);
+	return n;
+}
+
 int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 {
 	struct fi_info *hints, *list = NULL, *found = NULL;
@@ -52,9 +82,10 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 	ret = fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (ret) {
-		DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\": no usable entry (fi_getinfo: "
-			  "%s; with FI_PROVIDER set, it must name the core too, e.g. "
-			  "FI_PROVIDER=ddtx,%s)\n", prov_name, fi_strerror(-ret), prov_name);
+		if (!explain_refusal(prov_name))
+			DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\": no entry (fi_getinfo: %s; "
+				  "with FI_PROVIDER set, it must name the core too, e.g. "
+				  "FI_PROVIDER=ddtx,%s)\n", prov_name, fi_strerror(-ret), prov_name);
 		return ret;
 	}
 	/* The core named exactly first ("tcp" is tcp's own RDM endpoint, not tcp;ofi_rxm), then
