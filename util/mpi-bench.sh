@@ -6,13 +6,18 @@
 #                     [--stacks S1,S2,...] [--repeat N] [--batches N] [--stat min|median]
 #                     [--out DIR] [--report-only]
 #
-# Stacks (default all five; each runs tests/mpi/bench/mpi_nc_bench with 2 ranks bound to cores):
-#   mpich-ddtx   MPICH 4.0.2 ch4:ofi (util/build-mpich.sh) with FI_PROVIDER=ddtx
-#   mpich-shm    the same MPICH with libfabric's shm provider
-#   mpich-tcp    the same MPICH with libfabric's tcp provider (tcp;ofi_rxm, loopback)
+# Stacks (default all; each runs tests/mpi/bench/mpi_nc_bench with 2 ranks bound to cores):
+#   mpich-ddtx   MPICH 4.0.2 ch4:ofi, yaksa engine (util/build-mpich.sh) with FI_PROVIDER=ddtx
+#   mpich-iov-ddtx  the yaksa build with a raised iov cap (util/build-mpich.sh --iov-max N;
+#                the newest /opt/ddtx-mpich-yaksa-iov*, or DDTX_MPICH_IOV_PREFIX) over ddtx
+#   mpich-dl-ddtx   the dataloop build (util/build-mpich.sh --dataloop, or
+#                DDTX_MPICH_DATALOOP_PREFIX) over ddtx
+#   mpich-shm    the yaksa MPICH with libfabric's shm provider
+#   mpich-tcp    the yaksa MPICH with libfabric's tcp provider (tcp;ofi_rxm, loopback)
 #   ompi-sm      Debian's Open MPI 4.1, default path on one host (pml ob1, btl vader)
 #   deb-mpich    Debian's MPICH 4.0 (ch4:ucx; on one host its own shared-memory module)
-# The MPICH stacks run with MPIR_CVAR_NOLOCAL=1 so that on one host the traffic goes through the
+# The variant builds are not built here (each takes 10+ minutes): a stack whose build is missing
+# is left out with a note.  The MPICH stacks run with MPIR_CVAR_NOLOCAL=1 so that on one host the traffic goes through the
 # libfabric provider rather than MPICH's shared-memory module.
 #
 # Cases: the OSU-style vector ping-pong (block length x count, stride 2B; --vec adds more) and
@@ -27,7 +32,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
 
-STACKS=mpich-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich
+STACKS=mpich-ddtx,mpich-iov-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich
 QUICK=0
 PLOT=0
 CASES=""
@@ -49,12 +54,14 @@ while [ $# -gt 0 ]; do
     --stat) STAT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
-PREFIX=${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich}
+PREFIX=${DDTX_MPICH_PREFIX:-$(util/build-mpich.sh --print-prefix)}
+IOV_PREFIX=${DDTX_MPICH_IOV_PREFIX:-$(ls -dt /opt/ddtx-mpich-yaksa-iov* 2>/dev/null | head -n1)}
+DL_PREFIX=${DDTX_MPICH_DATALOOP_PREFIX:-$(util/build-mpich.sh --dataloop --print-prefix)}
 BUILD=$DDTX_ROOT/build-mpi
 BIN=$DDTX_ROOT/build-mpi-tests
 PROV_PATH=$BUILD/prov/ddtx
@@ -66,6 +73,21 @@ if [ $REPORT_ONLY = 0 ]; then
 pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
 [ $PLOT = 1 ] && pkgs+=(python3-matplotlib)
 ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" mpich "${pkgs[@]}" || exit 1
+
+# The variant stacks whose build is missing are left out; the test programs are built against
+# every installed variant (tests/mpi/build.sh: BIN/mpich-<prefix name>).
+have_build() { [ -n "$1" ] && [ -x "$1/bin/mpiexec" ] && [ -f "$1/.ddtx-mpich-complete" ]; }
+IFS=, read -r -a want <<<"$STACKS"
+kept=()
+for s in "${want[@]}"; do
+  case $s in
+    mpich-iov-ddtx) have_build "$IOV_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --iov-max N build"; continue; } ;;
+    mpich-dl-ddtx) have_build "$DL_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --dataloop build in $DL_PREFIX"; continue; } ;;
+  esac
+  kept+=("$s")
+done
+STACKS=$(IFS=,; echo "${kept[*]}")
+variant_bin() { echo "$BIN/mpich-$(basename "$1")/mpi_nc_bench"; }
 
 ARGS=(-batches "$BATCHES")
 [ $QUICK = 1 ] && ARGS+=(-quick)
@@ -80,6 +102,12 @@ run_stack() { # run_stack NAME -> RESULT lines on stdout
     mpich-ddtx)
       env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
         "$PREFIX/bin/mpiexec" -n 2 -bind-to core "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    mpich-iov-ddtx)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
+        "$IOV_PREFIX/bin/mpiexec" -n 2 -bind-to core "$(variant_bin "$IOV_PREFIX")" -label $s "${ARGS[@]}" ;;
+    mpich-dl-ddtx)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
+        "$DL_PREFIX/bin/mpiexec" -n 2 -bind-to core "$(variant_bin "$DL_PREFIX")" -label $s "${ARGS[@]}" ;;
     mpich-shm)
       env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=shm \
         "$PREFIX/bin/mpiexec" -n 2 -bind-to core "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
@@ -103,6 +131,7 @@ cmd="util/mpi-bench.sh"
 cmd+=" --stacks $STACKS --repeat $REPEAT --batches $BATCHES"
 {
   echo "# $cmd"
+  echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
   echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/results.txt"
 SECONDS=0

@@ -3,9 +3,9 @@
 # Runs ddtx under real MPI consumers (MPICH 4.0.2 ch4:ofi and Open MPI 4.1) on one host:
 #
 #   util/run-mpi-tests.sh [--only STAGES] [--dirs D1,D2,...] [--maxnp N] [--timeout S]
-#                         [--providers P1,P2] [--out DIR] [--jobs N]
+#                         [--providers P1,P2] [--out DIR] [--jobs N] [--hosts]
 #
-# Stages (all by default; --only takes a comma-separated subset):
+# Stages (all but hosts by default; --only takes a comma-separated subset; --hosts = --only hosts):
 #   fabric   tests/mpi/repro/consumer_check: MPICH's and Open MPI's provider requirements, checked
 #            at the libfabric level the way they use libfabric
 #   mpich    MPICH selects ddtx (MPIR_CVAR_DEBUG_SUMMARY), tests/mpi/mpi_check with 2 and 4 ranks,
@@ -22,6 +22,13 @@
 #            progress engine never yields, so with more ranks than cores tests crawl whatever
 #            the provider: on 2 cores --maxnp 2 takes about 15 minutes per provider, --maxnp 4
 #            hours (3-rank RMA tests take minutes each).
+#   hosts    ranks on two "hosts" (util/hosts.sh: network namespaces; root, else skipped):
+#            tests/mpi/mpi_check with 4 ranks, 2 per host, over ddtx's wire per peer
+#            (FI_DDTX_WIRE=multi, the ofi wire over libfabric's net core between the hosts),
+#            every rank's ddtx statistics asserting the wires that carried its messages:
+#            MPICH (Hydra with tests/mpi/hosts/launch.sh as remote shell) with MPIR_CVAR_NOLOCAL=1
+#            and with MPICH's own shared memory, and Open MPI's ofi MTL (launch.sh as rsh agent).
+#            About a minute.
 #
 # Prerequisites are set up on the way (each step does nothing when already done): Debian packages,
 # MPICH (util/build-mpich.sh, ~10 min on 2 cores), Open MPI (openmpi-bin, libopenmpi-dev), the
@@ -49,13 +56,14 @@ while [ $# -gt 0 ]; do
     --providers) PROVIDERS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --hosts) STAGES=hosts; shift ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "run-mpi-tests.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 
-PREFIX=${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich}
+PREFIX=${DDTX_MPICH_PREFIX:-$(util/build-mpich.sh --print-prefix)}
 SRC_ROOT=${DDTX_MPICH_SRC:-/opt/ddtx-mpich-src}
 BUILD=$DDTX_ROOT/build-mpi
 BIN=$DDTX_ROOT/build-mpi-tests
@@ -82,8 +90,8 @@ elapsed() { printf '%dm%02ds' $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # ---- prerequisites -------------------------------------------------------------------------
 want_mpich=""
-if stage mpich || stage suite || stage ompi; then want_mpich=mpich; fi
-ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" "$want_mpich" openmpi-bin libopenmpi-dev perl || { echo "run-mpi-tests.sh: prerequisites failed"; exit 1; }
+if stage mpich || stage suite || stage ompi || stage hosts; then want_mpich=mpich; fi
+ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" "$want_mpich" openmpi-bin libopenmpi-dev perl iproute2 util-linux || { echo "run-mpi-tests.sh: prerequisites failed"; exit 1; }
 echo "run-mpi-tests.sh: prerequisites ready ($(elapsed))"
 
 MPICH_ENV=(env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH")
@@ -197,10 +205,27 @@ if stage ompi; then
   fi
 fi
 
+# ---- hosts: MPICH and Open MPI with ranks on two "hosts" ------------------------------------------
+if stage hosts; then
+  echo "== MPICH and Open MPI across two hosts (util/hosts.sh), ddtx's wire per peer"
+  timeout 900 util/hosts.sh run tests/mpi/hosts/across.sh --bin "$BIN" --prov "$PROV_PATH" \
+    --out "$OUT" --mpich "$PREFIX" >"$OUT/hosts.txt" 2>&1
+  rc=$?
+  if [ $rc = 77 ]; then
+    echo "  skipped: $(tail -1 "$OUT/hosts.txt")"
+  else
+    while read -r st rest; do
+      name=${rest%%:*}
+      report "$([ "$st" = PASS ] && echo OK || echo FAIL)" "hosts-$name" "${rest#*: }"
+    done < <(grep -E '^(PASS|FAIL) ' "$OUT/hosts.txt")
+    grep -qE '^(PASS|FAIL) ' "$OUT/hosts.txt" || report FAIL hosts "rc $rc, no result (see $OUT/hosts.txt)"
+  fi
+fi
+
 # ---- suite: MPICH's own test suite with each provider ----------------------------------------
 if stage suite; then
   echo "== MPICH test suite ($DIRS; up to $MAXNP ranks; providers $PROVIDERS; timeout ${TIMEOUT}s per test)"
-  SUITE=$SRC_ROOT/testsuite
+  SUITE=$SRC_ROOT/testsuite-$(basename "$PREFIX")   # configured against that MPICH build
   if [ ! -x "$SUITE/runtests" ]; then
     mkdir -p "$SUITE"
     (cd "$SUITE" && "$SRC_ROOT/mpich-4.0.2/test/mpi/configure" --with-mpi="$PREFIX" --disable-fortran --disable-cxx \

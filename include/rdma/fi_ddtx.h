@@ -36,6 +36,14 @@ enum fi_ddtx_scheme {
 	FI_DDTX_SCHEME_COUNT,
 };
 
+/* How host staging copied device memory (fi_ddtx_stats.hmem_copy_ops). */
+enum fi_ddtx_hmem_copy {
+	FI_DDTX_HMEM_COPY_SEGMENTS = 0,
+	FI_DDTX_HMEM_COPY_2D,
+	FI_DDTX_HMEM_COPY_KERNEL,
+	FI_DDTX_HMEM_COPY_COUNT,
+};
+
 struct fi_ddtx_stats {
 	/* Operations and payload bytes per scheme, counted at the side that chose the scheme
 	 * (the receiver for messages, the initiator for RMA), plus sender-side totals. */
@@ -72,6 +80,18 @@ struct fi_ddtx_stats {
 		uint64_t msgs, msg_bytes;  /* messages sent (protocol headers included) */
 		uint64_t rma_ops, rma_bytes; /* RDMA writes and reads posted */
 	} wires[FI_DDTX_WIRES_MAX];
+
+	/* Device memory (FI_HMEM_CUDA), by the way it moved.  Host staging is the only way built
+	 * so far: device segments copied through a host bounce buffer by the CUDA driver.  The
+	 * scheme that carried the bounce buffer is counted in ops[] / bytes[] as for host memory. */
+	uint64_t hmem_tx_staged;       /* sends whose data was copied out of device memory */
+	uint64_t hmem_rx_staged;       /* receives posted with device memory */
+	uint64_t hmem_staged_bytes;    /* bytes copied between device and bounce buffers */
+	uint64_t hmem_copy_errors;     /* driver copies refused (freed memory, say): error completions */
+	/* ... and how the device part was copied (FI_DDTX_HMEM_COPY): per segment, one 2-D copy
+	 * of a vector, or the device pack kernel; fallbacks: the forced way was impossible */
+	uint64_t hmem_copy_ops[FI_DDTX_HMEM_COPY_COUNT];
+	uint64_t hmem_copy_fallbacks;
 };
 
 /*

@@ -9,7 +9,10 @@
 #   OUTDIR/<stack>/{mpi_check,nc_iov,mpi_nc_bench}
 #
 # Stacks (each skipped when its compiler wrapper is missing):
-#   ddtx-mpich  ${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich}/bin/mpicc   (util/build-mpich.sh; ch4:ofi)
+#   ddtx-mpich  ${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich-yaksa}/bin/mpicc (util/build-mpich.sh;
+#               ch4:ofi, yaksa)
+#   mpich-<name> every other installed util/build-mpich.sh variant /opt/ddtx-mpich-*/bin/mpicc
+#               (mpich-ddtx-mpich-dataloop, mpich-ddtx-mpich-yaksa-iov8192, ...; util/mpi-bench.sh)
 #   openmpi     /usr/bin/mpicc.openmpi                           (Debian's Open MPI 4.1)
 #   deb-mpich   /usr/bin/mpicc.mpich                             (Debian's MPICH 4.0, ch4:ucx)
 # Full paths are used on purpose: Debian's mpich and openmpi both provide "mpicc" alternatives.
@@ -17,7 +20,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 OUT=${1:-$ROOT/build-mpi-tests}
-PREFIX=${DDTX_MPICH_PREFIX:-/opt/ddtx-mpich}
+PREFIX=${DDTX_MPICH_PREFIX:-$("$ROOT/util/build-mpich.sh" --print-prefix)}
 mkdir -p "$OUT"
 
 CFLAGS_COMMON=(-O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-stringop-overflow)
@@ -34,7 +37,15 @@ declare -A WRAPPERS=(
   [openmpi]=/usr/bin/mpicc.openmpi
   [deb-mpich]=/usr/bin/mpicc.mpich
 )
-for stack in ddtx-mpich openmpi deb-mpich; do
+STACKS=(ddtx-mpich openmpi deb-mpich)
+for p in /opt/ddtx-mpich-* ${DDTX_MPICH_IOV_PREFIX:-} ${DDTX_MPICH_DATALOOP_PREFIX:-}; do
+  [ -f "$p/.ddtx-mpich-complete" ] && [ "$p" != "$PREFIX" ] || continue
+  name=mpich-$(basename "$p")
+  [ -n "${WRAPPERS[$name]:-}" ] && continue
+  WRAPPERS[$name]=$p/bin/mpicc
+  STACKS+=("$name")
+done
+for stack in "${STACKS[@]}"; do
   mpicc=${WRAPPERS[$stack]}
   if [ ! -x "$mpicc" ]; then
     echo "tests/mpi/build.sh: $stack: no $mpicc, skipped"

@@ -10,6 +10,10 @@
  *              iov walk gives; scatter changes exactly the bytes the iov walk changes;
  *   built      the forms built from a description (handles) agree with the compiled lists;
  *   cache      the layout cache compiles once and keeps the form with the layout;
+ *   gpu_runs   the runs the device pack kernels read (engine/gpu_runs.c), through the kernels'
+ *              own index arithmetic run on the host (ddtx_gpu_runs_apply): random layouts and
+ *              segments against the compiled gather/scatter, byte for byte; runs in payload
+ *              order, capped, widest word; a vector's and an indexed list's runs counted;
  *   bench      (benchmark, asserts nothing) GB/s of the compiled gather, memcpy of the same
  *              bytes and the iov walk, for 64 B blocks at stride 128 B and 8 B blocks.
  */
@@ -19,6 +23,7 @@
 
 #include "common/clock.h"
 #include "engine/dataloop.h"
+#include "engine/gpu_runs.h"
 #include "engine/iov.h"
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
@@ -263,6 +268,122 @@ static void test_property(void)
 	free(b);
 }
 
+/* ---- runs of the device pack kernels ---- */
+
+static void check_runs_shape(const struct ddtx_gpu_runs *r, size_t total, size_t max)
+{
+	uint64_t p = 0;
+	for (size_t i = 0; i < r->nruns; i++) {
+		const struct ddtx_gpu_run *u = &r->runs[i];
+		CHECK(u->payload == p, "run %zu starts at payload %llu, want %llu", i,
+		      (unsigned long long)u->payload, (unsigned long long)p);
+		CHECK(u->n >= 1 && u->n <= max, "run %zu has %llu blocks (max %zu)", i,
+		      (unsigned long long)u->n, max);
+		CHECK(u->block % r->width == 0 && (uint64_t)u->off % r->width == 0 &&
+		      (uint64_t)u->stride % r->width == 0, "run %zu not a multiple of width %u", i,
+		      r->width);
+		p += u->n * u->block;
+	}
+	CHECK(p == total && r->total == total, "runs cover %llu bytes, total %zu",
+	      (unsigned long long)p, total);
+}
+
+static void test_gpu_runs(void)
+{
+	uint8_t *arena = aligned_alloc(64, ARENA), *canary = malloc(ARENA);
+	uint8_t *a = aligned_alloc(64, 1 << 24), *b = aligned_alloc(64, 1 << 24);
+	static struct iovec iov[20000];
+	size_t compiled = 0, segments = 0, wide = 0;
+	struct ddtx_gpu_runs r;
+
+	/* Shapes: a vector of 1000 8-byte blocks at 24 is ceil(1000 / max) runs of stride 24;
+	 * an indexed list at a constant stride is one run; irregular lengths one run each. */
+	static uint8_t buf[1 << 16] __attribute__((aligned(64)));
+	strided(iov, buf, 1000, 8, 24);
+	struct ddtx_dataloop *dl = ddtx_dl_compile(iov, 1000, 0);
+	CHECK(dl && !ddtx_gpu_runs_build(dl, 300, &r), "vector runs");
+	if (dl) {
+		CHECK(r.nruns == 4 && r.runs[0].n == 300 && r.runs[3].n == 100 &&
+		      r.runs[0].stride == 24 && r.runs[1].off == 300 * 24 && r.width == 8,
+		      "vector: %zu runs, width %u", r.nruns, r.width);
+		ddtx_gpu_runs_free(&r);
+		CHECK(!ddtx_gpu_runs_build(dl, 0, &r) && r.nruns == 1 && r.runs[0].n == 1000,
+		      "vector under the default cap: %zu runs", r.nruns);
+		ddtx_gpu_runs_free(&r);
+		ddtx_dl_put(dl);
+	}
+	size_t two_d[2] = {16, 8};
+	int64_t two_s[2] = {64, 4096};
+	dl = ddtx_dl_vector(32, 2, two_d, two_s);
+	CHECK(dl && !ddtx_gpu_runs_build(dl, 0, &r), "2-d vector runs");
+	if (dl) {
+		/* rows of 16 blocks 4096 apart do not continue one another: 8 runs of 16 */
+		CHECK(r.nruns == 8 && r.runs[1].off == 4096 && r.runs[7].n == 16 && r.width == 16,
+		      "2-d vector: %zu runs, width %u", r.nruns, r.width);
+		ddtx_gpu_runs_free(&r);
+		ddtx_dl_put(dl);
+	}
+
+	for (size_t i = 0; i < ARENA; i++)
+		canary[i] = (uint8_t)rnd();
+	memcpy(arena, canary, ARENA);
+	for (int iter = 0; iter < 800 && !failures; iter++) {
+		size_t count = random_layout(arena, iov, 20000);
+		size_t total = ddtx_iov_total(iov, count);
+		dl = ddtx_dl_compile(iov, count, 0);
+		if (!dl)
+			continue;
+		size_t max = rnd() % 2 ? pick(1, 64) : 0;
+		if (ddtx_gpu_runs_build(dl, max, &r)) {
+			CHECK(0, "runs_build failed");
+			ddtx_dl_put(dl);
+			break;
+		}
+		compiled++;
+		wide += r.width > 1;
+		check_runs_shape(&r, total, max ? max : DDTX_GPU_RUN_MAX_BLOCKS);
+		const struct iovec *first = iov;
+		while (!first->iov_len)
+			first++;
+		uint8_t *origin = first->iov_base;
+		for (int s = 0; s < 8 && !failures; s++, segments++) {
+			size_t off = s == 0 ? 0 : pick(0, total);
+			size_t len = s == 0 ? total : pick(0, total - off + 100);
+			if (s == 2) /* aligned to 16: the wide words */
+				off &= ~(size_t)15, len = (len + 15) & ~(size_t)15;
+			size_t want = ddtx_dl_gather(dl, origin, off, a, len);
+			memset(b, 0xa5, want + 16);
+			size_t got = ddtx_gpu_runs_apply(&r, origin, off, b, len, true);
+			CHECK(got == want, "runs gather [%zu, +%zu) of %zu: %zu, want %zu", off, len,
+			      total, got, want);
+			CHECK(!memcmp(a, b, want), "runs gathered bytes differ at [%zu, +%zu)", off,
+			      len);
+			CHECK(b[want] == 0xa5, "runs gather wrote past its segment");
+			/* Unpack fresh bytes with the runs; the compiled gather must read them back,
+			 * then put the canary back through the compiled scatter. */
+			for (size_t i = 0; i < want; i++)
+				a[i] = (uint8_t)rnd();
+			ddtx_dl_gather(dl, origin, off, b, want);
+			CHECK(ddtx_gpu_runs_apply(&r, origin, off, a, want, false) == want,
+			      "runs scatter length");
+			ddtx_dl_gather(dl, origin, off, b + want, want);
+			CHECK(!memcmp(a, b + want, want), "runs scatter of [%zu, +%zu) differs", off,
+			      want);
+			ddtx_dl_scatter(dl, origin, off, b, want);
+		}
+		ddtx_gpu_runs_free(&r);
+		ddtx_dl_put(dl);
+	}
+	CHECK(!memcmp(arena, canary, ARENA), "runs scatter touched bytes outside the layout");
+	printf("gpu_runs: %zu layouts (%zu with words wider than a byte), %zu segments\n",
+	       compiled, wide, segments);
+	CHECK(compiled > 300 && wide > 0, "too few layouts (%zu, %zu wide)", compiled, wide);
+	free(arena);
+	free(canary);
+	free(a);
+	free(b);
+}
+
 /* ---- forms built from descriptions ---- */
 
 static void test_built(void)
@@ -449,6 +570,8 @@ int main(int argc, char **argv)
 		test_built();
 	if (!only || !strcmp(only, "cache"))
 		test_cache();
+	if (!only || !strcmp(only, "gpu_runs"))
+		test_gpu_runs();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	else

@@ -9,8 +9,10 @@
 RESULTS.txt holds the "RESULT stack=... case=... lat_us=... min_us=..." lines of mpi_nc_bench
 (possibly several runs per stack).  --stat min (default) uses the fastest batch of all runs, the
 estimate least disturbed by other load on a shared host; --stat median uses the median of the
-runs' median batches.  Prints one row per case: latency in microseconds per stack, the subject's speed-up over the libfabric shm provider and its ratio to
-the best other stack; then the targets:
+runs' median batches.  Prints one row per case: latency in microseconds per stack, the subject's
+speed-up over the libfabric shm provider, its ratio to the best stack that is not ddtx (stacks
+named *ddtx* are the subject's variants: other MPICH builds over ddtx), the stack that wins and,
+when several ddtx stacks ran, the best of them against the best other; then the targets:
   - vec-4096x32 (4 KiB x 32 blocks): subject >= 1.5x lower latency than the shm provider and
     lower than every other stack;
   - small-block layouts (average block <= --small-block bytes): subject at most 5% slower than
@@ -82,16 +84,21 @@ def main(argv):
     agg = min if stat == 'min' else statistics.median
     med = {c: {s: agg(v) for s, v in d.items()} for c, d in res.items()}
 
-    hdr = ['case', 'blocks', 'bytes', 'avg B'] + stacks + ['vs shm', 'vs best other']
+    ddtx_stacks = [s for s in stacks if 'ddtx' in s]
+    several = len(ddtx_stacks) > 1
+    hdr = ['case', 'blocks', 'bytes', 'avg B'] + stacks + ['vs shm', 'vs best other', 'winner']
+    if several:
+        hdr.append('best ddtx / best other')
     rows = []
     targets = []
+    wins_sub = wins_any = ncases = 0
     for c, kv in info.items():
         m = med[c]
         row = [c, kv['blocks'], kv['bytes'], '%.0f' % float(kv['avg_block'])]
         for s in stacks:
             row.append('%.1f' % m[s] if s in m else '-')
         sub = m.get(subject)
-        others = {s: v for s, v in m.items() if s != subject}
+        others = {s: v for s, v in m.items() if 'ddtx' not in s}
         if sub and shm in m:
             row.append('%.2fx' % (m[shm] / sub))
         else:
@@ -101,6 +108,18 @@ def main(argv):
             row.append('%.2f (%s)' % (sub / others[best_s], best_s))
         else:
             row.append('-')
+        row.append(min(m, key=m.get) if m else '-')
+        dd = {s: v for s, v in m.items() if s in ddtx_stacks}
+        if several:
+            if dd and others:
+                bd, bo = min(dd, key=dd.get), min(others, key=others.get)
+                row.append('%.2f (%s)' % (dd[bd] / others[bo], bd))
+            else:
+                row.append('-')
+        if dd and others:
+            ncases += 1
+            wins_any += min(dd.values()) < min(others.values())
+            wins_sub += sub is not None and sub < min(others.values())
         rows.append(row)
         if sub is None:
             continue
@@ -126,6 +145,12 @@ def main(argv):
     for r in rows:
         print('  '.join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths))))
     print()
+    if ncases:
+        print('%s faster than every stack without ddtx on %d of %d cases' % (subject, wins_sub, ncases))
+        if several:
+            print('the best ddtx stack (%s) faster than every stack without ddtx on %d of %d cases'
+                  % (', '.join(ddtx_stacks), wins_any, ncases))
+        print()
     if targets:
         print('Targets:')
         for name, ok, detail in targets:

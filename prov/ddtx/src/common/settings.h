@@ -33,6 +33,8 @@ struct ddtx_settings {
 	size_t iov_limit;                  /* FI_DDTX_IOV_LIMIT: cap on advertised iov limits (0: none) */
 	int resolve_ms;                    /* FI_DDTX_RESOLVE_MS: wait for a service to be bound */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
+	unsigned hmem_copy;                /* FI_DDTX_HMEM_COPY: 0 auto, 1 segments, 2 2d, 3 kernel
+					    * (engine/hmem_copy.h) */
 	/* DDT engine */
 	size_t mr_cache_max_size;          /* FI_DDTX_MR_CACHE_MAX_SIZE: registered bytes kept */
 	size_t mr_cache_max_count;         /* FI_DDTX_MR_CACHE_MAX_COUNT: registrations kept */

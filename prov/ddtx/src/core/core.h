@@ -33,6 +33,8 @@
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |   \
 	 FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM |      \
 	 FI_MULTI_RECV | FI_ATOMIC | FI_RMA_EVENT)
+/* DDTX_CAPS, plus FI_HMEM where CUDA device memory is offered (a driver and a device). */
+uint64_t ddtx_caps(void);
 #define DDTX_TX_OP_FLAGS                                                                         \
 	(FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |                  \
 	 FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA)

@@ -177,6 +177,12 @@ static void print_stats(struct ddtx_domain *domain)
 				"%llu bytes %llu\n", s->wires[i].name, U(s->wires[i].peers),
 			U(s->wires[i].msgs), U(s->wires[i].msg_bytes), U(s->wires[i].rma_ops),
 			U(s->wires[i].rma_bytes));
+	fprintf(stderr, "ddtx stats:   device memory staged sends %llu receives %llu bytes %llu "
+			"copy errors %llu; copies: segments %llu 2d %llu kernel %llu fallbacks "
+			"%llu\n", U(s->hmem_tx_staged), U(s->hmem_rx_staged), U(s->hmem_staged_bytes),
+		U(s->hmem_copy_errors), U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_SEGMENTS]),
+		U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_2D]),
+		U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_KERNEL]), U(s->hmem_copy_fallbacks));
 #undef U
 }
 
@@ -353,6 +359,7 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	free(ofi_core);
 	if (ret)
 		goto err_lock;
+	ddtx_proto_domain_set_hmem(domain->proto, info->caps & FI_HMEM);
 	domain->mr_mode = info->domain_attr ? normalize_mr_mode(info->domain_attr->mr_mode) : 0;
 	domain->threading = info->domain_attr ? info->domain_attr->threading : FI_THREAD_SAFE;
 	atomic_init(&domain->ref, 0);

@@ -400,9 +400,9 @@ static int ep_check_info(const struct fi_info *info)
 		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: only FI_EP_RDM endpoints\n");
 		return -FI_EINVAL;
 	}
-	if (info->caps & ~(uint64_t)DDTX_CAPS) {
+	if (info->caps & ~ddtx_caps()) {
 		DDTX_WARN(FI_LOG_EP_CTRL, "fi_endpoint: unsupported caps 0x%llx\n",
-			  (unsigned long long)(info->caps & ~(uint64_t)DDTX_CAPS));
+			  (unsigned long long)(info->caps & ~ddtx_caps()));
 		return -FI_EINVAL;
 	}
 	return 0;

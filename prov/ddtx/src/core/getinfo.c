@@ -11,24 +11,32 @@
 #include "common/name.h"
 #include "common/settings.h"
 #include "core/core.h"
+#include "core/nic.h"
 #include "proto/proto.h"
 
 /* "Any tag bits": the generic format from fi_endpoint(3), used when the caller gives none. */
 #define DDTX_TAG_GENERIC 0xAAAAAAAAAAAAAAAAULL
 
+/* The RMA_* and ATOMIC_* flags are the halves of RAR/RAW/WAR/WAW (fi_endpoint(3): those cover
+ * "RMA and atomic" operations), spelled out because consumers test them: MPICH scores a
+ * provider one point higher for the four ATOMIC_* ones, and without them picks libfabric's
+ * net or tcp (listed first, scored alike) when FI_PROVIDER names a core for the ofi wire. */
 #define DDTX_MSG_ORDER                                                                           \
 	(FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW |               \
-	 FI_ORDER_SAW | FI_ORDER_SAR)
+	 FI_ORDER_SAW | FI_ORDER_SAR | FI_ORDER_RMA_RAR | FI_ORDER_RMA_RAW | FI_ORDER_RMA_WAR |   \
+	 FI_ORDER_RMA_WAW | FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |     \
+	 FI_ORDER_ATOMIC_WAW)
 
 /*
  * Capabilities that describe the transmit / receive side of an endpoint.  FI_LOCAL_COMM and
  * FI_REMOTE_COMM are domain capabilities: they appear in info->caps and domain_attr->caps only
  * (fabtests' fi_getinfo_test rejects them in tx_attr / rx_attr).
  */
-#define DDTX_TX_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND)
+#define DDTX_TX_CAPS                                                                             \
+	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_SEND | FI_HMEM)
 #define DDTX_RX_CAPS                                                                             \
 	(FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_RECV |   \
-	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | FI_RMA_EVENT)
+	 FI_DIRECTED_RECV | FI_SOURCE | FI_MULTI_RECV | FI_RMA_EVENT | FI_HMEM)
 #define DDTX_DOMAIN_CAPS (FI_LOCAL_COMM | FI_REMOTE_COMM)
 
 /*
@@ -51,6 +59,19 @@
 		return -FI_ENODATA;                                                              \
 	} while (0)
 
+uint64_t ddtx_caps(void)
+{
+	static int hmem = -1; /* the driver is asked once (dlopen + cuInit) */
+
+	if (hmem < 0) {
+		hmem = ddtx_proto_hmem_offered();
+		DDTX_INFO(FI_LOG_CORE, "FI_HMEM (CUDA device memory) %s; %s\n",
+			  hmem ? "offered" : "not offered: no CUDA driver or device",
+			  ddtx_proto_hmem_describe());
+	}
+	return DDTX_CAPS | (hmem ? FI_HMEM : 0);
+}
+
 /* The advertised iov limit: DDTX_IOV_LIMIT, or FI_DDTX_IOV_LIMIT when that is smaller. */
 size_t ddtx_iov_limit(void)
 {
@@ -65,12 +86,12 @@ struct fi_info *ddtx_info_template(void)
 
 	if (!info)
 		return NULL;
-	info->caps = DDTX_CAPS;
+	info->caps = ddtx_caps();
 	info->mode = 0;
 	info->addr_format = FI_FORMAT_UNSPEC;
 
 	*info->tx_attr = (struct fi_tx_attr){
-		.caps = DDTX_CAPS & DDTX_TX_CAPS,
+		.caps = ddtx_caps() & DDTX_TX_CAPS,
 		.op_flags = 0,
 		.msg_order = DDTX_MSG_ORDER,
 		.comp_order = FI_ORDER_NONE,
@@ -80,7 +101,7 @@ struct fi_info *ddtx_info_template(void)
 		.rma_iov_limit = ddtx_iov_limit(),
 	};
 	*info->rx_attr = (struct fi_rx_attr){
-		.caps = DDTX_CAPS & DDTX_RX_CAPS,
+		.caps = ddtx_caps() & DDTX_RX_CAPS,
 		.op_flags = 0,
 		.msg_order = DDTX_MSG_ORDER,
 		.comp_order = FI_ORDER_NONE,
@@ -129,7 +150,8 @@ struct fi_info *ddtx_info_template(void)
 	info->fabric_attr->name = strdup(DDTX_PROV_NAME);
 	info->fabric_attr->prov_name = NULL; /* libfabric fills it */
 	info->fabric_attr->prov_version = DDTX_PROV_VERSION;
-	if (!info->domain_attr->name || !info->fabric_attr->name) {
+	info->nic = ddtx_nic_new(); /* fi_info -v: FI_HMEM and the device pack kernels */
+	if (!info->domain_attr->name || !info->fabric_attr->name || !info->nic) {
 		fi_freeinfo(info);
 		return NULL;
 	}
@@ -271,9 +293,9 @@ static int check_tx(const struct fi_tx_attr *h)
 {
 	if (!h)
 		return 0;
-	if (h->caps & ~(uint64_t)DDTX_CAPS)
+	if (h->caps & ~ddtx_caps())
 		REFUSE("tx caps 0x%llx not supported\n",
-		       (unsigned long long)(h->caps & ~(uint64_t)DDTX_CAPS));
+		       (unsigned long long)(h->caps & ~ddtx_caps()));
 	if (h->op_flags & ~(uint64_t)DDTX_TX_OP_FLAGS)
 		REFUSE("tx op_flags 0x%llx not supported\n",
 		       (unsigned long long)(h->op_flags & ~(uint64_t)DDTX_TX_OP_FLAGS));
@@ -297,9 +319,9 @@ static int check_rx(const struct fi_rx_attr *h)
 {
 	if (!h)
 		return 0;
-	if (h->caps & ~(uint64_t)DDTX_CAPS)
+	if (h->caps & ~ddtx_caps())
 		REFUSE("rx caps 0x%llx not supported\n",
-		       (unsigned long long)(h->caps & ~(uint64_t)DDTX_CAPS));
+		       (unsigned long long)(h->caps & ~ddtx_caps()));
 	if (h->op_flags & ~(uint64_t)DDTX_RX_OP_FLAGS)
 		REFUSE("rx op_flags 0x%llx not supported\n",
 		       (unsigned long long)(h->op_flags & ~(uint64_t)DDTX_RX_OP_FLAGS));
@@ -317,9 +339,9 @@ static int check_rx(const struct fi_rx_attr *h)
 
 static int check_hints(uint32_t version, const struct fi_info *h)
 {
-	if (h->caps & ~(uint64_t)DDTX_CAPS)
+	if (h->caps & ~ddtx_caps())
 		REFUSE("caps 0x%llx not supported\n",
-		       (unsigned long long)(h->caps & ~(uint64_t)DDTX_CAPS));
+		       (unsigned long long)(h->caps & ~ddtx_caps()));
 	if (h->addr_format != FI_FORMAT_UNSPEC)
 		REFUSE("addr_format %u not supported (ddtx addresses are opaque)\n",
 		       h->addr_format);
@@ -339,9 +361,9 @@ static void apply_hints(uint32_t version, const struct fi_info *h, struct fi_inf
 	const struct fi_domain_attr *hd = h->domain_attr;
 
 	if (h->caps)
-		info->caps = h->caps | (DDTX_CAPS & DDTX_ALWAYS_CAPS);
+		info->caps = h->caps | (ddtx_caps() & DDTX_ALWAYS_CAPS);
 	else
-		info->caps = DDTX_CAPS & ~(uint64_t)DDTX_COSTLY_CAPS;
+		info->caps = ddtx_caps() & ~(uint64_t)DDTX_COSTLY_CAPS;
 	info->tx_attr->caps = info->caps & DDTX_TX_CAPS;
 	info->rx_attr->caps = info->caps & DDTX_RX_CAPS;
 

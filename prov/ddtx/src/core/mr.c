@@ -41,7 +41,7 @@ static int check_iov(const struct iovec *iov, size_t count)
 static int check_attr(const struct ddtx_domain *domain, const struct fi_mr_attr *attr,
 		      uint64_t flags)
 {
-	if (flags & ~(uint64_t)FI_RMA_EVENT) {
+	if (flags & ~(uint64_t)(FI_RMA_EVENT | FI_HMEM_DEVICE_ONLY)) {
 		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: unsupported flags 0x%llx\n",
 			  (unsigned long long)flags);
 		return -FI_EBADFLAGS;
@@ -51,9 +51,18 @@ static int check_attr(const struct ddtx_domain *domain, const struct fi_mr_attr 
 			  (unsigned long long)attr->access);
 		return -FI_EINVAL;
 	}
-	if (attr->iface != FI_HMEM_SYSTEM) {
-		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: hmem interface %d not supported\n", attr->iface);
+	/* Device memory: FI_HMEM_CUDA in a domain opened with FI_HMEM (core/domain.c). */
+	if (attr->iface != FI_HMEM_SYSTEM &&
+	    (attr->iface != FI_HMEM_CUDA || !domain->info || !(domain->info->caps & FI_HMEM))) {
+		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: hmem interface %d not supported%s\n", attr->iface,
+			  attr->iface == FI_HMEM_CUDA ? " (domain opened without FI_HMEM)" : "");
 		return -FI_ENOSYS;
+	}
+	/* FI_HMEM_DEVICE_ONLY says the memory is device memory the host cannot touch: true of
+	 * every FI_HMEM_CUDA buffer ddtx accepts (staging copies it through the driver). */
+	if ((flags & FI_HMEM_DEVICE_ONLY) && attr->iface != FI_HMEM_CUDA) {
+		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: FI_HMEM_DEVICE_ONLY on host memory\n");
+		return -FI_EINVAL;
 	}
 	if (attr->auth_key_size) {
 		DDTX_WARN(FI_LOG_MR, "fi_mr_reg: authorization keys not supported\n");
@@ -167,10 +176,16 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 	prov_key = domain->mr_mode & FI_MR_PROV_KEY;
 	virt_addr = domain->mr_mode & FI_MR_VIRT_ADDR;
 	ddtx_domain_lock(domain);
-	ret = ddtx_proto_mr_reg(domain->proto, attr->mr_iov, attr->iov_count, attr->access,
-				prov_key ? NULL : &attr->requested_key,
-				virt_addr ? (uintptr_t)attr->mr_iov[0].iov_base : attr->offset,
-				&mr->pmr, &mr->fid.key);
+	uint64_t iova = virt_addr ? (uintptr_t)attr->mr_iov[0].iov_base : attr->offset;
+	if (attr->iface == FI_HMEM_CUDA)
+		ret = ddtx_proto_mr_reg_cuda(domain->proto, attr->mr_iov, attr->iov_count,
+					     attr->access, attr->device.cuda,
+					     prov_key ? NULL : &attr->requested_key, iova, &mr->pmr,
+					     &mr->fid.key);
+	else
+		ret = ddtx_proto_mr_reg(domain->proto, attr->mr_iov, attr->iov_count,
+					attr->access, prov_key ? NULL : &attr->requested_key,
+					iova, &mr->pmr, &mr->fid.key);
 	ddtx_domain_unlock(domain);
 	if (ret) {
 		DDTX_INFO(FI_LOG_MR, "fi_mr_reg: registration failed: %s\n",
@@ -179,6 +194,7 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 		return ret;
 	}
 	mr->domain = domain;
+	mr->iface = attr->iface;
 	mr->access = attr->access;
 	mr->flags = flags;
 	mr->fid.fid.fclass = FI_CLASS_MR;
@@ -187,6 +203,22 @@ int ddtx_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t fla
 	mr->fid.mem_desc = mr;
 	atomic_fetch_add(&domain->ref, 1);
 	*mrp = &mr->fid;
+	return 0;
+}
+
+int ddtx_mr_descs_check(void **desc, size_t count)
+{
+	for (size_t i = 0; desc && i < count; i++) {
+		struct fid *f = desc[i];
+		if (!f || f->fclass != FI_CLASS_MR || f->ops != &mr_fid_ops)
+			continue;
+		struct ddtx_mr *mr = ddtx_container_of(f, struct ddtx_mr, fid.fid);
+		if (mr->iface == FI_HMEM_CUDA && ddtx_proto_mr_live(mr->pmr)) {
+			DDTX_WARN(FI_LOG_EP_DATA, "descriptor %zu: its device memory was freed or "
+				  "re-allocated since fi_mr_regattr\n", i);
+			return -FI_EINVAL;
+		}
+	}
 	return 0;
 }
 

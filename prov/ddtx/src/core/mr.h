@@ -14,7 +14,15 @@ struct ddtx_mr {
 	uint64_t flags;
 	struct ddtx_cntr *remote_write;  /* FI_RMA_EVENT counters bound by fi_mr_bind */
 	struct ddtx_cntr *remote_read;
+	enum fi_hmem_iface iface;        /* FI_HMEM_SYSTEM or FI_HMEM_CUDA */
 };
+
+/*
+ * The descriptors of a data call: each one of our CUDA MRs must still name the allocation it
+ * was registered on (freed or re-allocated device memory: -FI_EINVAL, instead of a driver copy
+ * from memory that is gone).  NULL descriptors and layout handles pass.
+ */
+int ddtx_mr_descs_check(void **desc, size_t count);
 
 int ddtx_mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access,
 		uint64_t offset, uint64_t requested_key, uint64_t flags, struct fid_mr **mr,

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_ops_msg: untagged send and receive, each one locked call into proto. */
 #include "core/ep.h"
+#include "core/mr.h"
 
 static ssize_t ep_recv(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 		       fi_addr_t src, void *context, uint64_t flags)
 {
 	ddtx_domain_lock(ep->domain);
-	ssize_t ret = ddtx_proto_recv(ep->proto, iov, desc, count, src, 0, 0, context, flags,
+	ssize_t ret = ddtx_mr_descs_check(desc, count);
+	if (!ret)
+		ret = ddtx_proto_recv(ep->proto, iov, desc, count, src, 0, 0, context, flags,
 				      false);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
@@ -16,7 +19,9 @@ static ssize_t ep_send(struct ddtx_ep *ep, const struct iovec *iov, void **desc,
 		       fi_addr_t dest, uint64_t data, void *context, uint64_t flags)
 {
 	ddtx_domain_lock(ep->domain);
-	ssize_t ret = ddtx_proto_send(ep->proto, iov, desc, count, dest, 0, data, context, flags,
+	ssize_t ret = ddtx_mr_descs_check(desc, count);
+	if (!ret)
+		ret = ddtx_proto_send(ep->proto, iov, desc, count, dest, 0, data, context, flags,
 				      false);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
@@ -27,7 +32,8 @@ static ssize_t msg_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 {
 	struct ddtx_ep *ep = ddtx_ep_of(fid);
 	struct iovec iov = {buf, len};
-	return ep_recv(ep, &iov, NULL, 1, src, context, ep->rx_op_flags);
+	ssize_t ret = ddtx_mr_descs_check(&desc, 1);
+	return ret ? ret : ep_recv(ep, &iov, NULL, 1, src, context, ep->rx_op_flags);
 }
 
 static ssize_t msg_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
@@ -50,7 +56,8 @@ static ssize_t msg_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 {
 	struct ddtx_ep *ep = ddtx_ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return ep_send(ep, &iov, NULL, 1, dest, 0, context, ep->tx_op_flags);
+	ssize_t ret = ddtx_mr_descs_check(&desc, 1);
+	return ret ? ret : ep_send(ep, &iov, NULL, 1, dest, 0, context, ep->tx_op_flags);
 }
 
 static ssize_t msg_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,

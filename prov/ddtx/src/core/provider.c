@@ -51,6 +51,11 @@ static void define_params(void)
 	fi_param_define(&ddtx_prov, "scheme", FI_PARAM_STRING,
 			"Transfer scheme for noncontiguous data: auto, pack, sgl or umr "
 			"(default: auto)");
+	fi_param_define(&ddtx_prov, "hmem_copy", FI_PARAM_STRING,
+			"Device memory (FI_HMEM_CUDA): how host staging copies between device "
+			"memory and its bounce buffer: auto, segments (a driver copy per segment), "
+			"2d (cuMemcpy2D for vectors) or kernel (the device pack kernel, then one "
+			"copy) (default: auto)");
 	fi_param_define(&ddtx_prov, "threshold", FI_PARAM_SIZE_T,
 			"auto scheme: use zero copy when the average block length is at least "
 			"this many bytes, overriding the threshold learned from measured costs "
@@ -123,6 +128,25 @@ static void define_params(void)
 			"(default: the first device with an active port)");
 }
 
+/* FI_DDTX_HMEM_COPY: the names of engine/hmem_copy.h, in its order. */
+static void load_hmem_copy(void)
+{
+	static const char *const names[] = { "auto", "segments", "2d", "kernel" };
+	char *value = NULL;
+
+	if (fi_param_get_str(&ddtx_prov, "hmem_copy", &value) != 0 || !value)
+		return;
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(value, names[i]) == 0) {
+			ddtx_settings.hmem_copy = i;
+			return;
+		}
+	}
+	DDTX_WARN(FI_LOG_CORE, "FI_DDTX_HMEM_COPY=%s is not one of auto|segments|2d|kernel; "
+		  "using auto\n", value);
+	ddtx_settings.hmem_copy = 0;
+}
+
 static void load_scheme(void)
 {
 	static const char *const names[] = {
@@ -166,6 +190,7 @@ void ddtx_settings_load(void)
 		defined = true;
 	}
 	load_scheme();
+	load_hmem_copy();
 	load_size("threshold", &ddtx_settings.threshold);
 	load_size("eager_size", &ddtx_settings.eager_size);
 	load_size("max_sge", &ddtx_settings.max_sge);

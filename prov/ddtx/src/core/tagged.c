@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fi_ops_tagged: tagged send and receive, including FI_PEEK / FI_CLAIM, each one locked call. */
 #include "core/ep.h"
+#include "core/mr.h"
 
 static ssize_t ep_trecv(struct ddtx_ep *ep, const struct iovec *iov, void **desc, size_t count,
 			fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			uint64_t flags)
 {
 	ddtx_domain_lock(ep->domain);
-	ssize_t ret = ddtx_proto_recv(ep->proto, iov, desc, count, src, tag, ignore, context,
+	ssize_t ret = ddtx_mr_descs_check(desc, count);
+	if (!ret)
+		ret = ddtx_proto_recv(ep->proto, iov, desc, count, src, tag, ignore, context,
 				      flags, true);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
@@ -18,7 +21,9 @@ static ssize_t ep_tsend(struct ddtx_ep *ep, const struct iovec *iov, void **desc
 			uint64_t flags)
 {
 	ddtx_domain_lock(ep->domain);
-	ssize_t ret = ddtx_proto_send(ep->proto, iov, desc, count, dest, tag, data, context, flags,
+	ssize_t ret = ddtx_mr_descs_check(desc, count);
+	if (!ret)
+		ret = ddtx_proto_send(ep->proto, iov, desc, count, dest, tag, data, context, flags,
 				      true);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
@@ -29,7 +34,8 @@ static ssize_t tag_recv(struct fid_ep *fid, void *buf, size_t len, void *desc, f
 {
 	struct ddtx_ep *ep = ddtx_ep_of(fid);
 	struct iovec iov = {buf, len};
-	return ep_trecv(ep, &iov, NULL, 1, src, tag, ignore, context, ep->rx_op_flags);
+	ssize_t ret = ddtx_mr_descs_check(&desc, 1);
+	return ret ? ret : ep_trecv(ep, &iov, NULL, 1, src, tag, ignore, context, ep->rx_op_flags);
 }
 
 static ssize_t tag_recvv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,
@@ -61,7 +67,8 @@ static ssize_t tag_send(struct fid_ep *fid, const void *buf, size_t len, void *d
 {
 	struct ddtx_ep *ep = ddtx_ep_of(fid);
 	struct iovec iov = {(void *)buf, len};
-	return ep_tsend(ep, &iov, NULL, 1, dest, tag, 0, context, ep->tx_op_flags);
+	ssize_t ret = ddtx_mr_descs_check(&desc, 1);
+	return ret ? ret : ep_tsend(ep, &iov, NULL, 1, dest, tag, 0, context, ep->tx_op_flags);
 }
 
 static ssize_t tag_sendv(struct fid_ep *fid, const struct iovec *iov, void **desc, size_t count,

@@ -7,17 +7,22 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
 
-#include <rdma/fi_errno.h>
 #include "common/log.h"
 #include "hmem/hmem.h"
 
 typedef int cu_result;                           /* CUresult; 0 = CUDA_SUCCESS */
 typedef unsigned long long cu_deviceptr;         /* CUdeviceptr (64-bit builds) */
+typedef int cu_device;                           /* CUdevice */
+typedef void *cu_context;                        /* CUcontext */
+
+/* Primary contexts of the devices ddtx touches (one is made current before a driver call). */
+#define DDTX_HMEM_MAX_DEVICES 64
 
 enum {
 	CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
@@ -39,7 +44,31 @@ static struct {
 	cu_result (*set_attr)(const void *value, int attr, cu_deviceptr ptr);
 	cu_result (*get_handle)(void *handle, cu_deviceptr ptr, size_t size, int type,
 				unsigned long long flags);
-} cu = { .once = PTHREAD_ONCE_INIT };
+	cu_result (*device_count)(int *count);
+	cu_result (*device_get)(cu_device *dev, int ordinal);
+	cu_result (*ctx_retain)(cu_context *ctx, cu_device dev);
+	cu_result (*ctx_set)(cu_context ctx);
+	cu_result (*dtoh)(void *dst, cu_deviceptr src, size_t len);
+	cu_result (*htod)(cu_deviceptr dst, const void *src, size_t len);
+	cu_result (*dtod)(cu_deviceptr dst, cu_deviceptr src, size_t len);
+	cu_result (*mem_alloc)(cu_deviceptr *ptr, size_t len);
+	cu_result (*mem_free)(cu_deviceptr ptr);
+	cu_result (*module_load)(void **module, const void *image);
+	cu_result (*module_unload)(void *module);
+	cu_result (*module_function)(void **fn, void *module, const char *name);
+	cu_result (*launch)(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			    unsigned by, unsigned bz, unsigned shared, void *stream, void **args,
+			    void **extra);
+	cu_result (*ctx_sync)(void);
+	cu_result (*copy_2d)(const void *desc);
+	cu_result (*host_alloc)(void **p, size_t len);
+	cu_result (*host_free)(void *p);
+	int ndevices;
+	pthread_mutex_t ctx_lock;
+	cu_context ctx[DDTX_HMEM_MAX_DEVICES];
+} cu = { .once = PTHREAD_ONCE_INIT, .ctx_lock = PTHREAD_MUTEX_INITIALIZER };
+
+#define CU_SYM(field, name) (*(void **)&cu.field = dlsym(cu.lib, name))
 
 static void cuda_load(void)
 {
@@ -48,10 +77,10 @@ static void cuda_load(void)
 		DDTX_INFO(FI_LOG_CORE, "hmem: no CUDA driver (%s): host memory only\n", dlerror());
 		return;
 	}
-	*(void **)&cu.init = dlsym(cu.lib, "cuInit");
-	*(void **)&cu.get_attrs = dlsym(cu.lib, "cuPointerGetAttributes");
-	*(void **)&cu.set_attr = dlsym(cu.lib, "cuPointerSetAttribute");
-	*(void **)&cu.get_handle = dlsym(cu.lib, "cuMemGetHandleForAddressRange");
+	CU_SYM(init, "cuInit");
+	CU_SYM(get_attrs, "cuPointerGetAttributes");
+	CU_SYM(set_attr, "cuPointerSetAttribute");
+	CU_SYM(get_handle, "cuMemGetHandleForAddressRange");
 	if (!cu.init || !cu.get_attrs || !cu.set_attr) {
 		DDTX_WARN(FI_LOG_CORE, "hmem: libcuda.so.1 lacks the pointer API: host memory "
 			  "only\n");
@@ -64,6 +93,31 @@ static void cuda_load(void)
 	if (!cu.get_handle)
 		DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver without dma-buf export: device memory "
 			  "cannot be registered\n");
+	/* What staging and the kernels need; a driver without any of it: host memory only. */
+	if (!CU_SYM(device_count, "cuDeviceGetCount") || !CU_SYM(device_get, "cuDeviceGet") ||
+	    !CU_SYM(ctx_retain, "cuDevicePrimaryCtxRetain") || !CU_SYM(ctx_set, "cuCtxSetCurrent") ||
+	    !CU_SYM(dtoh, "cuMemcpyDtoH_v2") || !CU_SYM(htod, "cuMemcpyHtoD_v2") ||
+	    !CU_SYM(dtod, "cuMemcpyDtoD_v2") || !CU_SYM(ctx_sync, "cuCtxSynchronize")) {
+		DDTX_WARN(FI_LOG_CORE, "hmem: libcuda.so.1 lacks the copy API: host memory only\n");
+		goto fail;
+	}
+	if (cu.device_count(&cu.ndevices) != 0 || cu.ndevices < 1) {
+		DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver sees no device: host memory only\n");
+		goto fail;
+	}
+	if (cu.ndevices > DDTX_HMEM_MAX_DEVICES)
+		cu.ndevices = DDTX_HMEM_MAX_DEVICES;
+	/* Optional: the kernels (gpu_kernels.c) and device bounce buffers. */
+	CU_SYM(mem_alloc, "cuMemAlloc_v2");
+	CU_SYM(mem_free, "cuMemFree_v2");
+	CU_SYM(module_load, "cuModuleLoadData");
+	CU_SYM(module_unload, "cuModuleUnload");
+	CU_SYM(module_function, "cuModuleGetFunction");
+	CU_SYM(launch, "cuLaunchKernel");
+	CU_SYM(copy_2d, "cuMemcpy2D_v2");
+	CU_SYM(host_alloc, "cuMemAllocHost_v2");
+	CU_SYM(host_free, "cuMemFreeHost");
+	DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver with %d device(s)\n", cu.ndevices);
 	cu.ok = true;
 	return;
 fail:
@@ -139,4 +193,184 @@ int ddtx_hmem_sync_memops(const void *addr)
 		return -FI_ENOSYS;
 	return cu.set_attr(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
 			   (cu_deviceptr)(uintptr_t)addr) ? -FI_EIO : 0;
+}
+
+int ddtx_hmem_cuda_device_count(void)
+{
+	return ddtx_hmem_cuda_available() ? cu.ndevices : 0;
+}
+
+/* Make device's primary context current on this thread (the driver calls below need one). */
+static int use_device(int device)
+{
+	int ret = 0;
+
+	if (!ddtx_hmem_cuda_available())
+		return -FI_ENOSYS;
+	if (device < 0 || device >= cu.ndevices)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&cu.ctx_lock);
+	if (!cu.ctx[device]) {
+		cu_device dev;
+		if (cu.device_get(&dev, device) != 0 || cu.ctx_retain(&cu.ctx[device], dev) != 0) {
+			cu.ctx[device] = NULL;
+			ret = -FI_EIO;
+		}
+	}
+	pthread_mutex_unlock(&cu.ctx_lock);
+	if (!ret && cu.ctx_set(cu.ctx[device]) != 0)
+		ret = -FI_EIO;
+	return ret;
+}
+
+int ddtx_hmem_copy(int device, void *dst, const void *src, size_t len, enum ddtx_hmem_dir dir)
+{
+	int ret = use_device(device);
+	cu_result r;
+
+	if (ret || !len)
+		return ret;
+	switch (dir) {
+	case DDTX_HMEM_TO_HOST:
+		r = cu.dtoh(dst, (cu_deviceptr)(uintptr_t)src, len);
+		break;
+	case DDTX_HMEM_TO_DEVICE:
+		r = cu.htod((cu_deviceptr)(uintptr_t)dst, src, len);
+		break;
+	default:
+		r = cu.dtod((cu_deviceptr)(uintptr_t)dst, (cu_deviceptr)(uintptr_t)src, len);
+		break;
+	}
+	if (r != 0) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: copy of %zu bytes %p -> %p refused (CUresult %d)\n",
+			  len, src, dst, r);
+		return -FI_EIO;
+	}
+	return 0;
+}
+
+int ddtx_hmem_dev_alloc(int device, size_t len, void **out)
+{
+	cu_deviceptr p = 0;
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (!cu.mem_alloc)
+		return -FI_ENOSYS;
+	if (cu.mem_alloc(&p, len) != 0)
+		return -FI_ENOMEM;
+	*out = (void *)(uintptr_t)p;
+	return 0;
+}
+
+void ddtx_hmem_dev_free(int device, void *p)
+{
+	if (p && !use_device(device) && cu.mem_free)
+		(void)cu.mem_free((cu_deviceptr)(uintptr_t)p);
+}
+
+int ddtx_hmem_module_load(int device, const void *image, void **module)
+{
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (!cu.module_load || !cu.module_function || !cu.launch)
+		return -FI_ENOSYS;
+	return cu.module_load(module, image) ? -FI_EIO : 0;
+}
+
+void ddtx_hmem_module_unload(int device, void *module)
+{
+	if (module && !use_device(device) && cu.module_unload)
+		(void)cu.module_unload(module);
+}
+
+int ddtx_hmem_module_function(void *module, const char *name, void **fn)
+{
+	if (!cu.module_function)
+		return -FI_ENOSYS;
+	return cu.module_function(fn, module, name) ? -FI_ENOENT : 0;
+}
+
+int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void **args)
+{
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (cu.launch(fn, grid, 1, 1, threads, 1, 1, 0, NULL, args, NULL) != 0)
+		return -FI_EIO;
+	/* The default stream: the caller's next step (a send of the packed bytes) needs them. */
+	return cu.ctx_sync() ? -FI_EIO : 0;
+}
+
+/* CUDA_MEMCPY2D (cuda.h), 64-bit layout. */
+struct cu_memcpy2d {
+	size_t src_x, src_y;
+	unsigned int src_type;
+	const void *src_host;
+	cu_deviceptr src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	unsigned int dst_type;
+	void *dst_host;
+	cu_deviceptr dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+		      size_t width, size_t height, enum ddtx_hmem_dir dir)
+{
+	int ret = use_device(device);
+	struct cu_memcpy2d d = { .width = width, .height = height, .src_pitch = spitch,
+				 .dst_pitch = dpitch };
+
+	if (ret || !width || !height)
+		return ret;
+	if (!cu.copy_2d)
+		return -FI_ENOSYS;
+	bool src_dev = dir != DDTX_HMEM_TO_DEVICE, dst_dev = dir != DDTX_HMEM_TO_HOST;
+	d.src_type = src_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+	d.dst_type = dst_dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+	if (src_dev)
+		d.src_device = (cu_deviceptr)(uintptr_t)src;
+	else
+		d.src_host = src;
+	if (dst_dev)
+		d.dst_device = (cu_deviceptr)(uintptr_t)dst;
+	else
+		d.dst_host = dst;
+	cu_result r = cu.copy_2d(&d);
+	if (r != 0) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: 2-D copy of %zu x %zu bytes refused (CUresult %d)\n",
+			  height, width, r);
+		return -FI_EIO;
+	}
+	return 0;
+}
+
+void *ddtx_hmem_host_alloc(int device, size_t len, bool *pinned)
+{
+	void *p = NULL;
+
+	*pinned = false;
+	if (cu.host_alloc && cu.host_free && !use_device(device) && cu.host_alloc(&p, len) == 0 &&
+	    p) {
+		*pinned = true;
+		return p;
+	}
+	return malloc(len);
+}
+
+void ddtx_hmem_host_free(void *p, bool pinned)
+{
+	if (pinned)
+		(void)cu.host_free(p);
+	else
+		free(p);
 }

@@ -40,4 +40,49 @@ int ddtx_hmem_dmabuf_fd(const void *addr, size_t len, int *fd, uint64_t *offset)
 /* Make device memory synchronous for RDMA (CU_POINTER_ATTRIBUTE_SYNC_MEMOPS); 0 or -FI_E*. */
 int ddtx_hmem_sync_memops(const void *addr);
 
+/* CUDA devices the driver sees (0 without CUDA). */
+int ddtx_hmem_cuda_device_count(void);
+
+enum ddtx_hmem_dir {
+	DDTX_HMEM_TO_HOST,              /* device -> host */
+	DDTX_HMEM_TO_DEVICE,            /* host -> device */
+	DDTX_HMEM_DEVICE_TO_DEVICE,
+};
+
+/*
+ * Synchronous copy through the driver (cuMemcpy{DtoH,HtoD,DtoD}) in the primary context of
+ * `device`: what host staging moves device memory with.  0, -FI_ENOSYS without CUDA, -FI_EINVAL
+ * for a device the driver does not see, -FI_EIO if the driver refuses (freed memory, say).
+ */
+int ddtx_hmem_copy(int device, void *dst, const void *src, size_t len, enum ddtx_hmem_dir dir);
+
+/*
+ * A 2-D copy (cuMemcpy2D): height rows of width bytes, rows spitch apart at src and dpitch
+ * apart at dst; which side is device memory as dir says.  -FI_ENOSYS without the call.
+ */
+int ddtx_hmem_copy_2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+		      size_t width, size_t height, enum ddtx_hmem_dir dir);
+
+/*
+ * Host memory for bounce buffers: page-locked through the driver (cuMemAllocHost: device copies
+ * to and from it run at the copy engine's speed, not through the driver's own staging), else
+ * plain malloc.  *pinned says which, for ddtx_hmem_host_free.
+ */
+void *ddtx_hmem_host_alloc(int device, size_t len, bool *pinned);
+void ddtx_hmem_host_free(void *p, bool pinned);
+
+/* Device memory for kernel arguments and bounce buffers (cuMemAlloc/cuMemFree). */
+int ddtx_hmem_dev_alloc(int device, size_t len, void **out);
+void ddtx_hmem_dev_free(int device, void *p);
+
+/*
+ * Kernels: a fatbin image loaded into device's primary context (cuModuleLoadData), a function
+ * of it (cuModuleGetFunction), launched on a 1-D grid in the default stream and waited for
+ * (cuLaunchKernel + cuCtxSynchronize).  -FI_ENOSYS when the driver lacks the calls.
+ */
+int ddtx_hmem_module_load(int device, const void *image, void **module);
+void ddtx_hmem_module_unload(int device, void *module);
+int ddtx_hmem_module_function(void *module, const char *name, void **fn);
+int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void **args);
+
 #endif /* DDTX_HMEM_H */

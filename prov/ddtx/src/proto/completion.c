@@ -5,6 +5,12 @@
 void ddtx_report(struct ddtx_proto_ep *pep, enum ddtx_proto_queue q,
 		 const struct ddtx_proto_completion *c)
 {
+	if (!ddtx_list_empty(&pep->stages)) {
+		struct ddtx_proto_completion staged = *c;
+		if (ddtx_stage_complete(pep, &staged))
+			pep->owner_ops->cq_write(pep->owner, q, &staged);
+		return;
+	}
 	pep->owner_ops->cq_write(pep->owner, q, c);
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/mr_watch.h"
+#include "hmem/hmem.h"
 #include "proto/proto_internal.h"
 
 struct ddtx_proto_mr {
@@ -27,6 +28,7 @@ struct ddtx_proto_mr {
 	uint64_t key;
 	uint64_t iova;
 	bool revoked;
+	uint64_t *buffer_ids;            /* CUDA MRs: each segment's allocation at registration */
 };
 
 #define FI_MR_ACCESS_BITS                                                                        \
@@ -85,6 +87,18 @@ int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, siz
 
 	if (!mr)
 		return -FI_ENOMEM;
+	/* Device memory registered as host memory: the wire would hand peers a range the host
+	 * cannot touch. */
+	for (size_t i = 0; i < count && ddtx_hmem_cuda_available(); i++) {
+		struct ddtx_hmem_attr a;
+		ddtx_hmem_detect(iov[i].iov_base, &a);
+		if (iov[i].iov_len && a.iface != DDTX_HMEM_SYSTEM) {
+			DDTX_WARN(FI_LOG_MR, "fi_mr_reg: segment %zu is device memory: register it "
+				  "with fi_mr_regattr, iface FI_HMEM_CUDA\n", i);
+			free(mr);
+			return -FI_EINVAL;
+		}
+	}
 	mr->pd = pd;
 	mr->iova = iova;
 	/* Watch first: an unmap after the watch is always seen; one before it (polled by the
@@ -117,6 +131,76 @@ int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, siz
 	mr->key = *key = mr->wmr->key;
 	ddtx_list_push_back(&pd->app_mrs, &mr->entry);
 	*out = mr;
+	return 0;
+}
+
+int ddtx_proto_mr_reg_cuda(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
+			   uint64_t access, int device, const uint64_t *requested_key,
+			   uint64_t iova, struct ddtx_proto_mr **out, uint64_t *key)
+{
+	struct ddtx_proto_mr *mr;
+	int ret;
+
+	if (!pd->hmem)
+		return -FI_EOPNOTSUPP;
+	if (access & (FI_REMOTE_READ | FI_REMOTE_WRITE)) {
+		DDTX_INFO(FI_LOG_MR, "fi_mr_regattr: remote access to device memory is not "
+			  "supported (RMA on FI_HMEM_CUDA is not built)\n");
+		return -FI_EOPNOTSUPP;
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct ddtx_hmem_attr a;
+		if (!iov[i].iov_len)
+			continue;
+		ddtx_hmem_detect(iov[i].iov_base, &a);
+		if (a.iface != DDTX_HMEM_CUDA || a.device != device) {
+			DDTX_WARN(FI_LOG_MR, "fi_mr_regattr: segment %zu is not memory of CUDA device "
+				  "%d\n", i, device);
+			return -FI_EINVAL;
+		}
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr || !(mr->iov = malloc(count * sizeof(*iov))) ||
+	    !(mr->buffer_ids = calloc(count, sizeof(uint64_t)))) {
+		if (mr)
+			free(mr->iov);
+		free(mr);
+		return -FI_ENOMEM;
+	}
+	memcpy(mr->iov, iov, count * sizeof(*iov));
+	mr->count = count;
+	for (size_t i = 0; i < count; i++) {
+		struct ddtx_hmem_attr a;
+		ddtx_hmem_detect(iov[i].iov_base, &a);
+		mr->buffer_ids[i] = a.buffer_id;
+	}
+	mr->pd = pd;
+	mr->iova = iova;
+	/* A key with no memory behind it (as a revoked one): unique, refused to every peer. */
+	ret = ddtx_wire_mr_reg(pd->wire, NULL, 0, DDTX_KEY_APP, requested_key, iova, 0, &mr->wmr);
+	if (ret) {
+		free(mr->buffer_ids);
+		free(mr->iov);
+		free(mr);
+		return ret;
+	}
+	mr->key = *key = mr->wmr->key;
+	mr->revoked = true; /* atomics and RMA events never find it */
+	ddtx_list_push_back(&pd->app_mrs, &mr->entry);
+	*out = mr;
+	return 0;
+}
+
+int ddtx_proto_mr_live(const struct ddtx_proto_mr *mr)
+{
+	for (size_t i = 0; mr->buffer_ids && i < mr->count; i++) {
+		struct ddtx_hmem_attr a;
+		if (!mr->iov[i].iov_len)
+			continue;
+		ddtx_hmem_detect(mr->iov[i].iov_base, &a);
+		if (a.iface != DDTX_HMEM_CUDA || a.buffer_id != mr->buffer_ids[i])
+			return -FI_EINVAL;
+	}
 	return 0;
 }
 
@@ -175,6 +259,7 @@ int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr)
 		return ret;
 	ddtx_mr_watch_remove(pd->mr_watch, mr->watched);
 	ddtx_list_remove(&mr->entry);
+	free(mr->buffer_ids);
 	free(mr->iov);
 	free(mr);
 	return 0;

@@ -109,6 +109,11 @@ fail:
 	return ret;
 }
 
+void ddtx_proto_domain_set_hmem(struct ddtx_proto_domain *pd, bool on)
+{
+	pd->hmem = on && ddtx_proto_hmem_offered();
+}
+
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 {
 	if (!pd)

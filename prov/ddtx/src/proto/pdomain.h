@@ -25,6 +25,7 @@ struct ddtx_proto_domain {
 	struct ddtx_layout_cache *layouts;
 	struct ddtx_mr_watch *mr_watch;     /* application MRs revoked when their memory goes */
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
+	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;

@@ -122,6 +122,26 @@ int ddtx_proto_mr_reg(struct ddtx_proto_domain *pd, const struct iovec *iov, siz
 		      struct ddtx_proto_mr **out, uint64_t *key);
 int ddtx_proto_mr_dereg(struct ddtx_proto_domain *pd, struct ddtx_proto_mr *mr);
 /*
+ * Device memory (FI_HMEM_CUDA on device `device`): every segment must be memory of that
+ * device (-FI_EINVAL otherwise).  Local use only so far: remote access is -FI_EOPNOTSUPP (RMA
+ * on device memory is not built); the key is a placeholder peers cannot use.
+ */
+int ddtx_proto_mr_reg_cuda(struct ddtx_proto_domain *pd, const struct iovec *iov, size_t count,
+			   uint64_t access, int device, const uint64_t *requested_key,
+			   uint64_t iova, struct ddtx_proto_mr **out, uint64_t *key);
+
+/*
+ * Device memory: is FI_HMEM offered (libcuda.so.1 loads, cuInit succeeds, at least one device)?
+ * What this build has for it (the device pack kernels: built or not), for logs and fi_info.
+ * ddtx_proto_domain_set_hmem: the domain was opened with FI_HMEM (data calls accept device
+ * memory; without it a device buffer is -FI_EINVAL).
+ */
+bool ddtx_proto_hmem_offered(void);
+/* A CUDA MR's memory is still the allocation it was registered on: 0, else -FI_EINVAL. */
+int ddtx_proto_mr_live(const struct ddtx_proto_mr *mr);
+const char *ddtx_proto_hmem_describe(void);
+void ddtx_proto_domain_set_hmem(struct ddtx_proto_domain *pd, bool on);
+/*
  * FI_RMA_EVENT on an MR (fi_mr_bind of a counter): fn(arg, write) is called, domain locked,
  * whenever a peer's RMA or atomic accessed the MR (write: it wrote, else it read).  A peer's RMA
  * is seen only when the peer's endpoint has FI_RMA_EVENT (its notification, docs/wire-protocol.md).

@@ -89,6 +89,7 @@ int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_own
 	ddtx_list_init(&pep->rma_active);
 	ddtx_list_init(&pep->atomic_active);
 	ddtx_list_init(&pep->ctrl);
+	ddtx_list_init(&pep->stages);
 	ddtx_optable_init(&pep->txs);
 	ddtx_optable_init(&pep->rxs);
 	ddtx_optable_init(&pep->atomics);
@@ -154,6 +155,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 		free(op);
 	}
 	ddtx_atomic_free_all(pep);
+	ddtx_stage_free_all(pep);
 	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
@@ -251,5 +253,5 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 
 ssize_t ddtx_proto_cancel(struct ddtx_proto_ep *pep, void *context)
 {
-	return pep && ddtx_recv_cancel(pep, context) ? 0 : -FI_ENOENT;
+	return pep && ddtx_recv_cancel(pep, ddtx_stage_find(pep, context)) ? 0 : -FI_ENOENT;
 }

@@ -206,6 +206,9 @@ struct ddtx_rma {
 	void *inject_buf;                /* fi_inject_write copy */
 };
 
+/* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
+#define DDTX_BOUNCE_KEEP 4
+
 struct ddtx_proto_ep {
 	struct ddtx_proto_domain *pd;
 	struct ddtx_list_entry pd_entry;           /* ddtx_proto_domain.eps */
@@ -235,7 +238,34 @@ struct ddtx_proto_ep {
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
+	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
+	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
+		void *p;
+		size_t cap;
+		bool pinned;
+	} bounce_free[DDTX_BOUNCE_KEEP];
+	unsigned nbounce_free;
 };
+
+/*
+ * hmem_stage.c: device memory through host bounce buffers.  ddtx_stage_begin: when some of
+ * *iov is device memory, replace *iov and *count with a host bounce buffer (filled, for a send),
+ * *context with the stage and *flags so that a completion is always produced; *out is the
+ * stage (NULL: host memory, nothing changed).  -FI_EINVAL: device memory but the domain has no
+ * FI_HMEM; -FI_EOPNOTSUPP: a flag staging cannot honour; -FI_EIO: the device copy failed.
+ * report: did the caller ask for a completion.  ddtx_stage_abort: the operation was not posted.
+ * ddtx_stage_complete (ddtx_report): finish the stage c->context names, if any (receive: copy
+ * into the device); false when the completion is to be swallowed.  ddtx_stage_find: the
+ * context a posted receive of the caller's `context` runs under (for fi_cancel).
+ */
+struct ddtx_stage;
+int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
+		     size_t *count, void **context, uint64_t *flags, bool report,
+		     struct ddtx_stage **out);
+void ddtx_stage_abort(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
+bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion *c);
+void *ddtx_stage_find(struct ddtx_proto_ep *pep, void *context);
+void ddtx_stage_free_all(struct ddtx_proto_ep *pep);
 
 /* completion.c: reports through the owner interface of proto.h */
 void ddtx_report(struct ddtx_proto_ep *pep, enum ddtx_proto_queue q,

@@ -91,6 +91,7 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			uint64_t flags, bool tagged)
 {
+	struct ddtx_stage *stage = NULL;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.rx_iov_limit, NULL);
 	if (ret || ((flags & FI_MULTI_RECV) && (tagged || count != 1))) {
@@ -101,6 +102,13 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if (!(flags & FI_MULTI_RECV) && (handle = ddtx_handle_of(desc, iov, count)) &&
 	    (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
 		goto out;
+	/* Device memory: received into a host buffer, copied in at completion (hmem_stage.c). */
+	ret = ddtx_stage_begin(pep, true, &iov, &count, &context, &flags,
+			       !pep->attr.rx_selective || (flags & FI_COMPLETION), &stage);
+	if (ret)
+		goto out;
+	if (stage)
+		handle = NULL;
 	if (!pep->enabled) {
 		ret = -FI_EOPBADSTATE;
 		goto out;
@@ -137,5 +145,7 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	else
 		ddtx_list_push_back(tagged ? &pep->posted_tag : &pep->posted_msg, &rx->entry);
 out:
+	if (ret)
+		ddtx_stage_abort(pep, stage); /* not posted: nothing will complete it */
 	return ret;
 }

@@ -162,6 +162,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			size_t count, fi_addr_t dest, uint64_t tag, uint64_t data, void *context,
 			uint64_t flags, bool tagged)
 {
+	struct ddtx_stage *stage = NULL;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.tx_iov_limit, NULL);
 	if (ret) {
@@ -171,6 +172,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
 	if (handle && (ret = ddtx_handle_expand(handle, iov, &iov, &count)))
 		goto out;
+	/* Device memory: sent from a host copy (hmem_stage.c); the handle's layout is not it. */
+	ret = ddtx_stage_begin(pep, false, &iov, &count, &context, &flags,
+			       !(flags & DDTX_PROTO_NO_COMPLETION) &&
+				       (!pep->attr.tx_selective || (flags & FI_COMPLETION)),
+			       &stage);
+	if (ret)
+		goto out;
+	if (stage)
+		handle = NULL;
 	size_t total = ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
 	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
@@ -274,6 +284,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = 0;
 	}
 out:
+	if (ret)
+		ddtx_stage_abort(pep, stage); /* not posted: nothing will complete it */
 	return ret;
 }
 

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * How host staging moves the device part of an operation between device memory and its host
+ * bounce buffer (proto/hmem_stage.c):
+ *   SEGMENTS  one driver copy per segment (cuMemcpyDtoH / HtoD): anything, any mix of host and
+ *             device segments; costs a driver call per segment
+ *   COPY2D    one cuMemcpy2D for a vector (equal blocks at one stride, going up in memory): the
+ *             copy engine strides, one call
+ *   KERNEL    the device pack kernel (engine/gpu_kernels.h) packs every segment into device
+ *             scratch, then one copy: many small blocks in one launch
+ * COPY2D and KERNEL need every segment to be memory of one device.  The choice is a fixed cost
+ * line (below), not learned from measured transfers yet; FI_DDTX_HMEM_COPY forces one.
+ */
+#ifndef DDTX_ENGINE_HMEM_COPY_H
+#define DDTX_ENGINE_HMEM_COPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+enum ddtx_hmem_copy {
+	DDTX_HMEM_COPY_AUTO = 0,        /* as a setting: let the cost line choose */
+	DDTX_HMEM_COPY_SEGMENTS,
+	DDTX_HMEM_COPY_2D,
+	DDTX_HMEM_COPY_KERNEL,
+	DDTX_HMEM_COPY_COUNT,
+};
+
+const char *ddtx_hmem_copy_name(enum ddtx_hmem_copy c);
+
+/* What the choice looks at. */
+struct ddtx_hmem_copy_shape {
+	size_t segments;                /* non-empty segments */
+	bool one_device;                /* every one of them device memory of one device */
+	bool vector;                    /* equal lengths at a constant stride >= length, going up */
+	size_t block;                   /* the vector's block length */
+	int64_t stride;
+	bool kernels;                   /* the pack kernels loaded for that device */
+};
+
+/* Describe iov (count entries; device[i]: segment i is device memory of device dev). */
+void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *device,
+			     struct ddtx_hmem_copy_shape *out);
+
+/*
+ * The way to use: `forced` when it is possible for this shape, else the cheapest by the cost
+ * line: a driver call costs about DDTX_HMEM_CALL_NS, a kernel launch with its scratch about
+ * DDTX_HMEM_KERNEL_NS (estimates from CUDA's published launch and copy latencies, never
+ * measured by ddtx: no GPU has run it).  *fell_back: forced was impossible.
+ */
+enum ddtx_hmem_copy ddtx_hmem_copy_choose(const struct ddtx_hmem_copy_shape *s,
+					  enum ddtx_hmem_copy forced, bool *fell_back);
+
+#define DDTX_HMEM_CALL_NS 4000
+#define DDTX_HMEM_KERNEL_NS 20000
+
+#endif /* DDTX_ENGINE_HMEM_COPY_H */

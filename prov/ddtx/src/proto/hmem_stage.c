@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Device memory (FI_HMEM_CUDA) moved by host staging: a send copies its device segments into a
+ * host bounce buffer (cuMemcpyDtoH) and sends the bounce buffer, packed; a receive lands in a
+ * host bounce buffer and is copied into its device segments (cuMemcpyHtoD) before its
+ * completion is reported.  The operation underneath is an ordinary host-memory one (any wire,
+ * any scheme), its context the stage; the stage is found again in ddtx_report, the one place
+ * every completion passes, which restores the caller's context and swallows the completion
+ * the caller did not ask for (the stage always asks for one, so that it is freed).
+ *
+ * The device part is copied in one of the ways of engine/hmem_copy.h (a driver copy per
+ * segment, one 2-D copy of a vector, or the device pack kernel into device scratch and one
+ * copy), chosen per operation.  Staging is what works on every wire.  It costs a copy through
+ * host memory on each side; the IPC schemes of fi_ddtx(7) that avoid them are not built yet.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/settings.h"
+#include "engine/gpu_kernels.h"
+#include "engine/hmem_copy.h"
+#include "hmem/hmem.h"
+#include "proto/proto_internal.h"
+
+struct ddtx_stage {
+	struct ddtx_list_entry entry;    /* ddtx_proto_ep.stages */
+	void *context;                   /* the caller's */
+	bool report;                     /* did the caller ask for a completion? */
+	bool rx;
+	struct iovec *iov;               /* the caller's segments (device and host) */
+	size_t count;
+	struct ddtx_hmem_attr *attr;     /* memory of each segment */
+	struct iovec bounce;             /* host memory the operation underneath uses */
+	size_t bounce_cap;               /* its size as allocated */
+	bool bounce_pinned;
+	enum ddtx_hmem_copy way;         /* how the device part is copied */
+	int device;                      /* the device, for the 2D and kernel ways */
+};
+
+bool ddtx_proto_hmem_offered(void)
+{
+	return ddtx_hmem_cuda_device_count() > 0;
+}
+
+const char *ddtx_proto_hmem_describe(void)
+{
+	return ddtx_gpu_kernels_describe();
+}
+
+/*
+ * Bounce buffers: page-locked where the driver gives them (hmem), sized in powers of two from
+ * 64 KiB, and the last few kept per endpoint, since pinning costs far more than a copy and a
+ * buffer used again keeps its registrations in the engine's caches.
+ */
+#define BOUNCE_MIN ((size_t)64 << 10)
+
+static int bounce_take(struct ddtx_proto_ep *pep, int device, struct ddtx_stage *s, size_t len)
+{
+	for (unsigned i = 0; i < pep->nbounce_free; i++) {
+		struct ddtx_bounce *b = &pep->bounce_free[i];
+		if (b->cap >= len && b->cap / 4 <= (len > BOUNCE_MIN ? len : BOUNCE_MIN)) {
+			s->bounce.iov_base = b->p;
+			s->bounce_cap = b->cap;
+			s->bounce_pinned = b->pinned;
+			*b = pep->bounce_free[--pep->nbounce_free];
+			return 0;
+		}
+	}
+	size_t cap = BOUNCE_MIN;
+	while (cap < len && cap <= SIZE_MAX / 2)
+		cap *= 2;
+	if (cap < len)
+		return -FI_ENOMEM;
+	s->bounce.iov_base = ddtx_hmem_host_alloc(device >= 0 ? device : 0, cap,
+						  &s->bounce_pinned);
+	s->bounce_cap = cap;
+	return s->bounce.iov_base ? 0 : -FI_ENOMEM;
+}
+
+static void bounce_give(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	if (!s->bounce.iov_base)
+		return;
+	if (pep->nbounce_free == DDTX_BOUNCE_KEEP) {
+		struct ddtx_bounce *old = &pep->bounce_free[0];
+		ddtx_hmem_host_free(old->p, old->pinned);
+		*old = pep->bounce_free[--pep->nbounce_free];
+	}
+	pep->bounce_free[pep->nbounce_free++] =
+		(struct ddtx_bounce){ s->bounce.iov_base, s->bounce_cap, s->bounce_pinned };
+	s->bounce.iov_base = NULL;
+}
+
+static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	bounce_give(pep, s);
+	free(s->iov);
+	free(s->attr);
+	free(s);
+}
+
+/*
+ * Which of iov's segments are device memory: 0 when none is (or CUDA is absent: the common
+ * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
+ * without FI_HMEM.  attr (count entries) is filled when 1 is returned.
+ */
+static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+		    struct ddtx_hmem_attr **attr)
+{
+	struct ddtx_hmem_attr *a = NULL;
+	bool device = false;
+
+	*attr = NULL;
+	if (!ddtx_hmem_cuda_available())
+		return 0;
+	for (size_t i = 0; i < count; i++) {
+		struct ddtx_hmem_attr one;
+		if (!iov[i].iov_len)
+			continue;
+		ddtx_hmem_detect(iov[i].iov_base, &one);
+		if (one.iface == DDTX_HMEM_SYSTEM && !a)
+			continue;
+		if (!a && !(a = calloc(count, sizeof(*a))))
+			return -FI_ENOMEM;
+		a[i] = one;
+		device |= one.iface != DDTX_HMEM_SYSTEM;
+	}
+	if (!device) {
+		free(a);
+		return 0;
+	}
+	if (!pep->pd->hmem) {
+		DDTX_WARN(FI_LOG_EP_DATA, "device memory in a data call of a domain opened without "
+			  "FI_HMEM\n");
+		free(a);
+		return -FI_EINVAL;
+	}
+	*attr = a;
+	return 1;
+}
+
+/* 2D: rows of the vector in one call, a last partial row (a truncated receive) on its own. */
+static int copy_2d(struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	const struct iovec *v = s->iov;
+	size_t i0 = 0;
+	while (!v[i0].iov_len)
+		i0++;
+	size_t block = v[i0].iov_len, rows = len / block, rem = len % block;
+	size_t stride = 0;
+	for (size_t i = i0 + 1; i < s->count && !stride; i++)
+		if (v[i].iov_len)
+			stride = (uintptr_t)v[i].iov_base - (uintptr_t)v[i0].iov_base;
+	uint8_t *dev = v[i0].iov_base, *b = s->bounce.iov_base;
+	int ret = to_bounce ? ddtx_hmem_copy_2d(s->device, b, block, dev, stride, block, rows,
+						DDTX_HMEM_TO_HOST)
+			    : ddtx_hmem_copy_2d(s->device, dev, stride, b, block, block, rows,
+						DDTX_HMEM_TO_DEVICE);
+	if (ret || !rem)
+		return ret;
+	dev += rows * stride;
+	b += rows * block;
+	return to_bounce ? ddtx_hmem_copy(s->device, b, dev, rem, DDTX_HMEM_TO_HOST)
+			 : ddtx_hmem_copy(s->device, dev, b, rem, DDTX_HMEM_TO_DEVICE);
+}
+
+/* KERNEL: the pack kernel between the segments and device scratch, one copy to/from it. */
+static int copy_kernel(struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	struct ddtx_gpu_runs runs;
+	struct ddtx_gpu_layout gl;
+	uintptr_t origin = (uintptr_t)s->iov[0].iov_base;
+	void *scratch = NULL;
+	int ret;
+
+	if ((ret = ddtx_gpu_runs_from_iov(s->iov, s->count, origin, 0, &runs)) ||
+	    (ret = ddtx_gpu_layout_upload(&runs, s->device, &gl)))
+		return ret;
+	if (!(ret = ddtx_hmem_dev_alloc(s->device, len ? len : 1, &scratch))) {
+		if (to_bounce) {
+			if (!(ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, true)))
+				ret = ddtx_hmem_copy(s->device, s->bounce.iov_base, scratch, len,
+						     DDTX_HMEM_TO_HOST);
+		} else {
+			if (!(ret = ddtx_hmem_copy(s->device, scratch, s->bounce.iov_base, len,
+						   DDTX_HMEM_TO_DEVICE)))
+				ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, false);
+		}
+		ddtx_hmem_dev_free(s->device, scratch);
+	}
+	ddtx_gpu_layout_free(&gl);
+	return ret;
+}
+
+/* SEGMENTS: a copy per segment (host segments by memcpy). */
+static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	uint8_t *b = s->bounce.iov_base;
+
+	for (size_t i = 0; i < s->count && len; i++) {
+		size_t n = s->iov[i].iov_len < len ? s->iov[i].iov_len : len;
+		void *seg = s->iov[i].iov_base;
+		int ret = 0;
+		if (!n)
+			continue;
+		if (s->attr[i].iface == DDTX_HMEM_SYSTEM) {
+			if (to_bounce)
+				memcpy(b, seg, n);
+			else
+				memcpy(seg, b, n);
+		} else if (to_bounce) {
+			ret = ddtx_hmem_copy(s->attr[i].device, b, seg, n, DDTX_HMEM_TO_HOST);
+		} else {
+			ret = ddtx_hmem_copy(s->attr[i].device, seg, b, n, DDTX_HMEM_TO_DEVICE);
+		}
+		if (ret)
+			return ret;
+		b += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Copy between the caller's segments and the bounce buffer (to_bounce: send side), up to len;
+ * a way the driver turns out not to have falls back to segments. */
+static int stage_copy(struct fi_ddtx_stats *st, struct ddtx_stage *s, size_t len, bool to_bounce)
+{
+	int ret = -FI_ENOSYS;
+
+	if (s->way == DDTX_HMEM_COPY_2D)
+		ret = copy_2d(s, len, to_bounce);
+	else if (s->way == DDTX_HMEM_COPY_KERNEL)
+		ret = copy_kernel(s, len, to_bounce);
+	if (ret == -FI_ENOSYS) {
+		if (s->way != DDTX_HMEM_COPY_SEGMENTS)
+			st->hmem_copy_fallbacks++;
+		s->way = DDTX_HMEM_COPY_SEGMENTS;
+		ret = copy_segments(s, len, to_bounce);
+	}
+	if (!ret) {
+		st->hmem_copy_ops[s->way - DDTX_HMEM_COPY_SEGMENTS]++;
+		st->hmem_staged_bytes += len;
+	}
+	return ret;
+}
+
+/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
+static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
+{
+	struct ddtx_hmem_copy_shape shape;
+	int *dev = malloc(s->count * sizeof(int));
+	bool fell_back;
+
+	if (!dev)
+		return -FI_ENOMEM;
+	s->device = -1;
+	for (size_t i = 0; i < s->count; i++) {
+		dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
+		if (s->iov[i].iov_len && s->device < 0)
+			s->device = dev[i];
+	}
+	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
+	free(dev);
+	/* Loading the kernels costs a module load once: only asked when they could be used. */
+	shape.kernels = shape.one_device && shape.segments > 1 && s->device >= 0 &&
+			(ddtx_settings.hmem_copy == DDTX_HMEM_COPY_KERNEL ||
+			 ddtx_settings.hmem_copy == DDTX_HMEM_COPY_AUTO) &&
+			ddtx_gpu_kernels_ready(s->device);
+	s->way = ddtx_hmem_copy_choose(&shape, (enum ddtx_hmem_copy)ddtx_settings.hmem_copy,
+				       &fell_back);
+	if (fell_back)
+		st->hmem_copy_fallbacks++;
+	return 0;
+}
+
+int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
+		     size_t *count, void **context, uint64_t *flags, bool report,
+		     struct ddtx_stage **out)
+{
+	struct ddtx_hmem_attr *attr;
+	int ret = classify(pep, *iov, *count, &attr);
+
+	*out = NULL;
+	if (ret <= 0)
+		return ret;
+	if (*flags & (FI_MULTI_RECV | FI_CLAIM | FI_DISCARD | FI_PEEK)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "device memory with FI_MULTI_RECV, FI_PEEK, FI_CLAIM or "
+			  "FI_DISCARD is not supported\n");
+		free(attr);
+		return -FI_EOPNOTSUPP;
+	}
+	struct ddtx_stage *s = calloc(1, sizeof(*s));
+	size_t total = ddtx_iov_total(*iov, *count);
+	int device = -1;
+	for (size_t i = 0; i < *count && device < 0; i++)
+		device = attr[i].iface == DDTX_HMEM_CUDA ? attr[i].device : -1;
+	if (!s || !(s->iov = malloc(*count * sizeof(**iov))) ||
+	    bounce_take(pep, device, s, total)) {
+		if (s)
+			free(s->iov);
+		free(s);
+		free(attr);
+		return -FI_ENOMEM;
+	}
+	memcpy(s->iov, *iov, *count * sizeof(**iov));
+	s->count = *count;
+	s->attr = attr;
+	s->bounce.iov_len = total;
+	s->context = *context;
+	s->report = report;
+	s->rx = rx;
+	struct fi_ddtx_stats *st = &pep->pd->stats;
+	if ((ret = choose_way(st, s)) || (!rx && (ret = stage_copy(st, s, total, true)))) {
+		stage_free(pep, s);
+		return ret;
+	}
+	*iov = &s->bounce;
+	*count = 1;
+	*context = s;
+	*flags = (*flags & ~(uint64_t)DDTX_PROTO_NO_COMPLETION) | FI_COMPLETION;
+	if (rx)
+		st->hmem_rx_staged++;
+	else
+		st->hmem_tx_staged++;
+	ddtx_list_push_back(&pep->stages, &s->entry);
+	*out = s;
+	return 0;
+}
+
+void ddtx_stage_abort(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	if (!s)
+		return;
+	ddtx_list_remove(&s->entry);
+	stage_free(pep, s);
+}
+
+bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion *c)
+{
+	struct ddtx_list_entry *it, *tmp;
+	struct ddtx_stage *s = NULL;
+
+	ddtx_list_foreach_safe(&pep->stages, it, tmp)
+	{
+		struct ddtx_stage *x = ddtx_container_of(it, struct ddtx_stage, entry);
+		if (x == c->context) {
+			s = x;
+			break;
+		}
+	}
+	if (!s)
+		return true;
+	if (s->rx && c->len) { /* truncated receives too: their bytes are delivered */
+		int ret = stage_copy(&pep->pd->stats, s, c->len, false);
+		if (ret) {
+			pep->pd->stats.hmem_copy_errors++;
+			c->err = -ret;
+			c->len = 0;
+		}
+	}
+	c->buf = NULL; /* FI_MULTI_RECV is refused: no buffer to name */
+	c->context = s->context;
+	bool pass = s->report || c->err;
+	ddtx_list_remove(&s->entry);
+	stage_free(pep, s);
+	return pass;
+}
+
+void *ddtx_stage_find(struct ddtx_proto_ep *pep, void *context)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&pep->stages, it, tmp)
+	{
+		struct ddtx_stage *s = ddtx_container_of(it, struct ddtx_stage, entry);
+		if (s->context == context && s->rx)
+			return s;
+	}
+	return context;
+}
+
+void ddtx_stage_free_all(struct ddtx_proto_ep *pep)
+{
+	struct ddtx_list_entry *it;
+
+	while ((it = ddtx_list_pop_front(&pep->stages)))
+		stage_free(pep, ddtx_container_of(it, struct ddtx_stage, entry));
+	while (pep->nbounce_free) {
+		struct ddtx_bounce *b = &pep->bounce_free[--pep->nbounce_free];
+		ddtx_hmem_host_free(b->p, b->pinned);
+	}
+}

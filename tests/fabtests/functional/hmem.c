@@ -1,0 +1,567 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Device memory (FI_HMEM_CUDA) through the public API, two real processes.  The program reaches
+ * the CUDA driver through dlopen("libcuda.so.1") exactly as the provider does, so the same
+ * binary runs against:
+ *   - the test-only stand-in tests/fabtests/fakecuda (LD_LIBRARY_PATH, as meson test sets it):
+ *     ddtx's own logic (offer, registration, staging, errors) in CI.  Its "device memory" is
+ *     PROT_NONE to the host, so a host access by ddtx instead of a driver copy kills the rank.
+ *     This is not CUDA.
+ *   - a real GPU (util/gpu-tests.sh): the same checks on device memory.
+ * Without a driver or a device: exit 77.
+ *
+ *   offer      FI_HMEM in fi_getinfo exactly when the driver has a device (FAKE_CUDA_DEVICES=0:
+ *              -FI_ENODATA, as without CUDA)
+ *   d2d d2h h2d  layouts (contiguous, vectors of 8 B to 4 KiB blocks, an irregular list),
+ *              eager and rendezvous sizes, msg and tagged, with and without MR descriptors:
+ *              every byte of the receiver's buffer checked (payload and the bytes around it),
+ *              and the way the device side was copied (fi_ddtx_stats.hmem_copy_ops: one 2-D
+ *              copy for a vector, a copy per segment or the pack kernel otherwise, or what
+ *              FI_DDTX_HMEM_COPY forces; a forced way that cannot apply counts a fallback
+ *              and auto's choice runs)
+ *   errors     device memory without FI_HMEM, wrong iface in fi_mr_regattr, remote access to a
+ *              device MR, FI_HMEM_DEVICE_ONLY on host memory, FI_MULTI_RECV on device memory,
+ *              freed device memory behind an MR descriptor: -FI_E*, no crash
+ *   cancel     a posted device receive cancelled by the caller's context
+ *   semantics  on device memory: a truncated receive (FI_ETRUNC, the bytes that fit delivered,
+ *              nothing past the buffer), fi_inject and fi_injectdata (no completion; the data
+ *              arrives), selective completion (FI_COMPLETION only where asked; the data of the
+ *              others arrives all the same, the counters count them)
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "fx.h"
+
+#define TMO 20000
+
+typedef int cu_result;
+typedef unsigned long long cu_ptr;
+static struct {
+	cu_result (*init)(unsigned int);
+	cu_result (*device_count)(int *);
+	cu_result (*device_get)(int *, int);
+	cu_result (*ctx_retain)(void **, int);
+	cu_result (*ctx_set)(void *);
+	cu_result (*alloc)(cu_ptr *, size_t);
+	cu_result (*free)(cu_ptr);
+	cu_result (*htod)(cu_ptr, const void *, size_t);
+	cu_result (*dtoh)(void *, cu_ptr, size_t);
+} cu;
+
+/* 0 with a device and its context current; FT_SKIP otherwise. */
+static int cuda_open(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int n = 0, dev;
+	void *ctx;
+
+	if (!lib) {
+		printf("SKIP: no libcuda.so.1\n");
+		return FT_SKIP;
+	}
+#define SYM(f, name) *(void **)&cu.f = dlsym(lib, name)
+	SYM(init, "cuInit");
+	SYM(device_count, "cuDeviceGetCount");
+	SYM(device_get, "cuDeviceGet");
+	SYM(ctx_retain, "cuDevicePrimaryCtxRetain");
+	SYM(ctx_set, "cuCtxSetCurrent");
+	SYM(alloc, "cuMemAlloc_v2");
+	SYM(free, "cuMemFree_v2");
+	SYM(htod, "cuMemcpyHtoD_v2");
+	SYM(dtoh, "cuMemcpyDtoH_v2");
+	if (!cu.init || !cu.alloc || cu.init(0) || cu.device_count(&n) || n < 1 ||
+	    cu.device_get(&dev, 0) || cu.ctx_retain(&ctx, dev) || cu.ctx_set(ctx)) {
+		printf("SKIP: no CUDA device\n");
+		return FT_SKIP;
+	}
+	return 0;
+}
+
+static void *dev_alloc(size_t len)
+{
+	cu_ptr p = 0;
+	FT_CHECK(cu.alloc(&p, len) == 0, "cuMemAlloc(%zu)", len);
+	return (void *)(uintptr_t)p;
+}
+
+/* A buffer of either kind with host-side access through copies. */
+struct buf {
+	bool dev;
+	uint8_t *p;
+	size_t len;
+};
+
+static void buf_init(struct buf *b, bool dev, size_t len)
+{
+	b->dev = dev;
+	b->len = len;
+	b->p = dev ? dev_alloc(len) : fx_alloc(len);
+}
+
+static void buf_put(struct buf *b, const void *src)
+{
+	if (b->dev)
+		FT_CHECK(cu.htod((uintptr_t)b->p, src, b->len) == 0, "cuMemcpyHtoD");
+	else
+		memcpy(b->p, src, b->len);
+}
+
+static void buf_get(const struct buf *b, void *dst)
+{
+	if (b->dev)
+		FT_CHECK(cu.dtoh(dst, (uintptr_t)b->p, b->len) == 0, "cuMemcpyDtoH");
+	else
+		memcpy(dst, b->p, b->len);
+}
+
+static void buf_free(struct buf *b)
+{
+	if (b->dev)
+		cu.free((uintptr_t)b->p);
+	else
+		free(b->p);
+}
+
+/* Layouts: count blocks of `block` bytes `stride` apart; block 0: an irregular list. */
+struct layout {
+	const char *name;
+	size_t count, block, stride;
+};
+static const struct layout layouts[] = {
+	{"contig_1k", 1, 1024, 0},          {"contig_1m", 1, 1 << 20, 0},
+	{"vec_8x200", 200, 8, 24},          {"vec_64x64", 64, 64, 128},
+	{"vec_4k_256", 256, 4096, 8192},    {"vec_512_1024", 1024, 512, 640},
+	{"irregular_300", 300, 0, 0},
+};
+
+static size_t irregular_len(size_t i)
+{
+	static const size_t lens[] = {1, 7, 64, 300, 4096, 13, 512, 3};
+	return lens[i % 8];
+}
+
+/* The layout's iov list over base; returns the span it covers. */
+static size_t layout_iov(const struct layout *l, uint8_t *base, struct iovec *iov)
+{
+	size_t pos = 0;
+	for (size_t i = 0; i < l->count; i++) {
+		size_t len = l->block ? l->block : irregular_len(i);
+		if (l->block)
+			pos = i * l->stride;
+		iov[i].iov_base = base + pos;
+		iov[i].iov_len = len;
+		if (!l->block)
+			pos += len + (i % 3) * 5;
+	}
+	return l->block ? (l->count - 1) * l->stride + l->block : pos;
+}
+
+static size_t layout_span(const struct layout *l)
+{
+	static struct iovec iov[4096];
+	return layout_iov(l, NULL, iov);
+}
+
+struct dir {
+	bool sdev, rdev;
+	bool tagged, desc;
+};
+
+static struct fx_opts hmem_opts = {.caps = FI_MSG | FI_TAGGED | FI_HMEM};
+
+/* The way FI_DDTX_HMEM_COPY and the layout call for; -1: segments or kernel (auto, irregular). */
+static int expected_way(const struct layout *l, bool *fallback)
+{
+	const char *f = getenv("FI_DDTX_HMEM_COPY");
+	bool vector = l->block && l->count > 1;
+	*fallback = false;
+	if (!f || !strcmp(f, "auto"))
+		return vector ? FI_DDTX_HMEM_COPY_2D : l->count > 1 ? -1 : FI_DDTX_HMEM_COPY_SEGMENTS;
+	if (!strcmp(f, "segments"))
+		return FI_DDTX_HMEM_COPY_SEGMENTS;
+	if (!strcmp(f, "2d")) {
+		*fallback = !vector;
+		return vector ? FI_DDTX_HMEM_COPY_2D : FI_DDTX_HMEM_COPY_SEGMENTS;
+	}
+	return -2; /* kernel: the kernel, or auto's choice and a fallback without kernels */
+}
+
+static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
+		      const struct layout *l, const char *what)
+{
+	bool fallback;
+	int want = expected_way(l, &fallback);
+	int got = -1, n = 0;
+	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
+		if (s1->hmem_copy_ops[w] != s0->hmem_copy_ops[w]) {
+			got = w;
+			n += (int)(s1->hmem_copy_ops[w] - s0->hmem_copy_ops[w]);
+		}
+	uint64_t fb = s1->hmem_copy_fallbacks - s0->hmem_copy_fallbacks;
+	FT_CHECK(n == 1, "%s: %d device copies counted, want 1", what, n);
+	if (want >= 0)
+		FT_CHECK(got == want && fb == (fallback ? 1u : 0u),
+			 "%s: copied by way %d (%llu fallbacks), want %d", what, got,
+			 (unsigned long long)fb, want);
+	else if (want == -1)
+		FT_CHECK(got == FI_DDTX_HMEM_COPY_SEGMENTS || got == FI_DDTX_HMEM_COPY_KERNEL,
+			 "%s: copied by way %d", what, got);
+	else
+		FT_CHECK(got == FI_DDTX_HMEM_COPY_KERNEL ||
+			 (fb == 1 && got == (l->block && l->count > 1 ? FI_DDTX_HMEM_COPY_2D
+							     : FI_DDTX_HMEM_COPY_SEGMENTS)),
+			 "%s: forced kernel: way %d, %llu fallbacks", what, got,
+			 (unsigned long long)fb);
+}
+
+static struct fid_mr *reg(struct fx *fx, struct buf *b)
+{
+	struct fid_mr *mr = NULL;
+	struct iovec iov = {b->p, b->len};
+	struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
+				  .requested_key = 0, .iface = b->dev ? FI_HMEM_CUDA : FI_HMEM_SYSTEM};
+	static uint64_t key = 100;
+	attr.requested_key = key++;
+	int ret = fi_mr_regattr(fx->domain, &attr, b->dev ? FI_HMEM_DEVICE_ONLY : 0, &mr);
+	FT_CHECK(ret == 0, "fi_mr_regattr(%s): %s", b->dev ? "cuda" : "host", fi_strerror(-ret));
+	return mr;
+}
+
+static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout *l,
+			 const struct dir *d, uint64_t seed)
+{
+	static struct iovec iov[4096];
+	size_t span = layout_span(l);
+	int peer = 1 - ctx->rank;
+	char what[160];
+	struct fx_comp c;
+	struct fi_ddtx_stats s0, s1;
+	bool dev = ctx->rank == 0 ? d->sdev : d->rdev;
+	struct buf b;
+
+	snprintf(what, sizeof(what), "%s %s->%s %s%s", l->name, d->sdev ? "dev" : "host",
+		 d->rdev ? "dev" : "host", d->tagged ? "tagged" : "msg", d->desc ? " desc" : "");
+	buf_init(&b, dev, span);
+	uint8_t *img = fx_alloc(span), *want = fx_alloc(span);
+	fx_fill(img, span, ctx->rank == 0 ? seed : seed ^ 0xc0ffee, 0);
+	buf_put(&b, img);
+	size_t n = l->count;
+	layout_iov(l, b.p, iov);
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	struct fid_mr *mr = d->desc ? reg(fx, &b) : NULL;
+	void *descs[4096];
+	for (size_t i = 0; i < n; i++)
+		descs[i] = mr ? fi_mr_desc(mr) : NULL;
+	fx_stats(fx, &s0);
+	if (ctx->rank == 0) {
+		fx_pbarrier(ctx, fx); /* the receive is posted */
+		if (d->tagged) {
+			struct fi_msg_tagged m = {.msg_iov = iov, .desc = descs, .iov_count = n,
+						  .addr = fx->peers[peer], .tag = 7, .context = what};
+			FX_OK(fx, fi_tsendmsg(fx->ep, &m, FI_COMPLETION));
+		} else {
+			struct fi_msg m = {.msg_iov = iov, .desc = descs, .iov_count = n,
+					   .addr = fx->peers[peer], .context = what};
+			FX_OK(fx, fi_sendmsg(fx->ep, &m, FI_COMPLETION));
+		}
+		fx_wait(fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == what, "%s: send completion context", what);
+		fx_stats(fx, &s1);
+		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged == (d->sdev ? 1u : 0u),
+			 "%s: %llu staged sends", what,
+			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
+		if (d->sdev)
+			check_way(&s0, &s1, l, what);
+	} else {
+		if (d->tagged) {
+			struct fi_msg_tagged m = {.msg_iov = iov, .desc = descs, .iov_count = n,
+						  .addr = FI_ADDR_UNSPEC, .tag = 7, .context = what};
+			FX_OK(fx, fi_trecvmsg(fx->ep, &m, FI_COMPLETION));
+		} else {
+			struct fi_msg m = {.msg_iov = iov, .desc = descs, .iov_count = n,
+					   .addr = FI_ADDR_UNSPEC, .context = what};
+			FX_OK(fx, fi_recvmsg(fx->ep, &m, FI_COMPLETION));
+		}
+		fx_pbarrier(ctx, fx);
+		fx_wait(fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == what && c.len == total, "%s: receive completion (len %zu)",
+			 what, c.len);
+		fx_stats(fx, &s1);
+		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
+			 "%s: staged receives", what);
+		if (d->rdev)
+			check_way(&s0, &s1, l, what);
+		/* want: the receiver's own bytes, with the sender's packed stream scattered in */
+		uint8_t *sender = fx_alloc(span), *p = want;
+		fx_fill(sender, span, seed, 0);
+		memcpy(want, img, span);
+		static struct iovec siov[4096];
+		layout_iov(l, sender, siov);
+		uint8_t *stream = fx_alloc(total), *q = stream;
+		for (size_t i = 0; i < n; q += siov[i].iov_len, i++)
+			memcpy(q, siov[i].iov_base, siov[i].iov_len);
+		q = stream;
+		for (size_t i = 0; i < n; q += iov[i].iov_len, i++)
+			memcpy(want + ((uint8_t *)iov[i].iov_base - b.p), q, iov[i].iov_len);
+		buf_get(&b, img);
+		for (size_t i = 0; i < span; i++)
+			FT_CHECK(img[i] == want[i], "%s: byte %zu of %zu is %#x, want %#x", what, i,
+				 span, img[i], want[i]);
+		(void)p;
+		free(sender);
+		free(stream);
+	}
+	fx_pbarrier(ctx, fx);
+	if (mr)
+		fi_close(&mr->fid);
+	buf_free(&b);
+	free(img);
+	free(want);
+}
+
+static int t_move(struct ft_ctx *ctx, void *arg)
+{
+	const char *kind = arg;
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx;
+	fx_open(ctx, &hmem_opts, &fx);
+	FT_CHECK(fx.info->caps & FI_HMEM, "FI_HMEM not granted");
+	struct dir d = {.sdev = kind[0] == 'd', .rdev = kind[2] == 'd'};
+	uint64_t seed = 1;
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
+		for (int v = 0; v < 4; v++) {
+			d.tagged = v & 1;
+			d.desc = v & 2;
+			one_transfer(ctx, &fx, &layouts[i], &d, seed++);
+		}
+	fx_close(&fx);
+	return 0;
+}
+
+static int t_offer(struct ft_ctx *ctx, void *arg)
+{
+	struct fi_info *info = NULL;
+	long want = fx_env_long("FAKE_CUDA_DEVICES", 1) > 0;
+	int ret = fx_getinfo(&hmem_opts, &info);
+	if (!want) {
+		FT_CHECK(ret == -FI_ENODATA, "FI_HMEM with no device: %s", fi_strerror(-ret));
+		/* and without FI_HMEM, everything as before */
+		struct fx_opts plain = {.caps = FI_MSG | FI_TAGGED};
+		ret = fx_getinfo(&plain, &info);
+		FT_CHECK(ret == 0 && !(info->caps & FI_HMEM), "plain fi_getinfo: %s",
+			 fi_strerror(-ret));
+		fi_freeinfo(info);
+		return 0;
+	}
+	if (cuda_open())
+		return FT_SKIP;
+	FT_CHECK(ret == 0, "fi_getinfo(FI_HMEM): %s", fi_strerror(-ret));
+	FT_CHECK((info->caps & FI_HMEM) && (info->tx_attr->caps & FI_HMEM) &&
+		 (info->rx_attr->caps & FI_HMEM), "FI_HMEM missing from caps");
+	fi_freeinfo(info);
+	return 0;
+}
+
+static int t_errors(struct ft_ctx *ctx, void *arg)
+{
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx, plain;
+	struct fx_opts popts = {.caps = FI_MSG | FI_TAGGED};
+	struct fid_mr *mr = NULL;
+	uint8_t *dev = dev_alloc(8192), *host = fx_alloc(8192);
+	struct iovec iov = {dev, 8192};
+	struct fi_mr_attr attr = {.mr_iov = &iov, .iov_count = 1, .access = FI_SEND | FI_RECV,
+				  .iface = FI_HMEM_CUDA, .requested_key = 1};
+	int ret;
+
+	/* A domain without FI_HMEM: device buffers refused at the call, CUDA MRs too. */
+	fx_open(ctx, &popts, &plain);
+	FT_CHECK(!(plain.info->caps & FI_HMEM), "FI_HMEM granted unasked");
+	ret = (int)fi_send(plain.ep, dev, 64, NULL, plain.peers[0], NULL);
+	FT_CHECK(ret == -FI_EINVAL, "send of device memory without FI_HMEM: %d", ret);
+	ret = (int)fi_recv(plain.ep, dev, 64, NULL, FI_ADDR_UNSPEC, NULL);
+	FT_CHECK(ret == -FI_EINVAL, "recv into device memory without FI_HMEM: %d", ret);
+	ret = fi_mr_regattr(plain.domain, &attr, 0, &mr);
+	FT_CHECK(ret == -FI_ENOSYS, "CUDA MR without FI_HMEM: %d", ret);
+	fx_expect_none(&plain, 100);
+	fx_close(&plain);
+
+	fx_open(ctx, &hmem_opts, &fx);
+	attr.iface = FI_HMEM_SYSTEM;
+	ret = fi_mr_regattr(fx.domain, &attr, 0, &mr);
+	FT_CHECK(ret == -FI_EINVAL, "device memory registered as FI_HMEM_SYSTEM: %d", ret);
+	attr.iface = FI_HMEM_CUDA;
+	iov.iov_base = host;
+	ret = fi_mr_regattr(fx.domain, &attr, 0, &mr);
+	FT_CHECK(ret == -FI_EINVAL, "host memory registered as FI_HMEM_CUDA: %d", ret);
+	iov.iov_base = dev;
+	attr.device.cuda = 5;
+	ret = fi_mr_regattr(fx.domain, &attr, 0, &mr);
+	FT_CHECK(ret == -FI_EINVAL, "device memory registered with the wrong device: %d", ret);
+	attr.device.cuda = 0;
+	attr.access = FI_REMOTE_WRITE;
+	ret = fi_mr_regattr(fx.domain, &attr, 0, &mr);
+	FT_CHECK(ret == -FI_EOPNOTSUPP, "remote access to device memory: %d", ret);
+	attr.access = FI_SEND | FI_RECV;
+	attr.iface = FI_HMEM_SYSTEM;
+	iov.iov_base = host;
+	ret = fi_mr_regattr(fx.domain, &attr, FI_HMEM_DEVICE_ONLY, &mr);
+	FT_CHECK(ret == -FI_EINVAL, "FI_HMEM_DEVICE_ONLY on host memory: %d", ret);
+	struct fi_msg m = {.msg_iov = &(struct iovec){dev, 8192}, .iov_count = 1,
+			   .addr = FI_ADDR_UNSPEC};
+	ret = (int)fi_recvmsg(fx.ep, &m, FI_MULTI_RECV);
+	FT_CHECK(ret == -FI_EOPNOTSUPP, "FI_MULTI_RECV into device memory: %d", ret);
+
+	/* Freed device memory behind its MR's descriptor: refused at the call. */
+	uint8_t *gone = dev_alloc(4096);
+	iov.iov_base = gone;
+	iov.iov_len = 4096;
+	attr.iface = FI_HMEM_CUDA;
+	attr.requested_key = 2;
+	ret = fi_mr_regattr(fx.domain, &attr, 0, &mr);
+	FT_CHECK(ret == 0, "CUDA MR: %d", ret);
+	cu.free((uintptr_t)gone);
+	void *desc = fi_mr_desc(mr);
+	ret = (int)fi_send(fx.ep, gone, 64, desc, fx.peers[0], NULL);
+	FT_CHECK(ret == -FI_EINVAL, "send of freed device memory with its descriptor: %d", ret);
+	ret = (int)fi_recv(fx.ep, gone, 64, desc, FI_ADDR_UNSPEC, NULL);
+	FT_CHECK(ret == -FI_EINVAL, "recv into freed device memory with its descriptor: %d", ret);
+	fi_close(&mr->fid);
+	fx_expect_none(&fx, 100);
+	fx_close(&fx);
+	cu.free((uintptr_t)dev);
+	free(host);
+	return 0;
+}
+
+static int t_cancel(struct ft_ctx *ctx, void *arg)
+{
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx;
+	fx_open(ctx, &hmem_opts, &fx);
+	uint8_t *dev = dev_alloc(4096);
+	int mine;
+	FX_OK(&fx, fi_trecv(fx.ep, dev, 4096, NULL, FI_ADDR_UNSPEC, 99, 0, &mine));
+	FT_CHECK(fi_cancel(&fx.ep->fid, &mine) == 0, "fi_cancel of a device receive");
+	struct fi_cq_err_entry err;
+	fx_wait_err(&fx, &err, TMO);
+	FT_CHECK(err.op_context == &mine && err.err == FI_ECANCELED,
+		 "cancel completion: context %p (want %p), err %d", err.op_context, (void *)&mine,
+		 err.err);
+	fx_close(&fx);
+	cu.free((uintptr_t)dev);
+	return 0;
+}
+
+/* Device buffer of len bytes filled with the pattern of seed; returns the device pointer. */
+static uint8_t *dev_filled(size_t len, uint64_t seed)
+{
+	uint8_t *d = dev_alloc(len), *h = fx_alloc(len);
+	fx_fill(h, len, seed, 0);
+	FT_CHECK(cu.htod((uintptr_t)d, h, len) == 0, "cuMemcpyHtoD");
+	free(h);
+	return d;
+}
+
+/* The device buffer holds the pattern of seed in [0, n) and of cseed in [n, len). */
+static void dev_check(const uint8_t *d, size_t len, size_t n, uint64_t seed, uint64_t cseed,
+		      const char *what)
+{
+	uint8_t *h = fx_alloc(len);
+	FT_CHECK(cu.dtoh(h, (uintptr_t)d, len) == 0, "cuMemcpyDtoH");
+	FX_CHECK_PATTERN(h, n, seed, 0, "%s: delivered bytes", what);
+	size_t bad = fx_find_bad(h + n, len - n, cseed, n);
+	FT_CHECK(bad == (size_t)-1, "%s: byte %zu past the delivered ones changed", what, n + bad);
+	free(h);
+}
+
+static int t_semantics(struct ft_ctx *ctx, void *arg)
+{
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx;
+	struct fx_opts o = hmem_opts;
+	o.rx_selective = true;
+	o.cntr = true;
+	fx_open(ctx, &o, &fx);
+	int peer = 1 - ctx->rank;
+	struct fx_comp c;
+	struct fi_cq_err_entry err;
+	size_t big = 100000, small = 4000;
+	if (ctx->rank == 0) {
+		uint8_t *s1 = dev_filled(big, 11), *s2 = dev_filled(64, 12), *s3 = dev_filled(64, 13);
+		uint8_t *s4 = dev_filled(small, 14);
+		fx_pbarrier(ctx, &fx); /* receives posted */
+		FX_OK(&fx, fi_send(fx.ep, s1, big, NULL, fx.peers[peer], s1)); /* truncated there */
+		fx_wait(&fx, 1, &c, TMO);
+		FX_OK(&fx, fi_inject(fx.ep, s2, 64, fx.peers[peer]));
+		FX_OK(&fx, fi_injectdata(fx.ep, s3, 64, 0x77, fx.peers[peer]));
+		FX_OK(&fx, fi_send(fx.ep, s4, small, NULL, fx.peers[peer], s4));
+		fx_wait(&fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == s4, "send completion of s4");
+		fx_expect_none(&fx, 200); /* the injects complete silently */
+		fx_pbarrier(ctx, &fx);
+		cu.free((uintptr_t)s1), cu.free((uintptr_t)s2), cu.free((uintptr_t)s3);
+		cu.free((uintptr_t)s4);
+	} else {
+		size_t cap = 50000;
+		uint8_t *r1 = dev_filled(cap, FX_CSEED), *r2 = dev_filled(64, FX_CSEED);
+		uint8_t *r3 = dev_filled(64, FX_CSEED), *r4 = dev_filled(small, FX_CSEED);
+		struct iovec v;
+		struct fi_msg m = {.msg_iov = &v, .iov_count = 1, .addr = FI_ADDR_UNSPEC};
+		/* r1 asks for a completion (and gets an error one), r2 and r3 do not, r4 does */
+		v = (struct iovec){r1, cap}, m.context = r1;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+		v = (struct iovec){r2, 64}, m.context = r2;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, 0));
+		v = (struct iovec){r3, 64}, m.context = r3;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, 0));
+		v = (struct iovec){r4, small}, m.context = r4;
+		FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+		fx_pbarrier(ctx, &fx);
+		fx_wait_err(&fx, &err, TMO);
+		FT_CHECK(err.err == FI_ETRUNC && err.op_context == r1 && err.olen == big - cap,
+			 "truncated device receive: err %d ctx %p olen %zu", err.err, err.op_context,
+			 err.olen);
+		fx_wait(&fx, 1, &c, TMO);
+		FT_CHECK(c.op_context == r4 && c.len == small, "r4's completion (ctx %p len %zu)",
+			 c.op_context, c.len);
+		fx_expect_none(&fx, 200); /* r2 and r3 complete silently */
+		FT_CHECK(fi_cntr_read(fx.cntr) >= 3, "receive counter %llu",
+			 (unsigned long long)fi_cntr_read(fx.cntr));
+		dev_check(r1, cap, cap, 11, FX_CSEED, "truncated receive");
+		dev_check(r2, 64, 64, 12, FX_CSEED, "fi_inject");
+		dev_check(r3, 64, 64, 13, FX_CSEED, "fi_injectdata");
+		dev_check(r4, small, small, 14, FX_CSEED, "selective receive");
+		fx_pbarrier(ctx, &fx);
+		cu.free((uintptr_t)r1), cu.free((uintptr_t)r2), cu.free((uintptr_t)r3);
+		cu.free((uintptr_t)r4);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
+static const struct fx_test tests[] = {
+	{"semantics", 2, 60, t_semantics, NULL},
+	{"offer", 1, 30, t_offer, NULL},
+	{"d2d", 2, 120, t_move, "d2d"},
+	{"d2h", 2, 120, t_move, "d2h"},
+	{"h2d", 2, 120, t_move, "h2d"},
+	{"errors", 1, 30, t_errors, NULL},
+	{"cancel", 1, 30, t_cancel, NULL},
+};
+
+int main(int argc, char **argv)
+{
+	return fx_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
+}

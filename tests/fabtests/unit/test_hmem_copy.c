@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * How host staging copies device memory (engine/hmem_copy.c), without a GPU: the shape of
+ * segment lists (vector or not, one device or not) and the way chosen for it, by the cost line
+ * and under FI_DDTX_HMEM_COPY's forcing, fallbacks included; and the runs the pack kernel
+ * would read for an arbitrary list (ddtx_gpu_runs_from_iov), through the kernel's index
+ * arithmetic run on the host, against the plain iov walk.
+ */
+#include <string.h>
+
+#include "engine/gpu_runs.h"
+#include "engine/hmem_copy.h"
+#include "engine/iov.h"
+
+#include "unit_check.h"
+
+static uint8_t mem[1 << 20];
+
+static void vec(struct iovec *iov, size_t n, size_t block, size_t stride)
+{
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){ mem + i * stride, block };
+}
+
+static void test_shapes(void)
+{
+	struct iovec iov[64];
+	int dev[64];
+	struct ddtx_hmem_copy_shape s;
+	bool fb;
+
+	for (int i = 0; i < 64; i++)
+		dev[i] = 0;
+	vec(iov, 16, 64, 128);
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(s.segments == 16 && s.one_device && s.vector && s.block == 64 && s.stride == 128,
+	      "vector shape");
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_2D && !fb,
+	      "a vector is one 2-D copy");
+	/* a host segment in the middle: only segments */
+	dev[5] = -1;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.one_device, "mixed memory");
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_2D, &fb) == DDTX_HMEM_COPY_SEGMENTS && fb,
+	      "2-D forced on mixed memory falls back");
+	dev[5] = 1;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.one_device, "two devices");
+	dev[5] = 0;
+	/* going down in memory, or overlapping blocks: no 2-D copy (pitch >= width, positive) */
+	for (int i = 0; i < 16; i++)
+		iov[i].iov_base = mem + (15 - i) * 128;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.vector, "descending list is no 2-D vector");
+	vec(iov, 16, 64, 32);
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.vector, "stride < block is no 2-D vector");
+	/* uneven stride, uneven length */
+	vec(iov, 16, 64, 128);
+	iov[9].iov_base = mem + 9 * 128 + 8;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.vector, "one block off the stride");
+	vec(iov, 16, 64, 128);
+	iov[3].iov_len = 63;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.vector, "one block shorter");
+	/* irregular: kernel when loaded and the calls saved pay for a launch, else segments */
+	s.kernels = true;
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_KERNEL,
+	      "16 irregular segments with kernels: kernel");
+	s.kernels = false;
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_SEGMENTS,
+	      "no kernels: segments");
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_KERNEL, &fb) == DDTX_HMEM_COPY_SEGMENTS &&
+	      fb, "kernel forced without kernels falls back");
+	vec(iov, 3, 64, 100);
+	iov[2].iov_len = 10;
+	ddtx_hmem_copy_shape_of(iov, 3, dev, &s);
+	s.kernels = true;
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_SEGMENTS,
+	      "3 segments: calls are cheaper than a launch");
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_KERNEL, &fb) == DDTX_HMEM_COPY_KERNEL &&
+	      !fb, "kernel forced where possible");
+	/* empty entries do not count; one segment is one copy */
+	struct iovec one[3] = { { mem, 0 }, { mem + 64, 4096 }, { mem + 9000, 0 } };
+	ddtx_hmem_copy_shape_of(one, 3, dev, &s);
+	CHECK(s.segments == 1 && !s.vector, "one segment");
+	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_SEGMENTS,
+	      "one segment: one copy");
+}
+
+static void test_runs_from_iov(void)
+{
+	static struct iovec iov[2000];
+	static uint8_t a[1 << 18], b[1 << 18];
+	uint64_t rng = 12345;
+
+	for (size_t i = 0; i < sizeof(mem); i++)
+		mem[i] = (uint8_t)(i * 131 + 7);
+	for (int iter = 0; iter < 300 && !failures; iter++) {
+		size_t n = 1 + (rng = rng * 6364136223846793005ull + 1) % 1999, pos = 64;
+		bool down = iter % 7 == 0;
+		for (size_t i = 0; i < n; i++) {
+			rng = rng * 6364136223846793005ull + 1;
+			size_t len = iter % 3 ? 16 : (rng >> 33) % 97;
+			size_t gap = iter % 3 ? 48 : (rng >> 45) % 40;
+			if (pos + len + gap >= sizeof(mem) / 2) {
+				n = i;
+				break;
+			}
+			iov[i] = (struct iovec){ mem + pos, len };
+			pos += len + gap;
+		}
+		if (down)
+			for (size_t i = 0; i < n / 2; i++) {
+				struct iovec t = iov[i];
+				iov[i] = iov[n - 1 - i];
+				iov[n - 1 - i] = t;
+			}
+		struct ddtx_gpu_runs r;
+		uintptr_t origin = n ? (uintptr_t)iov[0].iov_base : (uintptr_t)mem;
+		CHECK(!ddtx_gpu_runs_from_iov(iov, n, origin, iter % 2 ? 7 : 0, &r), "build");
+		size_t total = ddtx_iov_total(iov, n);
+		CHECK(r.total == total, "total %zu != %zu", r.total, total);
+		if (iter % 3 && n > 1 && !down)
+			CHECK(r.nruns <= (n + 6) / (iter % 2 ? 7 : n) + 1,
+			      "a regular list is few runs (%zu for %zu blocks)", r.nruns, n);
+		size_t off = total ? (rng >> 20) % total : 0, len = total - off;
+		memset(b, 0xee, len + 1);
+		size_t want = ddtx_iov_gather(iov, n, off, a, len);
+		size_t got = ddtx_gpu_runs_apply(&r, (void *)origin, off, b, len, true);
+		CHECK(got == want && !memcmp(a, b, want) && b[want] == 0xee,
+		      "runs of an iov list gather [%zu, +%zu): %zu, want %zu", off, len, got, want);
+		ddtx_gpu_runs_free(&r);
+	}
+}
+
+int main(void)
+{
+	test_shapes();
+	test_runs_from_iov();
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	else
+		printf("ok\n");
+	return failures ? 1 : 0;
+}

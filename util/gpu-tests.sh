@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+# GPU tests and the GPU benchmark, on a machine with a CUDA GPU, nvcc, meson and ninja but
+# nothing installable (the device tool's machines: /work/.library/device/README.md).
+#
+#   util/gpu-tests.sh --pack    here (Debian 12, apt): unpack Debian's libfabric and what it
+#                               needs (dpkg -x) into .gpu-deps/, which git ignores; carry it
+#   util/gpu-tests.sh           there: build into build-gpu/ against .gpu-deps/, then run the
+#                               device-memory tests against the real driver (ft_hmem: every byte
+#                               of every layout, device->device, device->host, host->device;
+#                               test_hmem_cuda) and the GPU benchmark (nc_gpu_bw).  Logs go to
+#                               $OUT when set (the device tool brings them back), else build-gpu/.
+# One line from this machine, with the device tool:
+#   run(command="util/gpu-tests.sh", carry=[".gpu-deps"])
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps=$root/.gpu-deps
+pkgs="libfabric1 libfabric-dev libfabric-bin ibverbs-providers libibverbs1 librdmacm1 libpsm-infinipath1
+      libpsm2-2 libnl-3-200 libnl-route-3-200 libnuma1 libatomic1 pkgconf pkgconf-bin
+      libpkgconf3"
+
+if [ "${1:-}" = "--pack" ]; then
+	rm -rf "$deps" && mkdir -p "$deps/debs" "$deps/root" || exit 1
+	(cd "$deps/debs" && apt-get download $pkgs) || exit 1
+	for d in "$deps"/debs/*.deb; do dpkg -x "$d" "$deps/root" || exit 1; done
+	rm -rf "$deps/debs"
+	# Debian reaches libpsm_infinipath.so.1 through an alternatives link: make it here
+	ln -sf ../libpsm1/libpsm_infinipath.so.1.16 \
+		"$deps/root/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/libpsm_infinipath.so.1"
+	# pkg-config files name /usr: point them at the unpacked tree
+	for pc in "$deps"/root/usr/lib/*/pkgconfig/*.pc; do
+		sed -i "s|^prefix=.*|prefix=$deps/root/usr|; s|^libdir=/usr|libdir=\${prefix}|; s|^includedir=/usr|includedir=\${prefix}|" "$pc"
+	done
+	du -sh "$deps"
+	exit 0
+fi
+
+[ -d "$deps/root" ] || { echo "no $deps: run util/gpu-tests.sh --pack first (and carry it)"; exit 1; }
+out=${OUT:-$root/build-gpu}
+mkdir -p "$out"
+multiarch=$(ls "$deps/root/usr/lib" | grep -- '-linux-gnu$' | head -1)
+lib=$deps/root/usr/lib/$multiarch
+# The pkg-config files were rewritten for the folder they were unpacked in: follow it here.
+for pc in "$lib"/pkgconfig/*.pc; do
+	sed -i "s|^prefix=.*|prefix=$deps/root/usr|" "$pc"
+done
+export LD_LIBRARY_PATH=$lib:$deps/root/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PKG_CONFIG_PATH=$lib/pkgconfig
+command -v pkg-config >/dev/null || export PKG_CONFIG=$deps/root/usr/bin/pkgconf
+export PATH=$PATH:/usr/local/cuda/bin
+{
+	nvidia-smi -L; nvcc --version | tail -1; ldd "$lib/libfabric.so.1" | grep "not found"
+	cd "$root" && rm -rf build-gpu && meson setup build-gpu -Dverbs=disabled \
+		-Dcuda=enabled -Dfault_injection=false >/dev/null && ninja -C build-gpu || exit 1
+	export FI_PROVIDER_PATH=$root/build-gpu/prov/ddtx
+	fi_info=$(ls "$deps"/root/usr/bin/fi_info 2>/dev/null)
+	FI_LOG_LEVEL=info ${fi_info:-true} -p ddtx -c FI_HMEM -v 2>&1 | grep -E "HMEM|kernels" | head -5
+	build-gpu/tests/fabtests/unit/test_hmem_cuda; echo "test_hmem_cuda: exit $?"
+	for t in offer d2d d2h h2d errors cancel; do
+		build-gpu/tests/fabtests/functional/ft_hmem "$t"; echo "ft_hmem $t: exit $?"
+	done
+	build-gpu/tests/fabtests/benchmarks/nc_gpu_bw; echo "nc_gpu_bw: exit $?"
+} 2>&1 | tee "$out/gpu-tests.log"
