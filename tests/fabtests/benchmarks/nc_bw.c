@@ -674,7 +674,9 @@ static int run_fabric(struct ft_ctx *ctx, const struct nc_cfg *cfg, const struct
 		.prov = cs->prov,
 		.caps = FI_TAGGED,
 		.mode = FI_CONTEXT | FI_CONTEXT2,
-		.node = strcmp(cs->prov, "tcp") == 0 ? "127.0.0.1" : NULL,
+		/* tcp binds to the address named; on a "host" of util/hosts.sh its own one */
+		.node = strcmp(cs->prov, "tcp") != 0 ? NULL :
+			getenv("DDTX_TEST_HOST_ADDR") ? getenv("DDTX_TEST_HOST_ADDR") : "127.0.0.1",
 	};
 	int ret = ft_open(ctx, &opts, &f->fe);
 	if (ret) {

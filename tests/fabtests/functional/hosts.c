@@ -7,6 +7,9 @@
  *    statistics must say that its same-host peers were reached through shm and the others
  *    through the fabric wire, and that each wire carried messages and RMA exactly when it had
  *    peers;
+ *  - all_to_all_4: the same exchange and RMA over whichever single wire FI_DDTX_WIRE names (no
+ *    statistics check): over the ofi wire on tcp;ofi_rxm, every rank sending to every other at
+ *    once hung there (messages above rxm's eager size lost their receive completions);
  *  - peer_host_gone: rank 2 (host B) takes its host's link down while rank 0 (host A) is sending
  *    it a large message: rank 0 gets an error completion within a bound, and its exchange with
  *    rank 1 (host A) goes on.
@@ -180,6 +183,21 @@ static int t_wire_per_peer(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+static int t_all_to_all(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_RMA | FI_READ |
+				    FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+			    .mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR};
+	fx_open(ctx, &o, &fx);
+	exchange(ctx, &fx);
+	rma(ctx, &fx);
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- a peer host that disappears --------------------------------------------------------- */
 
 #define GONE_LEN (8u << 20)
@@ -293,6 +311,7 @@ static int t_shm_isolated(struct ft_ctx *ctx, void *arg)
 static const struct fx_test tests[] = {
 	{"shm_isolated", 2, 60, t_shm_isolated, NULL},
 	{"wire_per_peer_4", 4, 120, t_wire_per_peer, NULL},
+	{"all_to_all_4", 4, 120, t_all_to_all, NULL},
 	{"peer_host_gone", 3, 150, t_peer_host_gone, NULL},
 };
 

@@ -116,9 +116,9 @@ static void define_params(void)
 			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
 			"(default: the first of them available)");
 	fi_param_define(&ddtx_prov, "fabric_timeout_ms", FI_PARAM_INT,
-			"multi wire: a peer on another host that has been silent this long while "
-			"operations wait on it, and does not answer a probe within as long again, "
-			"is gone: its operations fail; 0 = only when the fabric reports an error "
+			"multi wire, and the ofi wire used alone: a peer on another host that has "
+			"been silent this long while operations wait on it, and does not answer a "
+			"probe within as long again, is gone: its operations fail; 0 = only when the fabric reports an error "
 			"(default: 0)");
 	fi_param_define(&ddtx_prov, "local_wire", FI_PARAM_STRING,
 			"multi wire: the wire to peers on this host: shm, or none to send to them "

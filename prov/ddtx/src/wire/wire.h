@@ -52,8 +52,9 @@ struct ddtx_wire_params {
 				   * NULL = the first available of ofi, verbs */
 	bool local_off;           /* multi: same-host peers also through the fabric wire
 				   * (FI_DDTX_LOCAL_WIRE=none) */
-	int fabric_timeout_ms;    /* multi: a fabric peer silent this long while work waits on
-				   * it, and not answering a probe, is gone (0: never) */
+	int fabric_timeout_ms;    /* multi, and ofi used alone: a fabric peer silent this long
+				   * while work waits on it, and not answering a probe, is gone
+				   * (0: never) */
 };
 
 /*

@@ -73,6 +73,7 @@ static int multi_domain_open(const struct ddtx_wire_params *params, struct ddtx_
 	ddtx_multi_cleanup_stale();
 	dom->fabric_only = params && params->local_off;
 	dom->fabric_timeout_ms = params ? params->fabric_timeout_ms : 0;
+	sub.fabric_timeout_ms = 0;        /* multi probes its fabric peers itself */
 	sub.wire = "shm";
 	ret = ddtx_wire_domain_open(&sub, &dom->sub[DDTX_MULTI_LOCAL]);
 	if (ret)

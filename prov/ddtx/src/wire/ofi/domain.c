@@ -41,6 +41,36 @@ struct fi_info *ddtx_ofi_core_hints(const char *prov_name)
 	return hints;
 }
 
+/*
+ * The core's entries without ddtx's needs in the hints, each logged with what it lacks (the
+ * hinted fi_getinfo only says "no data").  How many were found.
+ */
+static int explain_refusal(const char *prov_name)
+{
+	struct fi_info *hints = fi_allocinfo(), *list = NULL;
+	int n = 0;
+
+	if (!hints)
+		return 0;
+	hints->fabric_attr->prov_name = strdup(prov_name);
+	hints->mode = ~0ull;
+	hints->domain_attr->mr_mode = ~(FI_MR_BASIC | FI_MR_SCALABLE);
+	if (hints->fabric_attr->prov_name &&
+	    !fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list)) {
+		for (struct fi_info *cur = list; cur; cur = cur->next, n++) {
+			const char *why = ddtx_ofi_unusable(cur);
+
+			DDTX_INFO(FI_LOG_CORE, "ofi: core %s domain %s (%s) skipped: %s\n",
+				  cur->fabric_attr->prov_name, cur->domain_attr->name,
+				  fi_tostr(&cur->ep_attr->type, FI_TYPE_EP_TYPE),
+				  why ? why : "does not match ddtx's hints (FI_ORDER_SAS, FI_THREAD_SAFE)");
+		}
+	}
+	fi_freeinfo(list);
+	fi_freeinfo(hints);
+	return n;
+}
+
 int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 {
 	struct fi_info *hints, *list = NULL, *found = NULL;
@@ -60,9 +90,10 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 	ret = fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (ret) {
-		DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\": no usable entry (fi_getinfo: "
-			  "%s; with FI_PROVIDER set, it must name the core too, e.g. "
-			  "FI_PROVIDER=ddtx,%s)\n", prov_name, fi_strerror(-ret), prov_name);
+		if (!explain_refusal(prov_name))
+			DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\": no entry (fi_getinfo: %s; "
+				  "with FI_PROVIDER set, it must name the core too, e.g. "
+				  "FI_PROVIDER=ddtx,%s)\n", prov_name, fi_strerror(-ret), prov_name);
 		return ret;
 	}
 	/* The core named exactly first ("tcp" is tcp's own RDM endpoint, not tcp;ofi_rxm), then
@@ -105,6 +136,29 @@ int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len)
 		strcpy(name, core->fabric_attr->prov_name);
 	fi_freeinfo(core);
 	return ret;
+}
+
+/*
+ * The largest message ofi_rxm sends eagerly: its bounce-buffer size (FI_OFI_RXM_BUFFER_SIZE,
+ * default 16384), which its eager limit never goes below.  Messages above it take rxm's
+ * segmentation or rendezvous protocols, and in libfabric 1.17 over tcp those lose receive
+ * completions when several peers send at once (ft_hosts wire_per_peer_4 and the 4 KiB PACK
+ * ping-pong hung; with FI_OFI_RXM_BUFFER_SIZE/EAGER_LIMIT raised above 64 KiB they pass), so the
+ * wire keeps every message within it.  0 for a core that is not an rxm stack.
+ */
+static size_t rxm_eager_floor(const char *prov_name)
+{
+	const char *v;
+	char *end;
+	unsigned long long n;
+
+	if (!strcasestr(prov_name, "ofi_rxm"))
+		return 0;
+	v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	if (!v || !*v)
+		return 16384;
+	n = strtoull(v, &end, 0);
+	return *end || n < 1024 ? 16384 : (size_t)n;
 }
 
 /* "auto" never picks the ofi wire (wire.c lists it last); it is there when asked for. */
@@ -152,6 +206,13 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);
+	size_t eager = rxm_eager_floor(dom->core->fabric_attr->prov_name);
+	if (eager && eager - DDTX_OFI_PAYLOAD_OFF < dom->caps.max_send_size) {
+		dom->caps.max_send_size = eager - DDTX_OFI_PAYLOAD_OFF;
+		dom->caps.inline_size = dom->caps.max_send_size;
+		DDTX_INFO(FI_LOG_CORE, "ofi: messages kept within %s's eager size, %zu bytes\n",
+			  dom->core->fabric_attr->prov_name, eager);
+	}
 	while (getrandom(&dom->next_core_key, sizeof(dom->next_core_key), 0) !=
 	       (ssize_t)sizeof(dom->next_core_key))
 		;

@@ -302,6 +302,7 @@ int ddtx_ofi_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t len,
 		return ret < 0 ? ret : -FI_EINVAL;
 	}
 	p->uid = b.uid;
+	ddtx_ofi_live_heard(ep, p);
 	memcpy(p->blob, addr, DDTX_OFI_BLOB_LEN);
 	/* Our own address: we know ourselves. */
 	p->heard = b.uid == ep->uid;
@@ -324,11 +325,4 @@ int ddtx_ofi_peer_addr(struct ddtx_wire_ep *wep, ddtx_peer_t peer, void *addr, s
 		return -FI_ETOOSMALL;
 	memcpy(addr, p->blob, DDTX_OFI_BLOB_LEN);
 	return 0;
-}
-
-bool ddtx_ofi_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
-{
-	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ddtx_oep_of(wep), peer);
-
-	return p && !p->dead;
 }

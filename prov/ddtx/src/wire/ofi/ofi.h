@@ -9,6 +9,7 @@
  *  send.c      messages through registered bounce buffers (send, claim/commit)
  *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
  *  progress.c  the CQ: receives, control messages, completions and errors
+ *  liveness.c  probes of peers that work waits on; a peer gone fails its operations
  *  name.c      service names: bind at and resolve to the core's address of (node, service)
  *  wire_ofi.c  the ddtx_wire_impl table
  *
@@ -40,6 +41,9 @@
 #define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
 #define DDTX_OFI_KEY_BUCKETS 4096
 #define DDTX_OFI_CQ_BATCH 16
+/* Bounce buffers one peer's unfinished sends may hold: a peer whose host vanished keeps its
+ * sends unfinished (the core gives them back only at close); the rest serve the other peers. */
+#define DDTX_OFI_TX_PER_PEER (DDTX_OFI_TX_BUFS / 2)
 /* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
  * a flood of forged sender addresses does not grow the table past it. */
 #define DDTX_OFI_MAX_PEERS (1u << 20)
@@ -90,7 +94,10 @@ struct ddtx_ofi_peer {
 	uint64_t uid;
 	uint8_t blob[DDTX_OFI_BLOB_LEN];
 	bool heard;                       /* it sent to us: it knows our blob */
-	bool dead;                        /* a send to it failed: the core lost it */
+	bool dead;                        /* a send to it failed, or it stopped answering */
+	uint32_t tx_inflight;             /* bounce buffers of its sends not completed */
+	uint64_t heard_ns;                /* when it last sent anything (liveness.c) */
+	uint64_t probe_ns;                /* when we probed it, unanswered since; 0: none */
 	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
 };
@@ -132,6 +139,8 @@ struct ddtx_ofi_op {
 	bool resolved;                    /* core_key and core_addr known */
 	bool parked;                      /* in ep->waiting */
 	bool counted;                     /* in the peer's reads/writes */
+	bool reported;                    /* failed and reported (peer gone) with work requests
+					   * still in the core: freed when they come back */
 	size_t nchunks, next_chunk;
 	struct ddtx_ofi_chunk *chunks;
 	struct ddtx_ofi_wr *wrs;
@@ -237,6 +246,8 @@ int ddtx_ofi_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_le
 void ddtx_ofi_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
 struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep);
 void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+/* A committed buffer back (sent, refused or dropped): also out of its peer's count. */
+void ddtx_ofi_tx_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
 /* Header (and our blob while the peer has not heard from us) into b; returns the payload. */
 uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddtx_peer_t peer,
 			     uint8_t type);
@@ -259,6 +270,8 @@ void ddtx_ofi_wr_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_wr *wr, int status
 int ddtx_ofi_rma_resume(struct ddtx_ofi_ep *ep);
 int ddtx_ofi_rma_report(struct ddtx_ofi_ep *ep);
 void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep);
+/* Fail the peer's writes and reads, parked or in flight (reported at the next progress). */
+void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status);
 
 /* A control message waiting for a send buffer. */
 struct ddtx_ofi_ctrl {
@@ -271,5 +284,12 @@ struct ddtx_ofi_ctrl {
 
 /* progress.c */
 int ddtx_ofi_ep_progress(struct ddtx_wire_ep *ep);
+/* A control message (KEY_REP, PROBE, ANSWER) now, or queued until a send buffer is free. */
+void ddtx_ofi_ctrl_send(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
+			const void *payload, size_t len);
+
+/* liveness.c */
+void ddtx_ofi_live_heard(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p);
+void ddtx_ofi_peer_gone(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
 
 #endif /* DDTX_WIRE_OFI_H */

@@ -78,6 +78,8 @@ enum {
 	DDTX_OFI_MSG_DATA = 1,     /* a ddtx_wire_send message for on_recv */
 	DDTX_OFI_MSG_KEY_REQ = 2,  /* what is app key K?  (space, key) */
 	DDTX_OFI_MSG_KEY_REP = 3,  /* the answer */
+	DDTX_OFI_MSG_PROBE = 4,    /* are you there?  (no payload; liveness.c) */
+	DDTX_OFI_MSG_ANSWER = 5,   /* yes (no payload) */
 };
 #define DDTX_OFI_F_ADDR 1u        /* the sender's blob follows the header */
 

@@ -9,27 +9,31 @@
 
 #include "wire/ofi/ofi.h"
 
-static void ctrl_send(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type, const void *payload,
-		      size_t len)
+void ddtx_ofi_ctrl_send(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
+			const void *payload, size_t len)
 {
 	struct ddtx_ofi_buf *b = ddtx_list_empty(&ep->ctrl) ? ddtx_ofi_tx_get(ep) : NULL;
 	struct ddtx_ofi_ctrl *c;
 
 	if (b) {
-		memcpy(ddtx_ofi_tx_prepare(ep, b, peer, type), payload, len);
+		if (len)
+			memcpy(ddtx_ofi_tx_prepare(ep, b, peer, type), payload, len);
+		else
+			ddtx_ofi_tx_prepare(ep, b, peer, type);
 		b->len = DDTX_OFI_PAYLOAD_OFF - b->start + len;
 		(void)ddtx_ofi_tx_post(ep, b, true);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		DDTX_WARN(FI_LOG_EP_DATA, "ofi: dropping a key answer to peer %u\n", peer);
+		DDTX_WARN(FI_LOG_EP_DATA, "ofi: dropping a control message to peer %u\n", peer);
 		return;
 	}
 	c->peer = peer;
 	c->type = type;
 	c->len = len;
-	memcpy(c->payload, payload, len);
+	if (len)
+		memcpy(c->payload, payload, len);
 	ddtx_list_push_back(&ep->ctrl, &c->entry);
 }
 
@@ -72,6 +76,7 @@ static int handle_msg(struct ddtx_ofi_ep *ep, const uint8_t *data, size_t len)
 		return 0;
 	}
 	ep->peers[peer]->heard = true;
+	ddtx_ofi_live_heard(ep, ep->peers[peer]);
 	data += off;
 	len -= off;
 	switch (h.type) {
@@ -90,9 +95,18 @@ static int handle_msg(struct ddtx_ofi_ep *ep, const uint8_t *data, size_t len)
 			key = (key << 8) | data[i];
 		ddtx_ofi_key_lookup(ep->dom, key, &rep);
 		ddtx_ofi_key_rep_pack(&rep, out);
-		ctrl_send(ep, peer, DDTX_OFI_MSG_KEY_REP, out, sizeof(out));
+		ddtx_ofi_ctrl_send(ep, peer, DDTX_OFI_MSG_KEY_REP, out, sizeof(out));
 		return 0;
 	}
+	case DDTX_OFI_MSG_PROBE:
+		if (len)
+			goto bad;
+		ddtx_ofi_ctrl_send(ep, peer, DDTX_OFI_MSG_ANSWER, NULL, 0);
+		return 0;
+	case DDTX_OFI_MSG_ANSWER:
+		if (len)
+			goto bad;
+		return 0;
 	case DDTX_OFI_MSG_KEY_REP: {
 		struct ddtx_ofi_key_rep rep;
 
@@ -172,7 +186,7 @@ static int complete(struct ddtx_ofi_ep *ep, void *ctx, size_t len, int status)
 				  fi_strerror(-status));
 			ep->peers[b->peer]->dead = true;
 		}
-		ddtx_ofi_tx_put(ep, b);
+		ddtx_ofi_tx_done(ep, b);
 		break;
 	}
 	case DDTX_OFI_WR:

@@ -11,10 +11,16 @@ const char *ddtx_ofi_unusable(const struct fi_info *core)
 	if (!core || !core->ep_attr || !core->tx_attr || !core->rx_attr || !core->domain_attr ||
 	    !core->fabric_attr)
 		return "incomplete fi_info";
-	if (core->ep_attr->type != FI_EP_RDM)
-		return "not FI_EP_RDM (ddtx has no connection set-up of its own for FI_EP_MSG)";
+	if (!(core->caps & FI_MSG))
+		return "lacks FI_MSG (the wire's messages)";
+	if (!(core->caps & FI_RMA))
+		return "lacks FI_RMA (the zero-copy schemes' writes and reads)";
 	if ((core->caps & DDTX_OFI_CORE_CAPS) != DDTX_OFI_CORE_CAPS)
-		return "lacks FI_MSG and FI_RMA with read and write";
+		return "lacks FI_READ, FI_WRITE or their remote side (FI_REMOTE_READ/WRITE)";
+	if (core->ep_attr->type != FI_EP_RDM)
+		return core->ep_attr->type == FI_EP_MSG ?
+		       "FI_EP_MSG only (ddtx has no connection set-up of its own for it)" :
+		       "not FI_EP_RDM (reliable datagrams)";
 	if (core->domain_attr->mr_mode & ~(uint64_t)(DDTX_OFI_MR_MODE | FI_MR_BASIC | FI_MR_SCALABLE))
 		return "requires mr_mode bits the ofi wire does not honour (FI_MR_PROV_KEY, "
 		       "FI_MR_ENDPOINT, FI_MR_RAW, FI_MR_HMEM...)";

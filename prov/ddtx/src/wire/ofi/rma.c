@@ -88,7 +88,10 @@ static void op_finish(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 		rkey_drop(ep, op->peer, op->rkey);
 	if (ep->handlers.on_complete)
 		ep->handlers.on_complete(ep->handler_arg, op->wr_context, op->status);
-	op_free(op);
+	if (op->pending)
+		op->reported = true;     /* its work requests still belong to the core */
+	else
+		op_free(op);
 }
 
 static void op_fail_later(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op, int status)
@@ -434,6 +437,10 @@ void ddtx_ofi_wr_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_wr *wr, int status
 		op->status = status;
 	if (--op->pending)
 		return;
+	if (op->reported) {
+		op_free(op);             /* failed when its peer went: nothing more to say */
+		return;
+	}
 	if (op->parked) {
 		if (!op->status)
 			return;          /* the rest is posted when the core takes it */
@@ -468,4 +475,32 @@ void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep)
 	while (!ddtx_list_empty(&ep->rkeys))
 		free(ddtx_container_of(ddtx_list_pop_front(&ep->rkeys), struct ddtx_ofi_rkey,
 				       entry));
+}
+
+void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&ep->ops, it, tmp)
+	{
+		struct ddtx_ofi_op *op = ddtx_container_of(it, struct ddtx_ofi_op, all);
+		bool in_done = false;
+
+		if (op->peer != peer || op->reported)
+			continue;
+		if (op->parked) {
+			ddtx_list_remove(&op->entry);
+			op->parked = false;
+			ep->peers[peer]->nparked--;
+		} else {
+			/* already in ep->done (failed inside a post call)? */
+			for (struct ddtx_list_entry *d = ep->done.head.next; d != &ep->done.head;
+			     d = d->next)
+				in_done = in_done || d == &op->entry;
+		}
+		if (!op->status)
+			op->status = status;
+		if (!in_done)
+			ddtx_list_push_back(&ep->done, &op->entry);
+	}
 }

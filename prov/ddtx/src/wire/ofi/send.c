@@ -23,6 +23,20 @@ void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 	ddtx_list_push_back(&ep->tx_free, &b->entry);
 }
 
+void ddtx_ofi_tx_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
+{
+	ep->peers[b->peer]->tx_inflight--;
+	ddtx_ofi_tx_put(ep, b);
+}
+
+/* A data message to p may take a buffer: p is alive and within its share of the pool. */
+static int tx_admit(const struct ddtx_ofi_peer *p)
+{
+	if (p->dead)
+		return -FI_EIO;
+	return p->tx_inflight < DDTX_OFI_TX_PER_PEER ? 0 : -FI_EAGAIN;
+}
+
 uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddtx_peer_t peer,
 			     uint8_t type)
 {
@@ -58,6 +72,7 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 	int ret = -FI_EAGAIN;
 
 	(void)defer;
+	ep->peers[b->peer]->tx_inflight++;
 	if (ddtx_list_empty(&ep->tx_deferred))
 		ret = post(ep, b);
 	if (ret == -FI_EAGAIN) {
@@ -68,7 +83,7 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 		DDTX_WARN(FI_LOG_EP_DATA, "ofi: fi_sendmsg to peer %u: %s\n", b->peer,
 			  fi_strerror(-ret));
 		ep->peers[b->peer]->dead = true;
-		ddtx_ofi_tx_put(ep, b);
+		ddtx_ofi_tx_done(ep, b);
 	}
 	return ret;
 }
@@ -78,16 +93,19 @@ void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep)
 	while (!ddtx_list_empty(&ep->tx_deferred)) {
 		struct ddtx_list_entry *e = ddtx_list_first(&ep->tx_deferred);
 		struct ddtx_ofi_buf *b = ddtx_container_of(e, struct ddtx_ofi_buf, entry);
-		int ret = post(ep, b);
+		/* not to a peer that is gone: the core would hold the buffer */
+		int ret = ep->peers[b->peer]->dead ? -FI_EIO : post(ep, b);
 
 		if (ret == -FI_EAGAIN)
 			return;
 		ddtx_list_remove(e);
-		if (ret) {
+		if (ret == -FI_EIO && ep->peers[b->peer]->dead) {
+			ddtx_ofi_tx_done(ep, b);
+		} else if (ret) {
 			DDTX_WARN(FI_LOG_EP_DATA, "ofi: deferred send to peer %u: %s\n", b->peer,
 				  fi_strerror(-ret));
 			ep->peers[b->peer]->dead = true;
-			ddtx_ofi_tx_put(ep, b);
+			ddtx_ofi_tx_done(ep, b);
 		}
 	}
 }
@@ -100,13 +118,15 @@ int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, s
 	struct ddtx_ofi_buf *b;
 	size_t total = hdr_len;
 	uint8_t *dst;
+	int ret;
 
 	if (!p || (hdr_len && !hdr) || ddtx_iov_check(iov, count, ep->dom->caps.max_sge, &total))
 		return -FI_EINVAL;
 	if (total > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
-	if (p->dead)
-		return -FI_EIO;
+	ret = tx_admit(p);
+	if (ret)
+		return ret;
 	b = ddtx_ofi_tx_get(ep);
 	if (!b)
 		return -FI_EAGAIN;
@@ -132,10 +152,11 @@ int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_l
 
 	if (!p || !buf)
 		return -FI_EINVAL;
-	if (p->dead)
-		return -FI_EIO;
 	if (min_len > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
+	int ret = tx_admit(p);
+	if (ret)
+		return ret;
 	b = ddtx_ofi_tx_get(ep);
 	if (!b)
 		return -FI_EAGAIN;
