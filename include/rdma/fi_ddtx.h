@@ -92,6 +92,11 @@ struct fi_ddtx_stats {
 	 * of a vector, or the device pack kernel; fallbacks: the forced way was impossible */
 	uint64_t hmem_copy_ops[FI_DDTX_HMEM_COPY_COUNT];
 	uint64_t hmem_copy_fallbacks;
+	/* Where the CUDA driver loads, which segments of data calls were asked about (one
+	 * cuPointerGetAttributes each) and which were answered by the domain's cache of pages
+	 * known to be host memory, in every domain (with FI_HMEM or without). */
+	uint64_t hmem_ptr_queries;
+	uint64_t hmem_ptr_cached;
 };
 
 /*

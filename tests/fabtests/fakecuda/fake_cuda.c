@@ -199,9 +199,14 @@ EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t len)
 	return copy(NULL, (uintptr_t)dst, NULL, (uintptr_t)src, len);
 }
 
+/* Calls of cuPointerGetAttributes so far, for tests that count what ddtx asks the driver
+ * (dlsym "fake_cuda_pointer_queries"; a real driver has no such symbol). */
+EXPORT unsigned long long fake_cuda_pointer_queries;
+
 /* Host memory: success with memory type 0 (as recent drivers answer for unknown memory). */
 EXPORT CUresult cuPointerGetAttributes(unsigned int n, int *attrs, void **data, CUdeviceptr p)
 {
+	__atomic_add_fetch(&fake_cuda_pointer_queries, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&lock);
 	struct alloc *a = find((uintptr_t)p, 1);
 	struct alloc copy_of = a ? *a : (struct alloc){ 0 };

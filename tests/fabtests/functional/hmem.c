@@ -23,13 +23,23 @@
  *              device MR, FI_HMEM_DEVICE_ONLY on host memory, FI_MULTI_RECV on device memory,
  *              freed device memory behind an MR descriptor: -FI_E*, no crash
  *   cancel     a posted device receive cancelled by the caller's context
+ *   host_queries  host memory only, in a domain without FI_HMEM and in one with it: the first
+ *              operation asks the driver about each segment (the stand-in counts its
+ *              cuPointerGetAttributes calls), later ones over the same buffers ask nothing
+ *              (fi_ddtx_stats.hmem_ptr_cached counts the segments answered from the domain's
+ *              host page cache); after munmap and a new mapping the driver is asked again;
+ *              every byte checked.  FI_DDTX_MR_MONITOR=0: no cache, every segment asked.
  *   semantics  on device memory: a truncated receive (FI_ETRUNC, the bytes that fit delivered,
  *              nothing past the buffer), fi_inject and fi_injectdata (no completion; the data
  *              arrives), selective completion (FI_COMPLETION only where asked; the data of the
  *              others arrives all the same, the counters count them)
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fx.h"
 
@@ -47,6 +57,7 @@ static struct {
 	cu_result (*free)(cu_ptr);
 	cu_result (*htod)(cu_ptr, const void *, size_t);
 	cu_result (*dtoh)(void *, cu_ptr, size_t);
+	unsigned long long *queries;   /* the stand-in's count of cuPointerGetAttributes calls */
 } cu;
 
 /* 0 with a device and its context current; FT_SKIP otherwise. */
@@ -70,6 +81,7 @@ static int cuda_open(void)
 	SYM(free, "cuMemFree_v2");
 	SYM(htod, "cuMemcpyHtoD_v2");
 	SYM(dtoh, "cuMemcpyDtoH_v2");
+	SYM(queries, "fake_cuda_pointer_queries");
 	if (!cu.init || !cu.alloc || cu.init(0) || cu.device_count(&n) || n < 1 ||
 	    cu.device_get(&dev, 0) || cu.ctx_retain(&ctx, dev) || cu.ctx_set(ctx)) {
 		printf("SKIP: no CUDA device\n");
@@ -551,6 +563,137 @@ static int t_semantics(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* Driver pointer queries this process made so far (the stand-in's count). */
+static unsigned long long driver_queries(void)
+{
+	return __atomic_load_n(cu.queries, __ATOMIC_RELAXED);
+}
+
+/* Can this process have a userfaultfd (what ddtx's memory monitor needs)? */
+static bool have_userfaultfd(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1 /* USER_MODE_ONLY */);
+	if (fd < 0)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* One message of `count` blocks of `block` bytes `stride` apart from rank 0's buffer to rank
+ * 1's, every byte of the receiver's buffer checked; returns this rank's driver queries and
+ * host-cache answers in *queries / *cached. */
+static void host_round(struct ft_ctx *ctx, struct fx *fx, uint8_t *buf, size_t count,
+		       size_t block, size_t stride, uint64_t seed, unsigned long long *queries,
+		       unsigned long long *cached)
+{
+	static struct iovec iov[1024];
+	size_t span = count * stride, total = count * block;
+	struct fi_ddtx_stats s0, s1;
+	struct fx_comp c;
+
+	for (size_t i = 0; i < count; i++)
+		iov[i] = (struct iovec){ buf + i * stride, block };
+	if (ctx->rank == 0)
+		fx_fill(buf, span, seed, 0);
+	else
+		memset(buf, 0xa5, span);
+	fx_stats(fx, &s0);
+	unsigned long long q0 = driver_queries();
+	if (ctx->rank == 0) {
+		fx_pbarrier(ctx, fx); /* the receive is posted */
+		FX_OK(fx, fi_sendv(fx->ep, iov, NULL, count, fx->peers[1], NULL));
+		fx_wait(fx, 1, &c, TMO);
+	} else {
+		FX_OK(fx, fi_recvv(fx->ep, iov, NULL, count, FI_ADDR_UNSPEC, NULL));
+		fx_pbarrier(ctx, fx);
+		fx_wait(fx, 1, &c, TMO);
+		FT_CHECK(c.len == total, "host_queries: received %zu of %zu bytes", c.len, total);
+	}
+	*queries = driver_queries() - q0;
+	fx_stats(fx, &s1);
+	*cached = s1.hmem_ptr_cached - s0.hmem_ptr_cached;
+	FT_CHECK(s1.hmem_ptr_queries - s0.hmem_ptr_queries == *queries,
+		 "host_queries: stats count %llu queries, the driver saw %llu",
+		 (unsigned long long)(s1.hmem_ptr_queries - s0.hmem_ptr_queries), *queries);
+	FT_CHECK(*queries + *cached == count, "host_queries: %llu asked + %llu cached of %zu "
+		 "segments", *queries, *cached, count);
+	if (ctx->rank == 1) {
+		uint8_t *want = fx_alloc(span);
+		fx_fill(want, span, seed, 0);
+		for (size_t i = 0; i < span; i++) {
+			uint8_t w = i % stride < block ? want[i] : 0xa5;
+			FT_CHECK(buf[i] == w, "host_queries: byte %zu of %zu is %#x, want %#x", i,
+				 span, buf[i], w);
+		}
+		free(want);
+	}
+	fx_pbarrier(ctx, fx);
+}
+
+static int t_host_queries(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	if (!cu.queries) {
+		printf("SKIP: not the test stand-in for libcuda (no query count)\n");
+		return FT_SKIP;
+	}
+	bool monitor = fx_env_long("FI_DDTX_MR_MONITOR", 1) != 0;
+	if (monitor && !have_userfaultfd()) {
+		printf("SKIP: no userfaultfd here: ddtx's memory monitor (and this cache) is off\n");
+		return FT_SKIP;
+	}
+	/* An eager-sized vector of small blocks, and a rendezvous-sized one over 2 MiB. */
+	static const struct { size_t count, block, stride; } shapes[] = {
+		{ 256, 64, 256 }, { 512, 2048, 4096 } };
+	struct fx_opts plain = {.caps = FI_MSG | FI_TAGGED};
+	const struct fx_opts *opts[] = { &plain, &hmem_opts };
+	uint64_t seed = 100;
+	for (size_t o = 0; o < 2; o++) {
+		struct fx fx;
+		fx_open(ctx, opts[o], &fx);
+		for (size_t k = 0; k < 2; k++) {
+			size_t count = shapes[k].count, span = count * shapes[k].stride;
+			unsigned long long q, hit;
+			uint8_t *buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			FT_CHECK(buf != MAP_FAILED, "mmap");
+			host_round(ctx, &fx, buf, count, shapes[k].block, shapes[k].stride, seed++,
+				   &q, &hit);
+			FT_CHECK(q > 0, "host_queries: the first operation asked the driver nothing");
+			for (int r = 0; r < 3; r++) {
+				host_round(ctx, &fx, buf, count, shapes[k].block, shapes[k].stride,
+					   seed++, &q, &hit);
+				if (monitor)
+					FT_CHECK(q == 0 && hit == count, "host_queries (%s, %zu "
+						 "segments): steady state asked the driver %llu times",
+						 o ? "FI_HMEM" : "no FI_HMEM", count, q);
+				else
+					FT_CHECK(q == count && hit == 0, "host_queries: no monitor, "
+						 "yet %llu of %zu segments answered without the "
+						 "driver", hit, count);
+			}
+			/* New memory at the same address: what was learned is forgotten. */
+			FT_CHECK(munmap(buf, span) == 0, "munmap");
+			uint8_t *again = mmap(buf, span, PROT_READ | PROT_WRITE,
+					      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+					      0);
+			FT_CHECK(again != MAP_FAILED, "mmap again");
+			host_round(ctx, &fx, again, count, shapes[k].block, shapes[k].stride, seed++,
+				   &q, &hit);
+			FT_CHECK(q > 0, "host_queries: memory mapped anew answered from the cache "
+				 "(%llu cached)", hit);
+			munmap(again, span);
+		}
+		fx_close(&fx);
+	}
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"semantics", 2, 60, t_semantics, NULL},
 	{"offer", 1, 30, t_offer, NULL},
@@ -559,6 +702,7 @@ static const struct fx_test tests[] = {
 	{"h2d", 2, 120, t_move, "h2d"},
 	{"errors", 1, 30, t_errors, NULL},
 	{"cancel", 1, 30, t_cancel, NULL},
+	{"host_queries", 2, 60, t_host_queries, NULL},
 };
 
 int main(int argc, char **argv)

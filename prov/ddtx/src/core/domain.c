@@ -188,6 +188,9 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->hmem_copy_errors), U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_SEGMENTS]),
 		U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_2D]),
 		U(s->hmem_copy_ops[FI_DDTX_HMEM_COPY_KERNEL]), U(s->hmem_copy_fallbacks));
+	fprintf(stderr, "ddtx stats:   device memory detection: driver pointer queries %llu "
+			"answered by the host page cache %llu\n", U(s->hmem_ptr_queries),
+		U(s->hmem_ptr_cached));
 #undef U
 }
 

@@ -18,6 +18,7 @@
 
 #include "common/settings.h"
 #include "engine/gpu_kernels.h"
+#include "engine/host_pages.h"
 #include "engine/hmem_copy.h"
 #include "hmem/hmem.h"
 #include "proto/proto_internal.h"
@@ -102,7 +103,9 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 /*
  * Which of iov's segments are device memory: 0 when none is (or CUDA is absent: the common
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
- * without FI_HMEM.  attr (count entries) is filled when 1 is returned.
+ * without FI_HMEM.  attr (count entries) is filled when 1 is returned.  Segments starting in
+ * a page the domain already knows as host memory (engine/host_pages.h) skip the driver: on a
+ * GPU host a host-only job would otherwise pay a driver call per iov entry per operation.
  */
 static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 		    struct ddtx_hmem_attr **attr)
@@ -117,7 +120,18 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 		struct ddtx_hmem_attr one;
 		if (!iov[i].iov_len)
 			continue;
-		ddtx_hmem_detect(iov[i].iov_base, &one);
+		if (ddtx_host_pages_known(pep->pd->host_pages, iov[i].iov_base)) {
+			pep->pd->stats.hmem_ptr_cached++;
+			if (!a)
+				continue;
+			memset(&one, 0, sizeof(one));
+			one.device = -1;
+		} else {
+			ddtx_hmem_detect(iov[i].iov_base, &one);
+			pep->pd->stats.hmem_ptr_queries++;
+			if (one.iface == DDTX_HMEM_SYSTEM)
+				ddtx_host_pages_learn(pep->pd->host_pages, iov[i].iov_base);
+		}
 		if (one.iface == DDTX_HMEM_SYSTEM && !a)
 			continue;
 		if (!a && !(a = calloc(count, sizeof(*a))))

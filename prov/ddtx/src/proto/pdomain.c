@@ -8,6 +8,7 @@
 
 #include "engine/layout.h"
 #include "engine/mkey_pool.h"
+#include "engine/host_pages.h"
 #include "engine/mr_watch.h"
 #include "engine/regcache.h"
 #include "engine/scheme.h"
@@ -95,6 +96,11 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
 	ret = ddtx_mr_watch_open(ddtx_settings.mr_monitor, &pd->mr_watch);
 	if (ret)
 		goto fail_layouts;
+	ret = ddtx_host_pages_open(pd->mr_watch, &pd->host_pages);
+	if (ret) {
+		ddtx_mr_watch_close(pd->mr_watch);
+		goto fail_layouts;
+	}
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
 	*out = pd;
 	return 0;
@@ -125,6 +131,7 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 	ddtx_layout_cache_close(pd->layouts);
 	ddtx_mkey_pool_close(pd->pool);
 	ddtx_regcache_close(pd->regcache);
+	ddtx_host_pages_close(pd->host_pages);
 	ddtx_mr_watch_close(pd->mr_watch);
 	ddtx_wire_domain_close(pd->wire);
 	free(pd);
