@@ -22,7 +22,9 @@
 
 #include <rdma/fi_errno.h>
 #include "common/itree.h"
+#include "engine/host_pages.h"
 #include "engine/memmon.h"
+#include "engine/mr_watch.h"
 #include "engine/regcache.h"
 #include "wire/wire.h"
 
@@ -1209,6 +1211,126 @@ static int test_bench(void)
 	return 0;
 }
 
+/* ---- host pages: what the CUDA driver called host memory, forgotten when the memory goes ---- */
+
+static void hp_info(struct ddtx_host_pages *hp, struct ddtx_host_pages_info *i)
+{
+	ddtx_host_pages_info(hp, i);
+}
+
+static int test_host_pages(void)
+{
+	struct ddtx_mr_watch *mw;
+	struct ddtx_host_pages *hp;
+	struct ddtx_host_pages_info in;
+
+	pg = (size_t)sysconf(_SC_PAGESIZE);
+	/* No monitor: nothing is learned, every lookup misses. */
+	CHECK(ddtx_mr_watch_open(false, &mw) == 0 && ddtx_host_pages_open(mw, &hp) == 0, "open");
+	uint8_t *p = map(8 * pg);
+	ddtx_host_pages_learn(hp, p);
+	CHECK(!ddtx_host_pages_known(hp, p), "learned without a monitor");
+	ddtx_host_pages_close(hp);
+	ddtx_mr_watch_close(mw);
+
+	CHECK(ddtx_mr_watch_open(true, &mw) == 0 && ddtx_host_pages_open(mw, &hp) == 0, "open");
+	if (!ddtx_mr_watch_monitored(mw)) {
+		printf("SKIP: no memory monitor in this environment\n");
+		ddtx_host_pages_close(hp);
+		ddtx_mr_watch_close(mw);
+		return 77;
+	}
+	/* The page of the address asked about, and only it. */
+	ddtx_host_pages_learn(hp, p + pg + 100);
+	CHECK(ddtx_host_pages_known(hp, p + pg), "page start");
+	CHECK(ddtx_host_pages_known(hp, p + 2 * pg - 1), "page end");
+	CHECK(!ddtx_host_pages_known(hp, p + 2 * pg), "next page known");
+	CHECK(!ddtx_host_pages_known(hp, p + pg - 1), "previous page known");
+	/* Neighbours merge: pages 1, 3, then 2 joins them, 0 extends the run. */
+	ddtx_host_pages_learn(hp, p + 3 * pg);
+	hp_info(hp, &in);
+	CHECK(in.runs == 2 && in.learned == 2, "two runs (%zu)", in.runs);
+	ddtx_host_pages_learn(hp, p + 2 * pg + 7);
+	hp_info(hp, &in);
+	CHECK(in.runs == 1, "pages 1..3 one run (%zu)", in.runs);
+	ddtx_host_pages_learn(hp, p);
+	ddtx_host_pages_learn(hp, p + 5);        /* known already: nothing new */
+	hp_info(hp, &in);
+	CHECK(in.runs == 1 && in.learned == 4, "pages 0..3 one run (%zu runs, %llu learned)",
+	      in.runs, (unsigned long long)in.learned);
+	for (size_t i = 0; i < 4 * pg; i += 512)
+		CHECK(ddtx_host_pages_known(hp, p + i), "byte %zu of the run", i);
+	CHECK(!ddtx_host_pages_known(hp, p + 4 * pg), "past the run");
+
+	/* munmap of one page: the whole run is forgotten at the next poll, not before. */
+	CHECK(munmap(p + 2 * pg, pg) == 0, "munmap");
+	ddtx_mr_watch_poll(mw);
+	CHECK(!ddtx_host_pages_known(hp, p) && !ddtx_host_pages_known(hp, p + 3 * pg),
+	      "unmapped run still known");
+	hp_info(hp, &in);
+	CHECK(in.runs == 0 && in.forgotten == 1, "forgotten (%zu runs, %llu)", in.runs,
+	      (unsigned long long)in.forgotten);
+	/* A new mapping there is learned afresh (the driver is asked again first). */
+	uint8_t *q = remap_at(p + 2 * pg, pg, 1);
+	ddtx_host_pages_learn(hp, q);
+	CHECK(ddtx_host_pages_known(hp, q), "relearned");
+
+	/* madvise(DONTNEED) counts as gone, as for registrations. */
+	ddtx_host_pages_learn(hp, p + 5 * pg);
+	CHECK(ddtx_host_pages_known(hp, p + 5 * pg), "page 5");
+	CHECK(madvise(p + 5 * pg, pg, MADV_DONTNEED) == 0, "madvise");
+	ddtx_mr_watch_poll(mw);
+	CHECK(!ddtx_host_pages_known(hp, p + 5 * pg), "page 5 after DONTNEED");
+
+	/* SysV shm cannot be watched: never learned. */
+	int id = shmget(IPC_PRIVATE, pg, IPC_CREAT | 0600);
+	if (id >= 0) {
+		uint8_t *shm = shmat(id, NULL, 0);
+		shmctl(id, IPC_RMID, NULL);
+		if (shm != (void *)-1) {
+			ddtx_host_pages_learn(hp, shm);
+			CHECK(!ddtx_host_pages_known(hp, shm), "SysV shm learned");
+			shmdt(shm);
+		}
+	}
+
+	/* Full: learning one more run forgets them all. */
+	munmap(q, pg);
+	ddtx_mr_watch_poll(mw);
+	hp_info(hp, &in);
+	CHECK(in.runs == 0, "empty before filling (%zu runs)", in.runs);
+	size_t n = DDTX_HOST_PAGES_MAX_RUNS + 1;
+	uint8_t *big = map(2 * n * pg);
+	hp_info(hp, &in);
+	uint64_t resets = in.resets;
+	for (size_t i = 0; i < n; i++)
+		ddtx_host_pages_learn(hp, big + 2 * i * pg);     /* every other page: no merges */
+	hp_info(hp, &in);
+	CHECK(in.resets == resets + 1 && in.runs == 1, "full: %llu resets, %zu runs",
+	      (unsigned long long)(in.resets - resets), in.runs);
+	CHECK(ddtx_host_pages_known(hp, big + 2 * (n - 1) * pg), "the newest run kept");
+	munmap(big, 2 * n * pg);
+	ddtx_mr_watch_poll(mw);
+
+	/* A forked child: no monitor there, so nothing it knew is trusted. */
+	ddtx_host_pages_learn(hp, p + 6 * pg);
+	pid_t pid = fork();
+	if (pid == 0) {
+		ddtx_mr_watch_poll(mw);                 /* notices the fork */
+		_exit(ddtx_host_pages_known(hp, p + 6 * pg) ? 1 : 0);
+	}
+	int status = 0;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child trusted its parent's pages");
+	CHECK(ddtx_host_pages_known(hp, p + 6 * pg), "parent forgot after fork");
+
+	ddtx_host_pages_close(hp);
+	ddtx_mr_watch_close(mw);
+	munmap(p, 2 * pg);
+	munmap(p + 3 * pg, 5 * pg);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1221,6 +1343,7 @@ int main(int argc, char **argv)
 		{ "twocaches", test_twocaches },
 		{ "nomonitor", test_nomonitor }, { "fork", test_fork },
 		{ "concurrent", test_concurrent }, { "bench", test_bench },
+		{ "host_pages", test_host_pages },
 	};
 	int ran = 0, ret = 0;
 

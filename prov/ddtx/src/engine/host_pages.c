@@ -109,7 +109,7 @@ void ddtx_host_pages_learn(struct ddtx_host_pages *hp, const void *addr)
 	bool complete;
 
 	if (!ddtx_mr_watch_monitored(hp->mw) || s > UINTPTR_MAX - 2 * hp->page ||
-	    ddtx_host_pages_known(hp, addr))
+	    run_at(hp, s))
 		return;
 	if (hp->runs.count >= DDTX_HOST_PAGES_MAX_RUNS) {
 		hp->info.resets++;
