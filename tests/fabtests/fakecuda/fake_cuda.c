@@ -11,12 +11,22 @@
  * copies go through a second, writable mapping.  A freed allocation keeps its PROT_NONE
  * reservation (the address is not reused, as CUDA's VA space) and is unknown to the driver
  * from then on.  FAKE_CUDA_DEVICES sets the device count (default 1; 0 = a driver with no GPU).
+ *
+ * CUDA IPC works across real processes: an allocation keeps its memfd open (named after its
+ * buffer id), its handle names the owner's pid, that descriptor and the id, and
+ * cuIpcOpenMemHandle maps /proc/PID/fd/FD after checking the name still carries the id (so a
+ * handle of a freed allocation, whose descriptor was closed or reused, is refused, as is a
+ * forged one).  The mapping is PROT_NONE to the host like any other device memory: only the
+ * copy calls below touch its bytes.  The *Async calls run synchronously (one stream).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -30,6 +40,8 @@ enum {
 	CUDA_ERROR_NOT_INITIALIZED = 3,
 	CUDA_ERROR_NO_DEVICE = 100,
 	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_SUPPORTED = 801,
 };
 enum {
@@ -46,6 +58,8 @@ struct alloc {
 	size_t len;
 	unsigned long long id;
 	int device;
+	int fd;                 /* the memfd (owner: what a peer's IPC open names), or -1 */
+	int imported;           /* mapped from a peer's IPC handle (closed, not freed) */
 };
 
 #define MAX_ALLOCS 4096
@@ -73,6 +87,21 @@ static struct alloc *find(uintptr_t p, size_t len)
 			return a;
 	}
 	return NULL;
+}
+
+static size_t page_round(size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (len + page - 1) / page * page;
+}
+
+/* Does p fall in any reservation, live or freed?  (Host code must never touch those.) */
+static int reserved(uintptr_t p)
+{
+	for (size_t i = 0; i < nallocs; i++)
+		if (p >= allocs[i].dev && p - allocs[i].dev < page_round(allocs[i].len))
+			return 1;
+	return 0;
 }
 
 EXPORT CUresult cuInit(unsigned int flags)
@@ -119,48 +148,156 @@ EXPORT CUresult cuCtxSynchronize(void)
 	return CUDA_SUCCESS;
 }
 
+/* Map fd twice (PROT_NONE "device" address, writable shadow) and record it; under lock. */
+static CUresult add_mapping(int fd, size_t len, int keep_fd, int imported, CUdeviceptr *out)
+{
+	size_t mapped = page_round(len);
+	if (nallocs == MAX_ALLOCS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	void *dev = mmap(NULL, mapped, PROT_NONE, MAP_SHARED, fd, 0);
+	void *shadow = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (dev == MAP_FAILED || shadow == MAP_FAILED) {
+		if (dev != MAP_FAILED)
+			munmap(dev, mapped);
+		if (shadow != MAP_FAILED)
+			munmap(shadow, mapped);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	allocs[nallocs++] = (struct alloc){ (uintptr_t)dev, shadow, len, next_id++, current,
+					    keep_fd ? fd : -1, imported };
+	*out = (uintptr_t)dev;
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t len)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t mapped = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
 	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+	char name[64];
 
 	if (current < 0)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!len)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&lock);
-	int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
-	if (fd >= 0 && nallocs < MAX_ALLOCS && !ftruncate(fd, (off_t)mapped)) {
-		void *dev = mmap(NULL, mapped, PROT_NONE, MAP_SHARED, fd, 0);
-		void *shadow = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (dev != MAP_FAILED && shadow != MAP_FAILED) {
-			allocs[nallocs++] = (struct alloc){ (uintptr_t)dev, shadow, len, next_id++,
-							    current };
-			*out = (uintptr_t)dev;
-			r = CUDA_SUCCESS;
-		}
-	}
-	if (fd >= 0)
+	snprintf(name, sizeof(name), "fake-cuda-%d-%llu", (int)getpid(), next_id);
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd >= 0 && !ftruncate(fd, (off_t)page_round(len)))
+		r = add_mapping(fd, len, 1, 0, out);
+	if (r && fd >= 0)
 		close(fd);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Free (or IPC-close) the mapping at p: the shadow goes, the PROT_NONE reservation stays. */
+static CUresult release(CUdeviceptr p, int imported)
+{
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+
+	pthread_mutex_lock(&lock);
+	struct alloc *a = find((uintptr_t)p, 0);
+	if (a && a->dev == p && a->imported == imported) {
+		munmap(a->shadow, page_round(a->len));
+		a->shadow = NULL; /* the PROT_NONE reservation stays: the address is not reused */
+		if (a->fd >= 0)
+			close(a->fd);
+		a->fd = -1;
+		r = CUDA_SUCCESS;
+	}
 	pthread_mutex_unlock(&lock);
 	return r;
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
 {
+	return release(p, 0);
+}
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
+{
+	pthread_mutex_lock(&lock);
+	struct alloc *a = find((uintptr_t)p, 1);
+	if (a) {
+		if (base)
+			*base = a->dev;
+		if (size)
+			*size = a->len;
+	}
+	pthread_mutex_unlock(&lock);
+	return a ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+/* CUipcMemHandle as the stand-in fills it. */
+struct ipc_handle {
+	unsigned int magic;
+	int pid, fd, device;
+	unsigned long long id, len;
+	char unused[32];
+};
+_Static_assert(sizeof(struct ipc_handle) == 64, "CUipcMemHandle is 64 bytes");
+#define IPC_MAGIC 0xfa4ecda1u
+
+EXPORT CUresult cuIpcGetMemHandle(struct ipc_handle *h, CUdeviceptr p)
+{
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 
 	pthread_mutex_lock(&lock);
 	struct alloc *a = find((uintptr_t)p, 0);
-	if (a && a->dev == p) {
-		long page = sysconf(_SC_PAGESIZE);
-		munmap(a->shadow, (a->len + (size_t)page - 1) / (size_t)page * (size_t)page);
-		a->shadow = NULL; /* the PROT_NONE reservation stays: the address is not reused */
+	if (a && a->dev == p && !a->imported && a->fd >= 0) {
+		memset(h, 0, sizeof(*h));
+		*h = (struct ipc_handle){ IPC_MAGIC, (int)getpid(), a->fd, a->device, a->id, a->len,
+					  { 0 } };
 		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+/* Is fd (of /proc/PID/fd) the owner's memfd for allocation id? */
+static int names_allocation(const char *path, int pid, unsigned long long id)
+{
+	char link[128], want[96];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+
+	if (n < 0)
+		return 0;
+	link[n] = 0;
+	snprintf(want, sizeof(want), "/memfd:fake-cuda-%d-%llu ", pid, id);
+	return !strncmp(link, want, strlen(want));
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *out, struct ipc_handle h, unsigned int flags)
+{
+	char path[64], self[64];
+	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	struct stat st;
+
+	(void)flags;
+	if (current < 0)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (h.magic != IPC_MAGIC || h.pid <= 0 || h.fd < 0 || !h.len || h.pid == (int)getpid())
+		return CUDA_ERROR_INVALID_HANDLE;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", h.pid, h.fd);
+	if (!names_allocation(path, h.pid, h.id))
+		return CUDA_ERROR_INVALID_HANDLE;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* The descriptor may have been closed and reused between the check and the open. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (names_allocation(self, h.pid, h.id) && !fstat(fd, &st) &&
+	    (unsigned long long)st.st_size >= h.len) {
+		pthread_mutex_lock(&lock);
+		r = add_mapping(fd, (size_t)h.len, 0, 1, out);
+		pthread_mutex_unlock(&lock);
+	}
+	close(fd);
+	return r;
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr p)
+{
+	return release(p, 1);
 }
 
 static CUresult copy(void *dst, uintptr_t ddst, const void *src, uintptr_t dsrc, size_t len)
@@ -286,5 +423,31 @@ EXPORT CUresult cuMemAllocHost_v2(void **p, size_t len)
 EXPORT CUresult cuMemFreeHost(void *p)
 {
 	free(p);
+	return CUDA_SUCCESS;
+}
+
+/* Unified addressing: either side is device memory (ours or a peer's mapping) or host. */
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, void *stream)
+{
+	(void)stream;
+	pthread_mutex_lock(&lock);
+	int ddev = find((uintptr_t)dst, len) != NULL, sdev = find((uintptr_t)src, len) != NULL;
+	int freed = (!ddev && reserved((uintptr_t)dst)) || (!sdev && reserved((uintptr_t)src));
+	pthread_mutex_unlock(&lock);
+	if (freed) /* freed device memory: refused, as by the driver (never a host access) */
+		return CUDA_ERROR_INVALID_VALUE;
+	return copy(ddev ? NULL : (void *)(uintptr_t)dst, ddev ? (uintptr_t)dst : 0,
+		    sdev ? NULL : (const void *)(uintptr_t)src, sdev ? (uintptr_t)src : 0, len);
+}
+
+EXPORT CUresult cuMemcpy2DAsync_v2(const struct memcpy2d *d, void *stream)
+{
+	(void)stream;
+	return cuMemcpy2D_v2(d);
+}
+
+EXPORT CUresult cuStreamSynchronize(void *stream)
+{
+	(void)stream;
 	return CUDA_SUCCESS;
 }

@@ -21,6 +21,11 @@ typedef unsigned long long cu_deviceptr;         /* CUdeviceptr (64-bit builds) 
 typedef int cu_device;                           /* CUdevice */
 typedef void *cu_context;                        /* CUcontext */
 
+/* CUipcMemHandle: passed by value to cuIpcOpenMemHandle. */
+struct cu_ipc_handle {
+	char reserved[64];
+};
+
 /* Primary contexts of the devices ddtx touches (one is made current before a driver call). */
 #define DDTX_HMEM_MAX_DEVICES 64
 
@@ -33,6 +38,7 @@ enum {
 	CU_MEMORYTYPE_HOST = 1,
 	CU_MEMORYTYPE_DEVICE = 2,
 	CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1,
+	CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
 };
 
 static struct {
@@ -63,6 +69,13 @@ static struct {
 	cu_result (*copy_2d)(const void *desc);
 	cu_result (*host_alloc)(void **p, size_t len);
 	cu_result (*host_free)(void *p);
+	cu_result (*addr_range)(cu_deviceptr *base, size_t *size, cu_deviceptr ptr);
+	cu_result (*ipc_get)(void *handle, cu_deviceptr ptr);
+	cu_result (*ipc_open)(cu_deviceptr *ptr, struct cu_ipc_handle handle, unsigned int flags);
+	cu_result (*ipc_close)(cu_deviceptr ptr);
+	cu_result (*copy_async)(cu_deviceptr dst, cu_deviceptr src, size_t len, void *stream);
+	cu_result (*copy_2d_async)(const void *desc, void *stream);
+	cu_result (*stream_sync)(void *stream);
 	int ndevices;
 	pthread_mutex_t ctx_lock;
 	cu_context ctx[DDTX_HMEM_MAX_DEVICES];
@@ -117,6 +130,14 @@ static void cuda_load(void)
 	CU_SYM(copy_2d, "cuMemcpy2D_v2");
 	CU_SYM(host_alloc, "cuMemAllocHost_v2");
 	CU_SYM(host_free, "cuMemFreeHost");
+	/* Optional: CUDA IPC and the copy engine's asynchronous copies (device to device). */
+	CU_SYM(addr_range, "cuMemGetAddressRange_v2");
+	CU_SYM(ipc_get, "cuIpcGetMemHandle");
+	CU_SYM(ipc_open, "cuIpcOpenMemHandle_v2");
+	CU_SYM(ipc_close, "cuIpcCloseMemHandle");
+	CU_SYM(copy_async, "cuMemcpyAsync");
+	CU_SYM(copy_2d_async, "cuMemcpy2DAsync_v2");
+	CU_SYM(stream_sync, "cuStreamSynchronize");
 	DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver with %d device(s)\n", cu.ndevices);
 	cu.ok = true;
 	return;
@@ -373,4 +394,112 @@ void ddtx_hmem_host_free(void *p, bool pinned)
 		(void)cu.host_free(p);
 	else
 		free(p);
+}
+
+_Static_assert(sizeof(struct cu_ipc_handle) == DDTX_HMEM_IPC_HANDLE_BYTES, "CUipcMemHandle");
+
+int ddtx_hmem_ipc_export(const void *addr, struct ddtx_hmem_ipc *out)
+{
+	struct ddtx_hmem_attr a;
+	cu_deviceptr base = 0;
+	size_t size = 0;
+	int ret;
+
+	if (!ddtx_hmem_cuda_available() || !cu.addr_range || !cu.ipc_get)
+		return -FI_ENOSYS;
+	ddtx_hmem_detect(addr, &a);
+	if (a.iface != DDTX_HMEM_CUDA)
+		return -FI_EINVAL;
+	if ((ret = use_device(a.device)))
+		return ret;
+	memset(out, 0, sizeof(*out));
+	if (cu.addr_range(&base, &size, (cu_deviceptr)(uintptr_t)addr) != 0 ||
+	    cu.ipc_get(out->handle, base) != 0) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: no IPC handle for the allocation of %p\n", addr);
+		return -FI_EIO;
+	}
+	out->base = base;
+	out->size = size;
+	out->buffer_id = a.buffer_id;
+	out->device = a.device;
+	return 0;
+}
+
+int ddtx_hmem_ipc_open(int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
+		       void **base)
+{
+	struct cu_ipc_handle h;
+	cu_deviceptr p = 0;
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (!cu.ipc_open || !cu.ipc_close)
+		return -FI_ENOSYS;
+	memcpy(h.reserved, handle, sizeof(h.reserved));
+	cu_result r = cu.ipc_open(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+	if (r != 0 || !p) {
+		DDTX_INFO(FI_LOG_EP_DATA, "hmem: IPC handle refused (CUresult %d)\n", r);
+		return -FI_EIO;
+	}
+	*base = (void *)(uintptr_t)p;
+	return 0;
+}
+
+int ddtx_hmem_ipc_close(int device, void *base)
+{
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (!cu.ipc_close)
+		return -FI_ENOSYS;
+	return cu.ipc_close((cu_deviceptr)(uintptr_t)base) ? -FI_EIO : 0;
+}
+
+int ddtx_hmem_copy_batch(int device, const struct ddtx_hmem_copy_op *ops, size_t n)
+{
+	int ret = use_device(device);
+	cu_result r = 0;
+
+	if (ret || !n)
+		return ret;
+	if (!cu.copy_async || !cu.stream_sync)
+		return -FI_ENOSYS;
+	/* Queued back to back, waited for once: the copy engine overlaps what the calls cost. */
+	for (size_t i = 0; i < n && !r; i++)
+		if (ops[i].len)
+			r = cu.copy_async((cu_deviceptr)(uintptr_t)ops[i].dst,
+					  (cu_deviceptr)(uintptr_t)ops[i].src, ops[i].len, NULL);
+	cu_result w = cu.stream_sync(NULL);
+	if (r || w) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: batch of %zu copies refused (CUresult %d/%d)\n", n,
+			  r, w);
+		return -FI_EIO;
+	}
+	return 0;
+}
+
+int ddtx_hmem_copy_2d_d2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+			  size_t width, size_t height)
+{
+	int ret = use_device(device);
+	struct cu_memcpy2d d = { .width = width, .height = height, .src_pitch = spitch,
+				 .dst_pitch = dpitch, .src_type = CU_MEMORYTYPE_DEVICE,
+				 .dst_type = CU_MEMORYTYPE_DEVICE };
+
+	if (ret || !width || !height)
+		return ret;
+	if (!cu.copy_2d_async || !cu.stream_sync)
+		return -FI_ENOSYS;
+	d.src_device = (cu_deviceptr)(uintptr_t)src;
+	d.dst_device = (cu_deviceptr)(uintptr_t)dst;
+	cu_result r = cu.copy_2d_async(&d, NULL);
+	cu_result w = cu.stream_sync(NULL);
+	if (r || w) {
+		DDTX_WARN(FI_LOG_EP_DATA, "hmem: 2-D device copy of %zu x %zu bytes refused "
+			  "(CUresult %d/%d)\n", height, width, r, w);
+		return -FI_EIO;
+	}
+	return 0;
 }

@@ -85,4 +85,54 @@ void ddtx_hmem_module_unload(int device, void *module);
 int ddtx_hmem_module_function(void *module, const char *name, void **fn);
 int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void **args);
 
+/*
+ * CUDA IPC: another process of this host maps a device allocation of ours.  The handle is the
+ * driver's opaque CUipcMemHandle (64 bytes); it names a whole allocation, so it travels with
+ * the allocation's base and size and its buffer id (which changes when the range is freed and
+ * allocated again: how a peer tells a stale handle from a live one).
+ */
+#define DDTX_HMEM_IPC_HANDLE_BYTES 64
+
+struct ddtx_hmem_ipc {
+	uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES];
+	uint64_t base;                  /* the allocation holding the address, in our space */
+	uint64_t size;
+	uint64_t buffer_id;
+	int device;
+};
+
+/*
+ * Export the allocation holding addr (cuMemGetAddressRange + cuIpcGetMemHandle).  -FI_ENOSYS
+ * without CUDA or without the IPC calls, -FI_EINVAL if addr is not device memory, -FI_EIO if
+ * the driver refuses (memory not exportable, e.g. from a pool or a VMM mapping).
+ */
+int ddtx_hmem_ipc_export(const void *addr, struct ddtx_hmem_ipc *out);
+
+/*
+ * Map a peer's exported allocation into this process (cuIpcOpenMemHandle, in device's primary
+ * context, peer access enabled lazily): *base is where its first byte is here.  -FI_ENOSYS
+ * without the calls, -FI_EINVAL for a device the driver does not see, -FI_EIO when the driver
+ * refuses the handle (forged, of a freed allocation, of a device this one cannot reach).
+ */
+int ddtx_hmem_ipc_open(int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
+		       void **base);
+/* Unmap what ddtx_hmem_ipc_open mapped (cuIpcCloseMemHandle). */
+int ddtx_hmem_ipc_close(int device, void *base);
+
+/*
+ * Device-to-device copies queued on the default stream of device's primary context and then
+ * waited for: n plain copies (cuMemcpyAsync, unified addressing: either side may be a peer's
+ * mapping or host memory), or one 2-D copy (cuMemcpy2DAsync) of height rows of width bytes.
+ * 0, -FI_ENOSYS without the calls, -FI_EIO when the driver refuses any of them (the bytes of
+ * the copies before it may have moved).
+ */
+struct ddtx_hmem_copy_op {
+	void *dst;
+	const void *src;
+	size_t len;
+};
+int ddtx_hmem_copy_batch(int device, const struct ddtx_hmem_copy_op *ops, size_t n);
+int ddtx_hmem_copy_2d_d2d(int device, void *dst, size_t dpitch, const void *src, size_t spitch,
+			  size_t width, size_t height);
+
 #endif /* DDTX_HMEM_H */
