@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* The copy plan of ipc_copy.h. */
+#include "engine/ipc_copy.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <rdma/fi_errno.h>
+
+static size_t total_of(const struct iovec *v, size_t n)
+{
+	size_t t = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].iov_len > SIZE_MAX - t)
+			return SIZE_MAX;
+		t += v[i].iov_len;
+	}
+	return t;
+}
+
+/* Equal pieces at one stride per side (strides may be anything but must repeat)? */
+static bool is_vector(const struct ddtx_ipc_plan *p)
+{
+	if (p->nops < 2)
+		return false;
+	const struct ddtx_hmem_copy_op *o = p->ops;
+	intptr_t ds = (intptr_t)((uintptr_t)o[1].dst - (uintptr_t)o[0].dst);
+	intptr_t ss = (intptr_t)((uintptr_t)o[1].src - (uintptr_t)o[0].src);
+	/* cuMemcpy2D: rows go up in memory and do not overlap (pitch >= width). */
+	if (ds < (intptr_t)o[0].len || ss < (intptr_t)o[0].len)
+		return false;
+	for (size_t i = 1; i < p->nops; i++)
+		if (o[i].len != o[0].len ||
+		    (uintptr_t)o[i].dst - (uintptr_t)o[i - 1].dst != (uintptr_t)ds ||
+		    (uintptr_t)o[i].src - (uintptr_t)o[i - 1].src != (uintptr_t)ss)
+			return false;
+	return true;
+}
+
+int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec *src,
+			size_t nsrc, size_t len, struct ddtx_ipc_plan *p)
+{
+	size_t di = 0, si = 0, doff = 0, soff = 0, cap = 16;
+
+	*p = (struct ddtx_ipc_plan){ 0 };
+	if (len > total_of(dst, ndst) || len > total_of(src, nsrc))
+		return -FI_EINVAL;
+	if (!(p->ops = malloc(cap * sizeof(*p->ops))))
+		return -FI_ENOMEM;
+	for (size_t left = len; left;) {
+		while (doff == dst[di].iov_len) {
+			di++;
+			doff = 0;
+		}
+		while (soff == src[si].iov_len) {
+			si++;
+			soff = 0;
+		}
+		size_t n = dst[di].iov_len - doff;
+		if (src[si].iov_len - soff < n)
+			n = src[si].iov_len - soff;
+		if (left < n)
+			n = left;
+		uint8_t *d = (uint8_t *)dst[di].iov_base + doff;
+		const uint8_t *s = (const uint8_t *)src[si].iov_base + soff;
+		struct ddtx_hmem_copy_op *last = p->nops ? &p->ops[p->nops - 1] : NULL;
+		if (last && (uint8_t *)last->dst + last->len == d &&
+		    (const uint8_t *)last->src + last->len == s) {
+			last->len += n; /* continues on both sides */
+		} else {
+			if (p->nops == cap) {
+				void *grown = realloc(p->ops, 2 * cap * sizeof(*p->ops));
+				if (!grown) {
+					ddtx_ipc_plan_free(p);
+					return -FI_ENOMEM;
+				}
+				p->ops = grown;
+				cap *= 2;
+			}
+			p->ops[p->nops++] = (struct ddtx_hmem_copy_op){ d, s, n };
+		}
+		doff += n;
+		soff += n;
+		left -= n;
+	}
+	p->bytes = len;
+	if (is_vector(p)) {
+		p->two_d = true;
+		p->d2.dst = p->ops[0].dst;
+		p->d2.src = p->ops[0].src;
+		p->d2.width = p->ops[0].len;
+		p->d2.height = p->nops;
+		p->d2.dpitch = (uintptr_t)p->ops[1].dst - (uintptr_t)p->ops[0].dst;
+		p->d2.spitch = (uintptr_t)p->ops[1].src - (uintptr_t)p->ops[0].src;
+	}
+	return 0;
+}
+
+void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p)
+{
+	free(p->ops);
+	p->ops = NULL;
+	p->nops = 0;
+}
+
+int ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p)
+{
+	if (p->two_d) {
+		int ret = ddtx_hmem_copy_2d_d2d(device, p->d2.dst, p->d2.dpitch, p->d2.src,
+						p->d2.spitch, p->d2.width, p->d2.height);
+		if (ret != -FI_ENOSYS)
+			return ret;
+	}
+	return ddtx_hmem_copy_batch(device, p->ops, p->nops);
+}

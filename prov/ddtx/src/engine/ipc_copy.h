@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The copy engine's plan for moving bytes from one list of device segments to another (the
+ * sender's blocks, mapped here by CUDA IPC, into the receiver's, or back): no host memory in
+ * between.  Both lists are walked together and cut into pieces where either side's segment
+ * ends; pieces that continue on both sides merge.  If every piece has one length and each
+ * side one stride (a vector into a vector, or into one contiguous buffer), the plan is one
+ * 2-D copy (cuMemcpy2DAsync); otherwise it is the pieces, queued back to back as one batch
+ * (cuMemcpyAsync each) and waited for once.
+ */
+#ifndef DDTX_IPC_COPY_H
+#define DDTX_IPC_COPY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "hmem/hmem.h"
+
+struct ddtx_ipc_plan {
+	bool two_d;                     /* one 2-D copy (below), else ops */
+	struct {
+		void *dst;
+		const void *src;
+		size_t dpitch, spitch, width, height;
+	} d2;
+	struct ddtx_hmem_copy_op *ops;  /* the pieces (also kept for a 2-D plan) */
+	size_t nops;
+	size_t bytes;
+};
+
+/*
+ * Plan the copy of the first len bytes of src's segments into dst's (len at most either
+ * total; -FI_EINVAL otherwise).  Segments are described by address only: nothing is read.
+ * -FI_ENOMEM.
+ */
+int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec *src,
+			size_t nsrc, size_t len, struct ddtx_ipc_plan *p);
+void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p);
+
+/* Run it in device's context through the driver (hmem); 0 or -FI_E* as hmem's copies.  A 2-D
+ * plan whose driver lacks the 2-D call runs as the batch. */
+int ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p);
+
+#endif /* DDTX_IPC_COPY_H */

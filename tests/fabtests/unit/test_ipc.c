@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CUDA IPC building blocks (engine/ipc_copy.h, engine/ipc_cache.h, hmem's IPC calls):
+ *   plan     the copy engine's plan between two segment lists, run on host memory with
+ *            memcpy, against the plain gather/scatter, byte for byte, over random lists; 2-D
+ *            for vector shapes, merged pieces otherwise
+ *   cache    the import and export caches against counting stand-ins of the driver: hits,
+ *            stale mappings closed when the peer's buffer id or handle changes, per-peer drop,
+ *            eviction, failed opens not cached, everything closed at the end
+ *   process  two real processes through the driver (the test-only libcuda.so.1 stand-in, or
+ *            a GPU): one exports a device allocation, the other maps it through the cache and
+ *            copies device to device with the plan into its own device memory; every byte
+ *            checked; then a forged handle and the handle of the freed allocation: -FI_EIO,
+ *            no crash.  Exit 77 without a driver and a device.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+
+#include "engine/ipc_cache.h"
+#include "engine/ipc_copy.h"
+#include "unit_check.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A random list over buf: vector (kind 0), contiguous (1), irregular (2); returns count. */
+static size_t make_list(uint8_t *buf, size_t cap, int kind, size_t want, size_t block,
+			struct iovec *v, size_t max)
+{
+	size_t n = 0, pos = 0, total = 0;
+
+	if (kind == 1) {
+		v[0] = (struct iovec){ buf, want };
+		return 1;
+	}
+	size_t stride = block + next() % 256;
+	while (total < want && n < max) {
+		size_t len = kind == 0 ? block : next() % 300;
+		size_t gap = kind == 0 ? stride - block : next() % 64;
+		if (len > want - total)
+			len = want - total;
+		if (pos + len + gap > cap)
+			break;
+		v[n++] = (struct iovec){ buf + pos, len };
+		pos += len + gap;
+		total += len;
+	}
+	return total == want ? n : 0;
+}
+
+static void run_on_host(const struct ddtx_ipc_plan *p)
+{
+	if (p->two_d) {
+		for (size_t r = 0; r < p->d2.height; r++)
+			memcpy((uint8_t *)p->d2.dst + r * p->d2.dpitch,
+			       (const uint8_t *)p->d2.src + r * p->d2.spitch, p->d2.width);
+		return;
+	}
+	for (size_t i = 0; i < p->nops; i++)
+		memcpy(p->ops[i].dst, p->ops[i].src, p->ops[i].len);
+}
+
+static void test_plan(void)
+{
+	enum { CAP = 1 << 18, MAX = 4096 };
+	static uint8_t sbuf[CAP], dbuf[CAP], want[CAP], stream[CAP];
+	static struct iovec sv[MAX], dv[MAX];
+	size_t two_d = 0, batches = 0;
+
+	for (int iter = 0; iter < 3000; iter++) {
+		int sk = next() % 3, dk = next() % 3;
+		size_t block = 1 + next() % 512, total = 1 + next() % 20000;
+		if (sk == 0 && iter % 2) /* whole blocks: the vector shapes 2-D copies take */
+			total = block * (1 + next() % 40);
+		size_t ns = make_list(sbuf, CAP, sk, total, block, sv, MAX);
+		size_t nd = make_list(dbuf, CAP, dk, total, block, dv, MAX);
+		if (!ns || !nd)
+			continue;
+		/* a vector on both sides with the same block: always 2-D */
+		if (sk == 0 && dk == 0 && iter % 2) {
+			size_t b = sv[0].iov_len, st = ns > 1 ? (size_t)((uint8_t *)sv[1].iov_base -
+								    (uint8_t *)sv[0].iov_base) : b;
+			for (size_t i = 0; i < ns; i++)
+				dv[i] = (struct iovec){ dbuf + i * (st + 8), sv[i].iov_len };
+			nd = ns;
+			(void)b;
+		}
+		size_t len = iter % 5 ? total : next() % (total + 1); /* truncated sometimes */
+		for (size_t i = 0; i < CAP; i++) {
+			sbuf[i] = (uint8_t)next();
+			dbuf[i] = (uint8_t)(i * 7);
+		}
+		/* reference: gather len bytes of src, scatter into a copy of dst */
+		size_t q = 0;
+		for (size_t i = 0; i < ns && q < len; i++) {
+			size_t n = sv[i].iov_len < len - q ? sv[i].iov_len : len - q;
+			memcpy(stream + q, sv[i].iov_base, n);
+			q += n;
+		}
+		memcpy(want, dbuf, CAP);
+		q = 0;
+		for (size_t i = 0; i < nd && q < len; i++) {
+			size_t n = dv[i].iov_len < len - q ? dv[i].iov_len : len - q;
+			memcpy(want + ((uint8_t *)dv[i].iov_base - dbuf), stream + q, n);
+			q += n;
+		}
+		struct ddtx_ipc_plan p;
+		CHECK(ddtx_ipc_plan_build(dv, nd, sv, ns, len, &p) == 0, "build");
+		CHECK(p.bytes == len, "plan bytes");
+		size_t sum = 0;
+		for (size_t i = 0; i < p.nops; i++) {
+			sum += p.ops[i].len;
+			CHECK(p.ops[i].len, "empty piece");
+			if (i)
+				CHECK((uint8_t *)p.ops[i - 1].dst + p.ops[i - 1].len !=
+					      (uint8_t *)p.ops[i].dst ||
+				      (const uint8_t *)p.ops[i - 1].src + p.ops[i - 1].len !=
+					      (const uint8_t *)p.ops[i].src,
+				      "pieces %zu and %zu not merged", i - 1, i);
+		}
+		CHECK(sum == len, "pieces cover %zu of %zu", sum, len);
+		if (sk == 0 && dk == 0 && iter % 2 && ns > 2 && len == total &&
+		    sv[ns - 1].iov_len == sv[0].iov_len)
+			CHECK(p.two_d, "vector into vector, %zu blocks: not 2-D", ns);
+		if (sk == 0 && dk == 1 && ns > 2 && len == total && sv[ns - 1].iov_len == sv[0].iov_len &&
+		    sv[1].iov_base != (uint8_t *)sv[0].iov_base + sv[0].iov_len)
+			CHECK(p.two_d, "vector into a contiguous buffer: not 2-D");
+		two_d += p.two_d;
+		batches += !p.two_d;
+		run_on_host(&p);
+		ddtx_ipc_plan_free(&p);
+		CHECK(!memcmp(dbuf, want, CAP), "iter %d (%d -> %d, %zu of %zu bytes): bytes differ",
+		      iter, sk, dk, len, total);
+	}
+	CHECK(two_d > 100 && batches > 100, "%zu 2-D plans, %zu batches", two_d, batches);
+	/* Adjacent segments on both sides merge into one piece. */
+	struct iovec a[4], b[1] = { { dbuf, 400 } };
+	for (int i = 0; i < 4; i++)
+		a[i] = (struct iovec){ sbuf + 100 * i, 100 };
+	struct ddtx_ipc_plan p;
+	CHECK(ddtx_ipc_plan_build(b, 1, a, 4, 400, &p) == 0 && p.nops == 1 && !p.two_d &&
+	      p.ops[0].len == 400, "adjacent segments: %zu pieces", p.nops);
+	ddtx_ipc_plan_free(&p);
+	CHECK(ddtx_ipc_plan_build(b, 1, a, 4, 401, &p) == -FI_EINVAL, "len past the lists");
+	printf("plan: %zu 2-D, %zu batched\n", two_d, batches);
+}
+
+/* ---- the caches against counting stand-ins ---- */
+
+static int opens, closes, fail_next_open, exports_made;
+static uint64_t next_export_id = 7;
+
+static int c_open(void *arg, int device, const uint8_t h[DDTX_HMEM_IPC_HANDLE_BYTES], void **base)
+{
+	(void)arg;
+	(void)device;
+	if (fail_next_open) {
+		fail_next_open = 0;
+		return -FI_EIO;
+	}
+	opens++;
+	*base = (void *)(uintptr_t)(0x10000000ull * (1 + h[0]));
+	return 0;
+}
+
+static int c_close(void *arg, int device, void *base)
+{
+	(void)arg;
+	(void)device;
+	(void)base;
+	closes++;
+	return 0;
+}
+
+static int c_export(void *arg, const void *addr, struct ddtx_hmem_ipc *out)
+{
+	(void)arg;
+	memset(out, 0, sizeof(*out));
+	out->base = (uintptr_t)addr & ~(uint64_t)0xffff;
+	out->size = 0x10000;
+	out->buffer_id = next_export_id;
+	out->handle[0] = (uint8_t)exports_made++;
+	return 0;
+}
+
+static struct ddtx_hmem_ipc remote(uint8_t h, uint64_t base, uint64_t size, uint64_t id)
+{
+	struct ddtx_hmem_ipc r = { .base = base, .size = size, .buffer_id = id };
+	r.handle[0] = h;
+	return r;
+}
+
+static void test_cache(void)
+{
+	const struct ddtx_ipc_ops ops = { c_open, c_close, c_export, NULL };
+	struct ddtx_ipc_cache *c;
+	struct ddtx_ipc_cache_stats st;
+	void *l1, *l2;
+
+	CHECK(ddtx_ipc_cache_open(&ops, 0, 3, &c) == 0, "open");
+	struct ddtx_hmem_ipc a = remote(1, 0x100000, 0x10000, 11);
+	CHECK(ddtx_ipc_cache_map(c, 5, &a, &l1) == 0 && opens == 1, "first map opens");
+	CHECK(ddtx_ipc_cache_map(c, 5, &a, &l2) == 0 && opens == 1 && l2 == l1, "hit");
+	/* the same allocation of another peer: its own mapping */
+	CHECK(ddtx_ipc_cache_map(c, 6, &a, &l2) == 0 && opens == 2, "per peer");
+	/* peer 5 freed and re-allocated the range: new id -> the old mapping is closed */
+	struct ddtx_hmem_ipc a2 = remote(2, 0x100000, 0x8000, 12);
+	CHECK(ddtx_ipc_cache_map(c, 5, &a2, &l2) == 0 && opens == 3 && closes == 1, "stale id");
+	/* same id but other handle bytes (forged or confused): not trusted either */
+	struct ddtx_hmem_ipc a3 = remote(3, 0x100000, 0x8000, 12);
+	CHECK(ddtx_ipc_cache_map(c, 5, &a3, &l2) == 0 && opens == 4 && closes == 2, "stale handle");
+	ddtx_ipc_cache_stats(c, &st);
+	CHECK(st.hits == 1 && st.opens == 4 && st.stale == 2 && st.mapped == 2, "stats");
+	/* a failed open is not cached: the next call tries again */
+	struct ddtx_hmem_ipc b = remote(4, 0x200000, 0x1000, 20);
+	fail_next_open = 1;
+	CHECK(ddtx_ipc_cache_map(c, 5, &b, &l1) == -FI_EIO, "failed open");
+	CHECK(ddtx_ipc_cache_map(c, 5, &b, &l1) == 0 && opens == 5, "retried");
+	/* bound 3: a fourth mapping evicts the least recently used (peer 6's) */
+	struct ddtx_hmem_ipc d = remote(5, 0x300000, 0x1000, 30);
+	CHECK(ddtx_ipc_cache_map(c, 5, &d, &l1) == 0 && closes == 3, "evicted");
+	ddtx_ipc_cache_stats(c, &st);
+	CHECK(st.evictions == 1 && st.mapped == 3, "eviction stats");
+	CHECK(ddtx_ipc_cache_map(c, 6, &a, &l1) == 0 && opens == 7 && closes == 4,
+	      "evicted one reopened (evicting the next)");
+	/* bad ranges */
+	struct ddtx_hmem_ipc bad = remote(6, UINT64_MAX - 10, 100, 1);
+	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "wrapping range");
+	bad.size = 0;
+	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "empty range");
+	/* a peer goes: its mappings close */
+	int before = closes;
+	ddtx_ipc_cache_drop_peer(c, 6);
+	CHECK(closes == before + 1, "drop peer closed %d", closes - before);
+
+	/* exports: once per allocation and buffer id */
+	struct ddtx_hmem_ipc e1, e2;
+	CHECK(ddtx_ipc_cache_export(c, (void *)0x500010, 7, &e1) == 0 && exports_made == 1, "export");
+	CHECK(ddtx_ipc_cache_export(c, (void *)0x50ff00, 7, &e2) == 0 && exports_made == 1 &&
+	      !memcmp(&e1, &e2, sizeof(e1)), "same allocation: cached");
+	next_export_id = 8; /* freed and allocated again at the same base */
+	CHECK(ddtx_ipc_cache_export(c, (void *)0x500010, 8, &e2) == 0 && exports_made == 2 &&
+	      e2.buffer_id == 8 && e2.handle[0] != e1.handle[0], "new id: exported again");
+	CHECK(ddtx_ipc_cache_export(c, (void *)0x500010, 9, &e2) == -FI_EAGAIN,
+	      "id changed under the caller");
+	ddtx_ipc_cache_stats(c, &st);
+	CHECK(st.exports == 2 && st.export_hits == 1, "export stats");
+	before = closes;
+	ddtx_ipc_cache_close(c);
+	CHECK(closes == before + 2, "close closed %d of 2", closes - before);
+	printf("cache: %d opens, %d closes\n", opens, closes);
+}
+
+/* ---- two processes through the driver ---- */
+
+typedef int cu_result;
+typedef unsigned long long cu_ptr;
+static struct {
+	cu_result (*alloc)(cu_ptr *, size_t);
+	cu_result (*free)(cu_ptr);
+	cu_result (*htod)(cu_ptr, const void *, size_t);
+	cu_result (*dtoh)(void *, cu_ptr, size_t);
+} cu;
+
+static bool cu_syms(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return false;
+	*(void **)&cu.alloc = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)&cu.free = dlsym(lib, "cuMemFree_v2");
+	*(void **)&cu.htod = dlsym(lib, "cuMemcpyHtoD_v2");
+	*(void **)&cu.dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
+	return cu.alloc && cu.free && cu.htod && cu.dtoh;
+}
+
+enum { SPAN = 1 << 20 };
+
+/* The owner: allocate, fill, export, wait; then free and say so. */
+static int owner(int to_peer, int from_peer)
+{
+	static uint8_t img[SPAN];
+	void *dev;
+	struct ddtx_hmem_ipc h;
+	char go;
+
+	if (ddtx_hmem_dev_alloc(0, SPAN, &dev)) {
+		fprintf(stderr, "owner: cuMemAlloc failed\n");
+		return 1;
+	}
+	for (size_t i = 0; i < SPAN; i++)
+		img[i] = (uint8_t)(i * 131 + 7);
+	CHECK(ddtx_hmem_copy(0, dev, img, SPAN, DDTX_HMEM_TO_DEVICE) == 0, "fill");
+	/* export an address inside the allocation: the handle names the whole allocation */
+	CHECK(ddtx_hmem_ipc_export((uint8_t *)dev + 4096, &h) == 0, "export");
+	CHECK(h.base == (uintptr_t)dev && h.size == SPAN && h.device == 0, "exported range");
+	CHECK(write(to_peer, &h, sizeof(h)) == sizeof(h), "send handle");
+	CHECK(read(from_peer, &go, 1) == 1, "wait for the copy");
+	ddtx_hmem_dev_free(0, dev);
+	CHECK(write(to_peer, "f", 1) == 1, "freed");
+	CHECK(read(from_peer, &go, 1) == 1, "wait for the end");
+	return failures ? 1 : 0;
+}
+
+static int importer(int to_peer, int from_peer)
+{
+	static uint8_t img[SPAN], got[SPAN];
+	struct ddtx_hmem_ipc h;
+	struct ddtx_ipc_cache *c;
+	struct ddtx_ipc_cache_stats st;
+	void *mine, *theirs;
+	char go;
+
+	for (size_t i = 0; i < SPAN; i++)
+		img[i] = (uint8_t)(i * 131 + 7);
+	CHECK(read(from_peer, &h, sizeof(h)) == sizeof(h), "handle");
+	CHECK(ddtx_hmem_dev_alloc(0, SPAN, &mine) == 0, "alloc");
+	CHECK(ddtx_hmem_copy(0, mine, got, SPAN, DDTX_HMEM_TO_DEVICE) == 0, "zero");
+	CHECK(ddtx_ipc_cache_open(&ddtx_ipc_hmem_ops, 0, 8, &c) == 0, "cache");
+	CHECK(ddtx_ipc_cache_map(c, 1, &h, &theirs) == 0, "map the peer's allocation");
+	/* their vector of 512 B blocks at 1 KiB -> our vector at 2 KiB (2-D), then an irregular
+	 * list -> our contiguous tail (batch) */
+	static struct iovec sv[512], dv[512];
+	for (size_t i = 0; i < 256; i++) {
+		sv[i] = (struct iovec){ (uint8_t *)theirs + 1024 * i, 512 };
+		dv[i] = (struct iovec){ (uint8_t *)mine + 2048 * i, 512 };
+	}
+	struct ddtx_ipc_plan p;
+	CHECK(ddtx_ipc_plan_build(dv, 256, sv, 256, 256 * 512, &p) == 0 && p.two_d, "2-D plan");
+	CHECK(ddtx_ipc_plan_run(0, &p) == 0, "2-D copy");
+	ddtx_ipc_plan_free(&p);
+	size_t n = 0, total = 0;
+	for (size_t off = 600000; n < 300; n++) {
+		size_t len = 1 + (n * 37) % 700;
+		sv[n] = (struct iovec){ (uint8_t *)theirs + off, len };
+		off += len + (n * 13) % 50;
+		total += len;
+	}
+	struct iovec tail = { (uint8_t *)mine + 600000, total };
+	CHECK(ddtx_ipc_plan_build(&tail, 1, sv, n, total, &p) == 0 && !p.two_d, "batch plan");
+	CHECK(ddtx_ipc_plan_run(0, &p) == 0, "batched copies");
+	ddtx_ipc_plan_free(&p);
+	CHECK(ddtx_hmem_copy(0, got, mine, SPAN, DDTX_HMEM_TO_HOST) == 0, "read back");
+	static uint8_t want[SPAN];
+	memset(want, 0, SPAN);
+	for (size_t i = 0; i < 256; i++)
+		memcpy(want + 2048 * i, img + 1024 * i, 512);
+	uint8_t *q = want + 600000;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(q, img + ((uint8_t *)sv[i].iov_base - (uint8_t *)theirs), sv[i].iov_len);
+		q += sv[i].iov_len;
+	}
+	size_t bad = 0;
+	for (size_t i = 0; i < SPAN; i++)
+		bad += got[i] != want[i];
+	CHECK(bad == 0, "%zu of %d bytes wrong", bad, SPAN);
+	/* mapped again: a hit, no second open */
+	void *again;
+	CHECK(ddtx_ipc_cache_map(c, 1, &h, &again) == 0 && again == theirs, "hit");
+	ddtx_ipc_cache_stats(c, &st);
+	CHECK(st.opens == 1 && st.hits == 1, "one open");
+	/* a forged handle */
+	struct ddtx_hmem_ipc forged = h;
+	forged.handle[9] ^= 0x5a;
+	forged.buffer_id++;
+	CHECK(ddtx_ipc_cache_map(c, 2, &forged, &again) == -FI_EIO, "forged handle opened");
+	memset(forged.handle, 0xee, sizeof(forged.handle));
+	CHECK(ddtx_hmem_ipc_open(0, forged.handle, &again) == -FI_EIO, "garbage handle opened");
+	/* the owner frees: its handle is stale */
+	CHECK(write(to_peer, "c", 1) == 1, "copied");
+	CHECK(read(from_peer, &go, 1) == 1, "owner freed");
+	CHECK(ddtx_hmem_ipc_open(0, h.handle, &again) == -FI_EIO, "stale handle opened");
+	ddtx_ipc_cache_close(c);
+	ddtx_hmem_dev_free(0, mine);
+	CHECK(write(to_peer, "e", 1) == 1, "end");
+	return failures ? 1 : 0;
+}
+
+static int test_process(void)
+{
+	int a[2], b[2];
+
+	/* Fork before the driver starts (CUDA does not survive fork); probe in a child. */
+	pid_t probe = fork();
+	if (probe == 0)
+		_exit(cu_syms() && ddtx_hmem_cuda_available() ? 0 : 77);
+	int status = 0;
+	waitpid(probe, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		printf("SKIP: no CUDA driver with a device\n");
+		return 77;
+	}
+	if (pipe(a) || pipe(b))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(cu_syms() ? owner(a[1], b[0]) : 1);
+	int ret = cu_syms() ? importer(b[1], a[0]) : 1;
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "owner process failed");
+	return ret || failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *which = argc > 1 ? argv[1] : "plan";
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (!strcmp(which, "plan"))
+		test_plan();
+	else if (!strcmp(which, "cache"))
+		test_cache();
+	else if (!strcmp(which, "process")) {
+		int ret = test_process();
+		if (ret)
+			return ret;
+	}
+	else
+		return 2;
+	if (failures) {
+		fprintf(stderr, "%d failures\n", failures);
+		return 1;
+	}
+	printf("ipc %s: passed\n", which);
+	return 0;
+}
