@@ -97,6 +97,17 @@ struct fi_ddtx_stats {
 	 * known to be host memory, in every domain (with FI_HMEM or without). */
 	uint64_t hmem_ptr_queries;
 	uint64_t hmem_ptr_cached;
+	/* CUDA IPC on the shm wire (FI_DDTX_HMEM_IPC): rendezvous sends from device memory
+	 * offered to the receiver by IPC handle.  tx: sends the receiver completed through IPC,
+	 * tx_staged: offers the receiver declined (the send was staged then); rx, bytes: receives
+	 * that copied through IPC, copy_2d / copy_batched: how (one cuMemcpy2DAsync, or batched
+	 * cuMemcpyAsync); declined: offers this side could not take (mapping refused, a receive
+	 * it cannot serve); errors: copies that failed after mapping (error completions);
+	 * opens / hits / stale: the per-peer mapping cache. */
+	uint64_t hmem_ipc_tx, hmem_ipc_tx_staged;
+	uint64_t hmem_ipc_rx, hmem_ipc_bytes, hmem_ipc_copy_2d, hmem_ipc_copy_batched;
+	uint64_t hmem_ipc_declined, hmem_ipc_errors;
+	uint64_t hmem_ipc_opens, hmem_ipc_hits, hmem_ipc_stale;
 };
 
 /*

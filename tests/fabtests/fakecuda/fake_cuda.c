@@ -379,7 +379,10 @@ EXPORT CUresult cuPointerSetAttribute(const void *value, int attr, CUdeviceptr p
 	return CUDA_SUCCESS;
 }
 
-/* CUDA_MEMCPY2D, 64-bit layout; memory types 1 host, 2 device. */
+EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t len, void *stream);
+
+/* CUDA_MEMCPY2D, 64-bit layout; memory types 1 host, 2 device, 4 unified (either, by address:
+ * the *_device field). */
 struct memcpy2d {
 	size_t src_x, src_y;
 	unsigned int src_type;
@@ -401,8 +404,22 @@ EXPORT CUresult cuMemcpy2D_v2(const struct memcpy2d *d)
 	if (d->width > d->src_pitch || d->width > d->dst_pitch || d->src_x || d->src_y ||
 	    d->dst_x || d->dst_y)
 		return CUDA_ERROR_INVALID_VALUE;
+	int dunified = d->dst_type == 4, sunified = d->src_type == 4;
 	for (size_t r = 0; r < d->height; r++) {
 		uintptr_t so = r * d->src_pitch, dof = r * d->dst_pitch;
+		if (dunified || sunified) {
+			CUresult res = cuMemcpyAsync(
+				dunified ? d->dst_device + dof
+					 : d->dst_type == 1 ? (uintptr_t)d->dst_host + dof
+							    : d->dst_device + dof,
+				sunified ? d->src_device + so
+					 : d->src_type == 1 ? (uintptr_t)d->src_host + so
+							    : d->src_device + so,
+				d->width, NULL);
+			if (res)
+				return res;
+			continue;
+		}
 		CUresult res = copy(d->dst_type == 1 ? (uint8_t *)d->dst_host + dof : NULL,
 				    d->dst_type == 2 ? d->dst_device + dof : 0,
 				    d->src_type == 1 ? (const uint8_t *)d->src_host + so : NULL,

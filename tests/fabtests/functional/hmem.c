@@ -199,6 +199,36 @@ static int expected_way(const struct layout *l, bool *fallback)
 	return -2; /* kernel: the kernel, or auto's choice and a fallback without kernels */
 }
 
+/*
+ * CUDA IPC (shm wire, FI_DDTX_HMEM_IPC): did it carry this message, and is that what was due?
+ * Due for a device sender above the eager size (16 KiB); below it the cost model may still
+ * choose a rendezvous, so either is right there.  Carried: no copy through host memory on
+ * either side, and the receiver counts the bytes.
+ */
+static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
+		      const struct dir *d, size_t total, bool sender, const char *what)
+{
+	bool on = fx_env_long("FI_DDTX_HMEM_IPC", 1) != 0 && !getenv("FI_DDTX_WIRE");
+	uint64_t n = sender ? s1->hmem_ipc_tx - s0->hmem_ipc_tx : s1->hmem_ipc_rx - s0->hmem_ipc_rx;
+	if (!on || !d->sdev)
+		FT_CHECK(n == 0, "%s: %llu messages by CUDA IPC, want none", what,
+			 (unsigned long long)n);
+	else if (total > 16384)
+		FT_CHECK(n == 1, "%s: not carried by CUDA IPC", what);
+	FT_CHECK(n <= 1, "%s: %llu messages by CUDA IPC", what, (unsigned long long)n);
+	if (!n)
+		return false;
+	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
+		FT_CHECK(s1->hmem_copy_ops[w] == s0->hmem_copy_ops[w],
+			 "%s: CUDA IPC, yet a copy through host memory", what);
+	if (!sender)
+		FT_CHECK(s1->hmem_ipc_bytes - s0->hmem_ipc_bytes == total &&
+			 s1->hmem_ipc_copy_2d + s1->hmem_ipc_copy_batched -
+			 s0->hmem_ipc_copy_2d - s0->hmem_ipc_copy_batched == 1,
+			 "%s: CUDA IPC bytes or copies miscounted", what);
+	return true;
+}
+
 static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
 		      const struct layout *l, const char *what)
 {
@@ -285,7 +315,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged == (d->sdev ? 1u : 0u),
 			 "%s: %llu staged sends", what,
 			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
-		if (d->sdev)
+		if (!check_ipc(&s0, &s1, d, total, true, what) && d->sdev)
 			check_way(&s0, &s1, l, what);
 	} else {
 		if (d->tagged) {
@@ -304,7 +334,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_stats(fx, &s1);
 		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
 			 "%s: staged receives", what);
-		if (d->rdev)
+		if (!check_ipc(&s0, &s1, d, total, false, what) && d->rdev)
 			check_way(&s0, &s1, l, what);
 		/* want: the receiver's own bytes, with the sender's packed stream scattered in */
 		uint8_t *sender = fx_alloc(span), *p = want;

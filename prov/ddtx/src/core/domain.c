@@ -191,6 +191,13 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   device memory detection: driver pointer queries %llu "
 			"answered by the host page cache %llu\n", U(s->hmem_ptr_queries),
 		U(s->hmem_ptr_cached));
+	fprintf(stderr, "ddtx stats:   CUDA IPC: sends %llu staged after a decline %llu; receives "
+			"%llu bytes %llu (2-D %llu batched %llu) declined %llu errors %llu; mappings "
+			"opened %llu reused %llu stale %llu\n", U(s->hmem_ipc_tx),
+		U(s->hmem_ipc_tx_staged), U(s->hmem_ipc_rx), U(s->hmem_ipc_bytes),
+		U(s->hmem_ipc_copy_2d), U(s->hmem_ipc_copy_batched), U(s->hmem_ipc_declined),
+		U(s->hmem_ipc_errors), U(s->hmem_ipc_opens), U(s->hmem_ipc_hits),
+		U(s->hmem_ipc_stale));
 #undef U
 }
 

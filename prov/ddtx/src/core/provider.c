@@ -25,6 +25,7 @@ struct ddtx_settings ddtx_settings = {
 	.mr_cache_max_size = (size_t)1 << 30,
 	.mr_cache_max_count = 4096,
 	.mr_monitor = true,
+	.hmem_ipc = true,
 	.mkey_pool = 512,
 	.layout_cache_size = 1024,
 	.reg_thread = true,
@@ -56,6 +57,10 @@ static void define_params(void)
 			"memory and its bounce buffer: auto, segments (a driver copy per segment), "
 			"2d (cuMemcpy2D for vectors) or kernel (the device pack kernel, then one "
 			"copy) (default: auto)");
+	fi_param_define(&ddtx_prov, "hmem_ipc", FI_PARAM_BOOL,
+			"Device memory (FI_HMEM_CUDA) on the shm wire: offer the receiver CUDA IPC "
+			"handles of a rendezvous send's device buffers, so that it copies device to "
+			"device with no host staging (default: 1)");
 	fi_param_define(&ddtx_prov, "threshold", FI_PARAM_SIZE_T,
 			"auto scheme: use zero copy when the average block length is at least "
 			"this many bytes, overriding the threshold learned from measured costs "
@@ -218,6 +223,8 @@ void ddtx_settings_load(void)
 	load_size("mkey_pool", &ddtx_settings.mkey_pool);
 	load_size("layout_cache_size", &ddtx_settings.layout_cache_size);
 	load_size("iov_limit", &ddtx_settings.iov_limit);
+	if (fi_param_get_bool(&ddtx_prov, "hmem_ipc", &v) == 0)
+		ddtx_settings.hmem_ipc = v != 0;
 	if (fi_param_get_bool(&ddtx_prov, "mr_monitor", &v) == 0)
 		ddtx_settings.mr_monitor = v != 0;
 	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)

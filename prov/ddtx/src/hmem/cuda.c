@@ -37,6 +37,7 @@ enum {
 	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	CU_MEMORYTYPE_HOST = 1,
 	CU_MEMORYTYPE_DEVICE = 2,
+	CU_MEMORYTYPE_UNIFIED = 4,
 	CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1,
 	CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
 };
@@ -485,8 +486,8 @@ int ddtx_hmem_copy_2d_d2d(int device, void *dst, size_t dpitch, const void *src,
 {
 	int ret = use_device(device);
 	struct cu_memcpy2d d = { .width = width, .height = height, .src_pitch = spitch,
-				 .dst_pitch = dpitch, .src_type = CU_MEMORYTYPE_DEVICE,
-				 .dst_type = CU_MEMORYTYPE_DEVICE };
+				 .dst_pitch = dpitch, .src_type = CU_MEMORYTYPE_UNIFIED,
+				 .dst_type = CU_MEMORYTYPE_UNIFIED };
 
 	if (ret || !width || !height)
 		return ret;

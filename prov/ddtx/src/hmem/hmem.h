@@ -122,7 +122,8 @@ int ddtx_hmem_ipc_close(int device, void *base);
 /*
  * Device-to-device copies queued on the default stream of device's primary context and then
  * waited for: n plain copies (cuMemcpyAsync, unified addressing: either side may be a peer's
- * mapping or host memory), or one 2-D copy (cuMemcpy2DAsync) of height rows of width bytes.
+ * mapping or host memory), or one 2-D copy (cuMemcpy2DAsync, unified addressing as well) of
+ * height rows of width bytes.
  * 0, -FI_ENOSYS without the calls, -FI_EIO when the driver refuses any of them (the bytes of
  * the copies before it may have moved).
  */

@@ -20,8 +20,9 @@
 #include <rdma/fi_errno.h>
 #include "wire/wire.h"
 
-/* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event */
-#define DDTX_PROTO_VERSION 4
+/* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event;
+ * 5: RTS and ACK with DDTX_HDR_IPC (CUDA IPC offer and its answer) */
+#define DDTX_PROTO_VERSION 5
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -48,6 +49,8 @@ enum ddtx_msg_type {
 #define DDTX_HDR_READ (1u << 7)     /* RMA_DATA with RMA_EVENT: the access was a read */
 #define DDTX_HDR_MORE (1u << 8)     /* RMA_DATA: a further segment of an operation already
 				     * reported (only the counters of its key count it) */
+#define DDTX_HDR_IPC (1u << 9)      /* RTS: a CUDA IPC offer follows instead of a first chunk;
+				     * ACK: the receiver copied the payload through it */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -133,6 +136,34 @@ struct ddtx_hdr_rma_data {
 };
 
 /*
+ * A CUDA IPC offer (RTS with DDTX_HDR_IPC; docs/wire-protocol.md): the sender's device
+ * allocations holding the payload, each with its driver handle, then the payload's segments in
+ * order as (allocation, offset from its base, length).  The receiver maps the allocations and
+ * copies the segments device to device, or declines by answering with an ordinary CTS.
+ */
+#define DDTX_IPC_MAX_ALLOCS 16
+
+struct ddtx_ipc_offer {
+	uint32_t nalloc;
+	uint32_t nseg;
+	/* struct ddtx_ipc_alloc alloc[nalloc]; struct ddtx_ipc_seg seg[nseg]; */
+};
+
+struct ddtx_ipc_alloc {
+	uint8_t handle[64];  /* CUipcMemHandle */
+	uint64_t base;       /* the allocation in the sender's address space */
+	uint64_t size;
+	uint64_t buffer_id;  /* CU_POINTER_ATTRIBUTE_BUFFER_ID: a new one after free + alloc */
+};
+
+struct ddtx_ipc_seg {
+	uint32_t alloc;      /* index into alloc[] */
+	uint32_t reserved;
+	uint64_t offset;     /* from the allocation's base */
+	uint64_t len;
+};
+
+/*
  * One target segment of an atomic: count elements at addr of the target's application key.
  * DDTX_MSG_ATOMIC carries nseg of them, then the operand (count elements; none for
  * FI_ATOMIC_READ), then for DDTX_ATOMIC_COMPARE the compare operand (count elements).
@@ -186,6 +217,9 @@ _Static_assert(sizeof(struct ddtx_atomic_seg) == 24, "atomic_seg layout");
 _Static_assert(sizeof(struct ddtx_hdr_atomic) == 32, "hdr_atomic layout");
 _Static_assert(sizeof(struct ddtx_hdr_atomic_resp) == 24, "hdr_atomic_resp layout");
 _Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
+_Static_assert(sizeof(struct ddtx_ipc_offer) == 8, "ipc_offer layout");
+_Static_assert(sizeof(struct ddtx_ipc_alloc) == 88, "ipc_alloc layout");
+_Static_assert(sizeof(struct ddtx_ipc_seg) == 24, "ipc_seg layout");
 
 static inline size_t ddtx_hdr_min_len(unsigned type)
 {

@@ -11,7 +11,10 @@
  * The device part is copied in one of the ways of engine/hmem_copy.h (a driver copy per
  * segment, one 2-D copy of a vector, or the device pack kernel into device scratch and one
  * copy), chosen per operation.  Staging is what works on every wire.  It costs a copy through
- * host memory on each side; the IPC schemes of fi_ddtx(7) that avoid them are not built yet.
+ * host memory on each side.  On the shm wire a rendezvous send may avoid both (hmem_ipc.c): its
+ * stage is then deferred (the bounce buffer set aside, filled only if the receiver declines the
+ * IPC offer), and a receive the peer's offer reached is delivered straight into the caller's
+ * segments (nothing copied at completion).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,8 @@ struct ddtx_stage {
 	bool bounce_pinned;
 	enum ddtx_hmem_copy way;         /* how the device part is copied */
 	int device;                      /* the device, for the 2D and kernel ways */
+	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered) */
+	bool delivered;                  /* receive: bytes placed in iov directly (CUDA IPC) */
 };
 
 bool ddtx_proto_hmem_offered(void)
@@ -287,6 +292,23 @@ static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
 	return 0;
 }
 
+/* Could this send go by CUDA IPC?  The shm wire (peers on this host), every segment device
+ * memory of one device, a call that lets the data stay where it is (not FI_INJECT). */
+static bool ipc_possible(struct ddtx_proto_ep *pep, const struct ddtx_stage *s, uint64_t flags)
+{
+	if (!ddtx_settings.hmem_ipc || (flags & FI_INJECT) || strcmp(pep->caps->name, "shm"))
+		return false;
+	int device = -1;
+	for (size_t i = 0; i < s->count; i++) {
+		if (!s->iov[i].iov_len)
+			continue;
+		if (s->attr[i].iface != DDTX_HMEM_CUDA || (device >= 0 && s->attr[i].device != device))
+			return false;
+		device = s->attr[i].device;
+	}
+	return device >= 0;
+}
+
 int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
 		     size_t *count, void **context, uint64_t *flags, bool report,
 		     struct ddtx_stage **out)
@@ -324,7 +346,10 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->report = report;
 	s->rx = rx;
 	struct fi_ddtx_stats *st = &pep->pd->stats;
-	if ((ret = choose_way(st, s)) || (!rx && (ret = stage_copy(st, s, total, true)))) {
+	/* A send that may go by CUDA IPC copies nothing yet (ddtx_stage_fill does, if needed). */
+	s->deferred = !rx && ipc_possible(pep, s, *flags);
+	if ((ret = choose_way(st, s)) ||
+	    (!rx && !s->deferred && (ret = stage_copy(st, s, total, true)))) {
 		stage_free(pep, s);
 		return ret;
 	}
@@ -364,7 +389,7 @@ bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion
 	}
 	if (!s)
 		return true;
-	if (s->rx && c->len) { /* truncated receives too: their bytes are delivered */
+	if (s->rx && c->len && !s->delivered) { /* truncated receives too: their bytes count */
 		int ret = stage_copy(&pep->pd->stats, s, c->len, false);
 		if (ret) {
 			pep->pd->stats.hmem_copy_errors++;
@@ -403,4 +428,49 @@ void ddtx_stage_free_all(struct ddtx_proto_ep *pep)
 		struct ddtx_bounce *b = &pep->bounce_free[--pep->nbounce_free];
 		ddtx_hmem_host_free(b->p, b->pinned);
 	}
+}
+
+bool ddtx_stage_deferred(const struct ddtx_stage *s)
+{
+	return s && s->deferred;
+}
+
+int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	if (!s || !s->deferred)
+		return 0;
+	s->deferred = false;
+	return stage_copy(&pep->pd->stats, s, s->bounce.iov_len, true);
+}
+
+int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
+			 size_t *len, size_t room)
+{
+	return ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, s->device, offer, len, room);
+}
+
+struct ddtx_stage *ddtx_stage_of(struct ddtx_proto_ep *pep, void *context)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&pep->stages, it, tmp)
+	{
+		struct ddtx_stage *s = ddtx_container_of(it, struct ddtx_stage, entry);
+		if (s == context)
+			return s;
+	}
+	return NULL;
+}
+
+void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, size_t *count,
+		       int *device)
+{
+	*iov = s->iov;
+	*count = s->count;
+	*device = s->device;
+}
+
+void ddtx_stage_delivered(struct ddtx_stage *s)
+{
+	s->delivered = true;
 }

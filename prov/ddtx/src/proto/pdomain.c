@@ -132,6 +132,7 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 	ddtx_mkey_pool_close(pd->pool);
 	ddtx_regcache_close(pd->regcache);
 	ddtx_host_pages_close(pd->host_pages);
+	ddtx_ipc_close_all(pd);
 	ddtx_mr_watch_close(pd->mr_watch);
 	ddtx_wire_domain_close(pd->wire);
 	free(pd);

@@ -15,6 +15,10 @@ struct ddtx_mkey_pool;
 struct ddtx_layout_cache;
 struct ddtx_mr_watch;
 struct ddtx_host_pages;
+struct ddtx_ipc_cache;
+
+/* Devices whose CUDA IPC caches a domain keeps (hmem_ipc.c); others are staged. */
+#define DDTX_PD_IPC_DEVICES 8
 
 struct ddtx_proto_domain {
 	pthread_mutex_t *lock;              /* the owner's domain lock */
@@ -26,6 +30,7 @@ struct ddtx_proto_domain {
 	struct ddtx_layout_cache *layouts;
 	struct ddtx_mr_watch *mr_watch;     /* application MRs revoked when their memory goes */
 	struct ddtx_host_pages *host_pages; /* pages the CUDA driver called host memory */
+	struct ddtx_ipc_cache *ipc[DDTX_PD_IPC_DEVICES]; /* CUDA IPC handles, per device */
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;

@@ -17,10 +17,15 @@
 const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 {
 	/* Payload bytes may follow (the first PACK chunk): never more than offered, and only
-	 * when packing is proposed, the one scheme that reads them. */
+	 * when packing is proposed, the one scheme that reads them.  Or a CUDA IPC offer. */
 	size_t first = len - sizeof(*rts);
-	if (first && (first > rts->total_len || rts->scheme != FI_DDTX_SCHEME_PACK))
+	if (rts->base.flags & DDTX_HDR_IPC) {
+		const char *bad = ddtx_check_ipc_offer(rts, rts + 1, first);
+		if (bad)
+			return bad;
+	} else if (first && (first > rts->total_len || rts->scheme != FI_DDTX_SCHEME_PACK)) {
 		return "first chunk length";
+	}
 	if (!rts->tx_id)
 		return "tx_id";
 	if (!rts->total_len)
@@ -34,6 +39,44 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 		return "min_block";
 	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
 		return "avg_block";
+	return NULL;
+}
+
+/*
+ * A CUDA IPC offer (hdr.h) steers where the receiver's copy engine reads: exactly its length;
+ * 1..DDTX_IPC_MAX_ALLOCS allocations, each non-empty without wrapping; segments each non-empty,
+ * naming an allocation and lying inside it, together total_len bytes.  (A handle the driver
+ * refuses is declined later, not here: only the driver can tell.)
+ */
+const char *ddtx_check_ipc_offer(const struct ddtx_hdr_rts *rts, const void *offer, size_t len)
+{
+	const struct ddtx_ipc_offer *o = offer;
+	if (len < sizeof(*o))
+		return "ipc offer length";
+	if (!o->nalloc || o->nalloc > DDTX_IPC_MAX_ALLOCS)
+		return "ipc nalloc";
+	size_t rest = len - sizeof(*o);
+	if (rest < o->nalloc * sizeof(struct ddtx_ipc_alloc))
+		return "ipc nalloc";
+	rest -= o->nalloc * sizeof(struct ddtx_ipc_alloc);
+	if (!o->nseg || rest != (size_t)o->nseg * sizeof(struct ddtx_ipc_seg))
+		return "ipc nseg";
+	const struct ddtx_ipc_alloc *a = (const void *)(o + 1);
+	const struct ddtx_ipc_seg *s = (const void *)(a + o->nalloc);
+	for (uint32_t k = 0; k < o->nalloc; k++)
+		if (!a[k].size || a[k].base + a[k].size < a[k].base)
+			return "ipc allocation";
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < o->nseg; i++) {
+		if (s[i].alloc >= o->nalloc || !s[i].len || s[i].offset > a[s[i].alloc].size ||
+		    s[i].len > a[s[i].alloc].size - s[i].offset)
+			return "ipc segment";
+		if (s[i].len > rts->total_len - sum)
+			return "ipc segment lengths";
+		sum += s[i].len;
+	}
+	if (sum != rts->total_len)
+		return "ipc segment lengths";
 	return NULL;
 }
 

@@ -110,6 +110,7 @@ struct ddtx_tx {
 	size_t inlined;                  /* payload bytes that went in the RTS (PACK) */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
+	bool ipc;                        /* offered by CUDA IPC: its stage is not filled yet */
 	bool abandoned;                  /* the receiver gave up (empty CTS): fail once idle */
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
@@ -285,6 +286,35 @@ void ddtx_stage_abort(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
 bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion *c);
 void *ddtx_stage_find(struct ddtx_proto_ep *pep, void *context);
 void ddtx_stage_free_all(struct ddtx_proto_ep *pep);
+/*
+ * For CUDA IPC (hmem_ipc.c).  A send's stage may be deferred: its bounce buffer is set aside
+ * but not filled (the device data may never need to pass through it).  ddtx_stage_fill: fill
+ * it now (0, or -FI_EIO from the device copy).  ddtx_stage_ipc_offer: the IPC offer of the
+ * stage's segments (malloc'ed, *len bytes, at most room), or -FI_E* when they cannot be
+ * offered.  ddtx_stage_of: the stage a context names, or NULL.  ddtx_stage_target: the
+ * caller's segments and their device.  ddtx_stage_delivered: a receive's bytes were placed in
+ * the caller's segments directly: nothing to copy at completion.
+ */
+bool ddtx_stage_deferred(const struct ddtx_stage *s);
+int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
+int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
+			 size_t *len, size_t room);
+struct ddtx_stage *ddtx_stage_of(struct ddtx_proto_ep *pep, void *context);
+void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, size_t *count,
+		       int *device);
+void ddtx_stage_delivered(struct ddtx_stage *s);
+
+/* hmem_ipc.c: CUDA IPC on the shm wire */
+struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int device);
+void ddtx_ipc_close_all(struct ddtx_proto_domain *pd);
+struct ddtx_hmem_attr;
+int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			 const struct ddtx_hmem_attr *attr, int device, void **out, size_t *len,
+			 size_t room);
+/* rx matched an RTS with an IPC offer: true if the offer was taken (rx is finished or failed
+ * and freed), false if declined (go on with an ordinary CTS; the offer is not payload). */
+bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *offer,
+		   size_t offer_len);
 
 /* completion.c: reports through the owner interface of proto.h */
 void ddtx_report(struct ddtx_proto_ep *pep, enum ddtx_proto_queue q,
@@ -363,6 +393,7 @@ bool ddtx_recv_cancel(struct ddtx_proto_ep *pep, void *context);
 
 /* peer_check.c: NULL if consistent with the state it names, else the offending field */
 const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len);
+const char *ddtx_check_ipc_offer(const struct ddtx_hdr_rts *rts, const void *offer, size_t len);
 const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts, size_t len);
 const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
 const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);

@@ -267,6 +267,13 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->offered = rts->total_len;
 	rx->accepted = DDTX_MIN(rts->total_len, rx->capacity);
 	ddtx_list_push_back(&pep->rx_active, &rx->entry);
+	/* A CUDA IPC offer: copied device to device here (hmem_ipc.c), or declined, and then the
+	 * bytes after the RTS were the offer, not payload. */
+	if (rts->base.flags & DDTX_HDR_IPC) {
+		if (ddtx_ipc_take(pep, rx, first, first_len))
+			return;
+		first_len = 0;
+	}
 
 	struct ddtx_layout_stats sender = {.total = rts->total_len, .nblocks = rts->nblocks,
 					   .min_block = rts->min_block, .avg_block = rts->avg_block};
@@ -394,6 +401,12 @@ void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 	struct ddtx_rx *rx = rndv_rx(pep, src, h->rx_id);
 	struct ddtx_list_entry *first = rx ? ddtx_list_first(&rx->rbatches) : NULL;
 	struct ddtx_rbatch *rb = first ? ddtx_container_of(first, struct ddtx_rbatch, entry) : NULL;
+	/* A PACK transfer has no batches: a DONE there is a sender that could not produce the
+	 * payload it offered (a declined CUDA IPC offer whose device memory was freed). */
+	if (rx && rx->scheme == FI_DDTX_SCHEME_PACK && h->status && h->offset == 0) {
+		ddtx_rx_fail(pep, rx, ddtx_hdr_status_err(h->status));
+		return;
+	}
 	if (!rb || rb->offset != h->offset) {
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale DONE from peer %u\n", src);
 		return;

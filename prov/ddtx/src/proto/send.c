@@ -142,10 +142,15 @@ void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 {
 	const struct ddtx_hdr_ack *h = buf;
 	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, h->tx_id);
-	if (!tx || tx->peer != src || tx->state != DDTX_TX_WAIT_ACK) {
+	/* With DDTX_HDR_IPC: the receiver took the CUDA IPC offer of a send waiting for its CTS. */
+	bool ipc = h->base.flags & DDTX_HDR_IPC;
+	if (!tx || tx->peer != src ||
+	    (ipc ? !tx->ipc || tx->state != DDTX_TX_WAIT_CTS : tx->state != DDTX_TX_WAIT_ACK)) {
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale ACK from peer %u\n", src);
 		return;
 	}
+	if (ipc && !h->status)
+		pep->pd->stats.hmem_ipc_tx++;
 	if (h->status)
 		ddtx_tx_fail(pep, tx, ddtx_hdr_status_err(h->status));
 	else
@@ -194,6 +199,9 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			uint64_t flags, bool tagged)
 {
 	struct ddtx_stage *stage = NULL;
+	bool ipc = false;            /* offered by CUDA IPC */
+	void *offer = NULL;
+	size_t offer_len = 0;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	int ret = ddtx_iov_check(iov, count, pep->attr.tx_iov_limit, NULL);
 	if (ret) {
@@ -257,6 +265,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if ((flags & FI_INJECT) && !eager) {
 		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
 		goto out;
+	}
+	/* Device memory that may go by CUDA IPC (hmem_ipc.c): a rendezvous offers it, anything
+	 * else (eager, or segments that cannot be offered) stages it now. */
+	if (ddtx_stage_deferred(stage)) {
+		ipc = !eager && !ddtx_stage_ipc_offer(pep, stage, &offer, &offer_len,
+						      pep->caps->max_send_size -
+							      sizeof(struct ddtx_hdr_rts));
+		if (!ipc && (ret = ddtx_stage_fill(pep, stage)))
+			goto out;
 	}
 
 	if (eager && !want_ack) {
@@ -329,9 +346,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
-	size_t first = ddtx_choose_first_chunk(pep, rts.scheme, &ls,
-					       pep->caps->max_send_size - sizeof(rts));
-	if (first) {
+	size_t first = ipc ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
+							 pep->caps->max_send_size - sizeof(rts));
+	if (ipc) {
+		/* The offer in place of a first chunk; the scheme proposed is for a decline. */
+		rts.base.flags |= DDTX_HDR_IPC;
+		tx->ipc = true;
+		struct iovec o = { offer, offer_len };
+		ret = send_now(pep, peer, &rts, sizeof(rts), &o, 1);
+	} else if (first) {
 		ssize_t n = send_rts_first(pep, tx, &rts, first);
 		tx->inlined = n > 0 ? (size_t)n : 0;
 		ret = n < 0 ? (int)n : 0;
@@ -348,6 +371,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = 0;
 	}
 out:
+	free(offer);
 	if (hl)
 		ddtx_layout_put(pep->pd->layouts, hl);
 	if (ret)
@@ -444,6 +468,24 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 		ddtx_tx_fail(pep, tx, FI_EIO);
 }
 
+/*
+ * A declined IPC offer whose device data cannot be staged either (freed memory): tell the
+ * receiver (DONE with the error, at the offset its CTS started) and fail the send.
+ */
+static void ipc_fill_failed(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
+			    const struct ddtx_hdr_cts *cts, int err)
+{
+	struct ddtx_hdr_done d;
+	ddtx_hdr_init(&d.base, DDTX_MSG_DONE, 0);
+	d.rx_id = cts->rx_id;
+	d.status = -err;
+	d.offset = cts->offset;
+	if (cts->accepted)
+		ddtx_ctrl_send(pep, tx->peer, &d, sizeof(d));
+	pep->pd->stats.hmem_copy_errors++;
+	ddtx_tx_fail(pep, tx, err);
+}
+
 static void cts_refused(struct ddtx_proto_ep *pep, ddtx_peer_t src, struct ddtx_tx *tx,
 			const char *field)
 {
@@ -526,6 +568,16 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	if (bad) {
 		cts_refused(pep, src, tx, bad);
 		return;
+	}
+	if (tx->state == DDTX_TX_WAIT_CTS && tx->ipc) {
+		/* The receiver declined the CUDA IPC offer: the device data goes staged after all. */
+		tx->ipc = false;
+		pep->pd->stats.hmem_ipc_tx_staged++;
+		int ret = cts->accepted ? ddtx_stage_fill(pep, ddtx_stage_of(pep, tx->context)) : 0;
+		if (ret) {
+			ipc_fill_failed(pep, tx, cts, -ret);
+			return;
+		}
 	}
 	if (tx->state == DDTX_TX_WAIT_CTS) {
 		tx->scheme = (enum fi_ddtx_scheme)cts->scheme;

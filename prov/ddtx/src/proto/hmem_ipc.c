@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Device memory on the shm wire through CUDA IPC: no host staging.  A rendezvous send whose
+ * segments are all device memory of one device offers them in its RTS (DDTX_HDR_IPC): the
+ * driver's handle of each allocation, then the segments as (allocation, offset, length).  The
+ * receiver that takes the offer maps the allocations (engine/ipc_cache.h: per peer, by buffer
+ * id) and copies from the sender's blocks straight into its own, device to device or device to
+ * host, with the copy engine (engine/ipc_copy.h: one 2-D copy for vector shapes, batched
+ * copies otherwise), then answers ACK with DDTX_HDR_IPC, which completes the send.  A receiver
+ * that cannot take it (the driver refuses a handle: devices without peer access, a stale or
+ * forged handle; a multi-receive buffer) answers with an ordinary CTS instead, and the sender
+ * stages its device data into the bounce buffer it set aside then (proto/hmem_stage.c) and goes
+ * on as any rendezvous: host staging stays the fallback.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/ipc_cache.h"
+#include "engine/ipc_copy.h"
+#include "hmem/hmem.h"
+#include "proto/proto_internal.h"
+
+/* Mappings of peers' allocations kept per device. */
+#define IPC_MAPPINGS_KEPT 64
+
+struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int device)
+{
+	if (device < 0 || device >= DDTX_PD_IPC_DEVICES)
+		return NULL;
+	if (!pd->ipc[device] &&
+	    ddtx_ipc_cache_open(&ddtx_ipc_hmem_ops, device, IPC_MAPPINGS_KEPT, &pd->ipc[device]))
+		pd->ipc[device] = NULL;
+	return pd->ipc[device];
+}
+
+void ddtx_ipc_close_all(struct ddtx_proto_domain *pd)
+{
+	for (int d = 0; d < DDTX_PD_IPC_DEVICES; d++) {
+		ddtx_ipc_cache_close(pd->ipc[d]);
+		pd->ipc[d] = NULL;
+	}
+}
+
+int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			 const struct ddtx_hmem_attr *attr, int device, void **out, size_t *len,
+			 size_t room)
+{
+	struct ddtx_ipc_cache *c = ddtx_ipc_cache_of(pep->pd, device);
+	struct ddtx_ipc_alloc allocs[DDTX_IPC_MAX_ALLOCS];
+	uint32_t nalloc = 0, nseg = 0;
+	int ret;
+
+	if (!c)
+		return -FI_ENOSYS;
+	for (size_t i = 0; i < count; i++)
+		nseg += iov[i].iov_len != 0;
+	size_t need = sizeof(struct ddtx_ipc_offer) + nseg * sizeof(struct ddtx_ipc_seg);
+	if (!nseg || need > room)
+		return -FI_EMSGSIZE;
+	uint8_t *msg = malloc(sizeof(struct ddtx_ipc_offer) + sizeof(allocs) +
+			      nseg * sizeof(struct ddtx_ipc_seg));
+	struct ddtx_ipc_seg *segs = malloc(nseg * sizeof(*segs));
+	if (!msg || !segs) {
+		ret = -FI_ENOMEM;
+		goto fail;
+	}
+	nseg = 0;
+	for (size_t i = 0; i < count; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		uint64_t a = (uintptr_t)iov[i].iov_base;
+		uint32_t k;
+		if (attr[i].iface != DDTX_HMEM_CUDA || attr[i].device != device) {
+			ret = -FI_EOPNOTSUPP; /* host memory or another device: staged */
+			goto fail;
+		}
+		for (k = 0; k < nalloc; k++)
+			if (a >= allocs[k].base && a - allocs[k].base < allocs[k].size)
+				break;
+		if (k == nalloc) {
+			struct ddtx_hmem_ipc h;
+			if (nalloc == DDTX_IPC_MAX_ALLOCS) {
+				ret = -FI_EMSGSIZE;
+				goto fail;
+			}
+			if ((ret = ddtx_ipc_cache_export(c, iov[i].iov_base, attr[i].buffer_id, &h)))
+				goto fail;
+			memcpy(allocs[k].handle, h.handle, sizeof(allocs[k].handle));
+			allocs[k].base = h.base;
+			allocs[k].size = h.size;
+			allocs[k].buffer_id = h.buffer_id;
+			nalloc++;
+		}
+		if (iov[i].iov_len > allocs[k].size - (a - allocs[k].base)) {
+			ret = -FI_EINVAL; /* runs past its allocation: not ours to offer */
+			goto fail;
+		}
+		segs[nseg++] = (struct ddtx_ipc_seg){ k, 0, a - allocs[k].base, iov[i].iov_len };
+	}
+	need += nalloc * sizeof(struct ddtx_ipc_alloc);
+	if (need > room) {
+		ret = -FI_EMSGSIZE;
+		goto fail;
+	}
+	struct ddtx_ipc_offer *o = (struct ddtx_ipc_offer *)msg;
+	o->nalloc = nalloc;
+	o->nseg = nseg;
+	memcpy(o + 1, allocs, nalloc * sizeof(allocs[0]));
+	memcpy((uint8_t *)(o + 1) + nalloc * sizeof(allocs[0]), segs, nseg * sizeof(*segs));
+	free(segs);
+	*out = msg;
+	*len = need;
+	return 0;
+fail:
+	free(msg);
+	free(segs);
+	return ret;
+}
+
+static void send_ipc_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, int status)
+{
+	struct ddtx_hdr_ack h;
+	ddtx_hdr_init(&h.base, DDTX_MSG_ACK, DDTX_HDR_IPC);
+	h.tx_id = tx_id;
+	h.status = status;
+	ddtx_ctrl_send(pep, peer, &h, sizeof(h));
+}
+
+static void count_cache(struct fi_ddtx_stats *st, const struct ddtx_ipc_cache *c,
+			const struct ddtx_ipc_cache_stats *before)
+{
+	struct ddtx_ipc_cache_stats now;
+	ddtx_ipc_cache_stats(c, &now);
+	st->hmem_ipc_opens += now.opens - before->opens;
+	st->hmem_ipc_hits += now.hits - before->hits;
+	st->hmem_ipc_stale += now.stale - before->stale;
+}
+
+/*
+ * Map the offer's allocations and list the sender's segments in our address space (*src,
+ * nseg entries).  -FI_E* when a mapping is refused: the offer is declined.
+ */
+static int map_offer(struct ddtx_ipc_cache *c, ddtx_peer_t src, const struct ddtx_ipc_offer *o,
+		     struct iovec **out)
+{
+	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
+	const struct ddtx_ipc_seg *segs = (const void *)(allocs + o->nalloc);
+	void *local[DDTX_IPC_MAX_ALLOCS];
+	struct iovec *v = malloc(o->nseg * sizeof(*v));
+
+	if (!v)
+		return -FI_ENOMEM;
+	for (uint32_t k = 0; k < o->nalloc; k++) {
+		struct ddtx_hmem_ipc h = { .base = allocs[k].base, .size = allocs[k].size,
+					   .buffer_id = allocs[k].buffer_id };
+		memcpy(h.handle, allocs[k].handle, sizeof(h.handle));
+		int ret = ddtx_ipc_cache_map(c, src, &h, &local[k]);
+		if (ret) {
+			free(v);
+			return ret;
+		}
+	}
+	for (uint32_t i = 0; i < o->nseg; i++)
+		v[i] = (struct iovec){ (uint8_t *)local[segs[i].alloc] + segs[i].offset,
+				       segs[i].len };
+	*out = v;
+	return 0;
+}
+
+bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *offer,
+		   size_t offer_len)
+{
+	struct fi_ddtx_stats *st = &pep->pd->stats;
+	const struct ddtx_ipc_offer *o = offer;
+	struct ddtx_stage *stage = ddtx_stage_of(pep, rx->context);
+	const struct iovec *dst = rx->iov;
+	size_t ndst = rx->count;
+	int device = 0;
+	struct iovec *src = NULL;
+	struct ddtx_ipc_plan plan;
+
+	(void)offer_len; /* checked with the RTS (ddtx_check_ipc_offer) */
+	if (stage)
+		ddtx_stage_target(stage, &dst, &ndst, &device);
+	struct ddtx_ipc_cache *c = rx->accepted && !rx->parent && device >= 0 &&
+						   ddtx_hmem_cuda_available()
+					   ? ddtx_ipc_cache_of(pep->pd, device)
+					   : NULL;
+	if (!c) {
+		st->hmem_ipc_declined++;
+		return false;
+	}
+	struct ddtx_ipc_cache_stats before;
+	ddtx_ipc_cache_stats(c, &before);
+	int ret = map_offer(c, rx->peer, o, &src);
+	count_cache(st, c, &before);
+	if (!ret && (ret = ddtx_ipc_plan_build(dst, ndst, src, o->nseg, rx->accepted, &plan)))
+		free(src);
+	if (ret) {
+		DDTX_INFO(FI_LOG_EP_DATA, "receive %u: CUDA IPC offer of peer %u declined (%s): "
+			  "staged\n", rx->id, rx->peer, fi_strerror(-ret));
+		st->hmem_ipc_declined++;
+		return false;
+	}
+	ret = ddtx_ipc_plan_run(device, &plan);
+	st->hmem_ipc_copy_2d += plan.two_d;
+	st->hmem_ipc_copy_batched += !plan.two_d;
+	ddtx_ipc_plan_free(&plan);
+	free(src);
+	/* The sender's completion: delivered, or the error the copy ended with. */
+	send_ipc_ack(pep, rx->peer, rx->tx_id, ret ? ret : 0);
+	if (ret) {
+		st->hmem_ipc_errors++;
+		ddtx_rx_fail(pep, rx, -ret);
+		return true;
+	}
+	st->hmem_ipc_rx++;
+	st->hmem_ipc_bytes += rx->accepted;
+	if (stage)
+		ddtx_stage_delivered(stage);
+	ddtx_list_remove(&rx->entry);
+	ddtx_rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data,
+		       rx->hdr_flags, rx->from, NULL, 0);
+	ddtx_rx_free(pep, rx);
+	return true;
+}
