@@ -29,6 +29,14 @@
  *              (fi_ddtx_stats.hmem_ptr_cached counts the segments answered from the domain's
  *              host page cache); after munmap and a new mapping the driver is asked again;
  *              every byte checked.  FI_DDTX_MR_MONITOR=0: no cache, every segment asked.
+ *              On the shm wire a device sender's rendezvous goes by CUDA IPC (the receiver
+ *              copies from the sender's blocks; fi_ddtx_stats.hmem_ipc_*): checked to be so
+ *              above the eager size, with no copy through host memory on either side;
+ *              FI_DDTX_HMEM_IPC=0: staged only.
+ *   ipc_decline  d2d with a receiver that declines every IPC offer: the sender stages after
+ *              the CTS, every byte checked, both sides count it
+ *   ipc_freed  a device send whose buffer is freed before the receiver takes the offer: error
+ *              completions on both sides (FI_EIO), no crash, the next message arrives whole
  *   semantics  on device memory: a truncated receive (FI_ETRUNC, the bytes that fit delivered,
  *              nothing past the buffer), fi_inject and fi_injectdata (no completion; the data
  *              arrives), selective completion (FI_COMPLETION only where asked; the data of the
@@ -205,12 +213,23 @@ static int expected_way(const struct layout *l, bool *fallback)
  * choose a rendezvous, so either is right there.  Carried: no copy through host memory on
  * either side, and the receiver counts the bytes.
  */
+static bool receiver_declines; /* ipc_decline: the receiver runs with FI_DDTX_HMEM_IPC=0 */
+
 static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
 		      const struct dir *d, size_t total, bool sender, const char *what)
 {
 	bool on = fx_env_long("FI_DDTX_HMEM_IPC", 1) != 0 && !getenv("FI_DDTX_WIRE");
 	uint64_t n = sender ? s1->hmem_ipc_tx - s0->hmem_ipc_tx : s1->hmem_ipc_rx - s0->hmem_ipc_rx;
-	if (!on || !d->sdev)
+	if (receiver_declines && d->sdev && total > 16384) {
+		/* offered, declined, and staged after all */
+		uint64_t k = sender ? s1->hmem_ipc_tx_staged - s0->hmem_ipc_tx_staged
+				    : s1->hmem_ipc_declined - s0->hmem_ipc_declined;
+		FT_CHECK(n == 0 && k == 1, "%s: %s: %llu by IPC, %llu declined", what,
+			 sender ? "sender" : "receiver", (unsigned long long)n,
+			 (unsigned long long)k);
+		return false;
+	}
+	if (!on || !d->sdev || receiver_declines)
 		FT_CHECK(n == 0, "%s: %llu messages by CUDA IPC, want none", what,
 			 (unsigned long long)n);
 	else if (total > 16384)
@@ -381,6 +400,82 @@ static int t_move(struct ft_ctx *ctx, void *arg)
 			d.desc = v & 2;
 			one_transfer(ctx, &fx, &layouts[i], &d, seed++);
 		}
+	fx_close(&fx);
+	return 0;
+}
+
+/* The receiver declines every CUDA IPC offer: the sender stages after the CTS, bytes intact. */
+static int t_ipc_decline(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	receiver_declines = true;
+	if (ctx->rank == 1)
+		setenv("FI_DDTX_HMEM_IPC", "0", 1);
+	return t_move(ctx, "d2d");
+}
+
+/*
+ * The sender frees its device buffer while its send waits for the receiver: the receiver's
+ * mapping of the handle is refused (a handle of a freed allocation), it declines, the sender
+ * cannot stage freed memory either: an error completion on both sides, no crash, and the
+ * endpoint still carries the next message.
+ */
+static int t_ipc_freed(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	struct fx fx;
+	fx_open(ctx, &hmem_opts, &fx);
+	size_t len = 1 << 20;
+	struct fi_cq_err_entry err;
+	struct fx_comp c;
+	for (int rdev = 0; rdev < 2; rdev++) {
+		struct buf b;
+		buf_init(&b, ctx->rank == 0 || rdev, len);
+		uint8_t *img = fx_alloc(len);
+		fx_fill(img, len, 77 + rdev, 0);
+		if (ctx->rank == 0) {
+			buf_put(&b, img);
+			FX_OK(&fx, fi_send(fx.ep, b.p, len, NULL, fx.peers[1], &fx));
+			buf_free(&b); /* freed before the receiver looks at the offer */
+			fx_pbarrier(ctx, &fx);
+			fx_wait_err(&fx, &err, TMO);
+			FT_CHECK(err.err == FI_EIO, "sender: error %d, want FI_EIO", err.err);
+		} else {
+			fx_pbarrier(ctx, &fx); /* the offer waits, unexpected, for this receive */
+			FX_OK(&fx, fi_recv(fx.ep, b.p, len, NULL, FI_ADDR_UNSPEC, &fx));
+			fx_wait_err(&fx, &err, TMO);
+			FT_CHECK(err.err == FI_EIO, "receiver: error %d, want FI_EIO", err.err);
+			buf_free(&b);
+		}
+		fx_pbarrier(ctx, &fx);
+		/* and the next message arrives whole */
+		buf_init(&b, true, len);
+		if (ctx->rank == 0) {
+			buf_put(&b, img);
+			fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_send(fx.ep, b.p, len, NULL, fx.peers[1], &fx));
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			FX_OK(&fx, fi_recv(fx.ep, b.p, len, NULL, FI_ADDR_UNSPEC, &fx));
+			fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			uint8_t *got = fx_alloc(len);
+			buf_get(&b, got);
+			FT_CHECK(!memcmp(got, img, len), "the message after the failure differs");
+			free(got);
+		}
+		fx_pbarrier(ctx, &fx);
+		buf_free(&b);
+		free(img);
+	}
+	struct fi_ddtx_stats st;
+	fx_stats(&fx, &st);
+	if (ctx->rank == 1)
+		FT_CHECK(st.hmem_ipc_declined >= 2 && st.hmem_ipc_stale + st.hmem_ipc_opens >= 1,
+			 "receiver: %llu offers declined", (unsigned long long)st.hmem_ipc_declined);
 	fx_close(&fx);
 	return 0;
 }
@@ -733,6 +828,8 @@ static const struct fx_test tests[] = {
 	{"errors", 1, 30, t_errors, NULL},
 	{"cancel", 1, 30, t_cancel, NULL},
 	{"host_queries", 2, 60, t_host_queries, NULL},
+	{"ipc_decline", 2, 120, t_ipc_decline, NULL},
+	{"ipc_freed", 2, 60, t_ipc_freed, NULL},
 };
 
 int main(int argc, char **argv)

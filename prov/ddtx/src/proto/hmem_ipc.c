@@ -182,8 +182,8 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	(void)offer_len; /* checked with the RTS (ddtx_check_ipc_offer) */
 	if (stage)
 		ddtx_stage_target(stage, &dst, &ndst, &device);
-	struct ddtx_ipc_cache *c = rx->accepted && !rx->parent && device >= 0 &&
-						   ddtx_hmem_cuda_available()
+	struct ddtx_ipc_cache *c = ddtx_settings.hmem_ipc && rx->accepted && !rx->parent &&
+						   device >= 0 && ddtx_hmem_cuda_available()
 					   ? ddtx_ipc_cache_of(pep->pd, device)
 					   : NULL;
 	if (!c) {
