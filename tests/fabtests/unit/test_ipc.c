@@ -7,6 +7,8 @@
  *   cache    the import and export caches against counting stand-ins of the driver: hits,
  *            stale mappings closed when the peer's buffer id or handle changes, per-peer drop,
  *            eviction, failed opens not cached, everything closed at the end
+ *   offer    peer_check's checks of a CUDA IPC offer (an RTS with DDTX_HDR_IPC): a valid one
+ *            passes, each malformed field is named
  *   process  two real processes through the driver (the test-only libcuda.so.1 stand-in, or
  *            a GPU): one exports a device allocation, the other maps it through the cache and
  *            copies device to device with the plan into its own device memory; every byte
@@ -23,6 +25,7 @@
 
 #include "engine/ipc_cache.h"
 #include "engine/ipc_copy.h"
+#include "proto/proto_internal.h"
 #include "unit_check.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -263,6 +266,65 @@ static void test_cache(void)
 	printf("cache: %d opens, %d closes\n", opens, closes);
 }
 
+/* ---- the offer as peer_check sees it ---- */
+
+struct offer_msg {
+	struct ddtx_ipc_offer o;
+	struct ddtx_ipc_alloc a[2];
+	struct ddtx_ipc_seg s[3];
+};
+
+static void offer_ok(struct ddtx_hdr_rts *rts, struct offer_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	memset(rts, 0, sizeof(*rts));
+	rts->total_len = 300;
+	m->o = (struct ddtx_ipc_offer){ 2, 3 };
+	m->a[0] = (struct ddtx_ipc_alloc){ .base = 0x10000, .size = 4096, .buffer_id = 1 };
+	m->a[1] = (struct ddtx_ipc_alloc){ .base = 0x90000, .size = 100, .buffer_id = 2 };
+	m->s[0] = (struct ddtx_ipc_seg){ 0, 0, 0, 100 };
+	m->s[1] = (struct ddtx_ipc_seg){ 1, 0, 0, 100 };
+	m->s[2] = (struct ddtx_ipc_seg){ 0, 0, 3996, 100 };
+}
+
+static void test_offer(void)
+{
+	struct ddtx_hdr_rts rts;
+	struct offer_msg m;
+	const char *bad;
+
+	offer_ok(&rts, &m);
+	CHECK((bad = ddtx_check_ipc_offer(&rts, &m, sizeof(m))) == NULL, "valid: %s", bad);
+	size_t len;
+#define BAD(want, ...)                                                                      \
+	do {                                                                                \
+		offer_ok(&rts, &m);                                                         \
+		len = sizeof(m);                                                            \
+		__VA_ARGS__;                                                                \
+		bad = ddtx_check_ipc_offer(&rts, &m, len);                                  \
+		CHECK(bad && !strcmp(bad, want), "%s: got %s", #__VA_ARGS__, bad ? bad : "ok"); \
+	} while (0)
+	BAD("ipc offer length", len = 4);
+	BAD("ipc nalloc", m.o.nalloc = 0);
+	BAD("ipc nalloc", m.o.nalloc = DDTX_IPC_MAX_ALLOCS + 1);
+	BAD("ipc nalloc", m.o.nalloc = 2, len = sizeof(m.o) + 100);
+	BAD("ipc nseg", m.o.nseg = 0);
+	BAD("ipc nseg", m.o.nseg = 4);
+	BAD("ipc nseg", len = sizeof(m) - 1);
+	BAD("ipc nseg", m.o.nseg = UINT32_MAX);
+	BAD("ipc allocation", m.a[1].size = 0);
+	BAD("ipc allocation", m.a[1].base = UINT64_MAX - 10);
+	BAD("ipc segment", m.s[1].alloc = 2);
+	BAD("ipc segment", m.s[1].len = 0);
+	BAD("ipc segment", m.s[2].offset = 3997);
+	BAD("ipc segment", m.s[2].offset = UINT64_MAX);
+	BAD("ipc segment", m.s[0].len = UINT64_MAX);
+	BAD("ipc segment lengths", rts.total_len = 299);
+	BAD("ipc segment lengths", rts.total_len = 301);
+#undef BAD
+	printf("offer: checks passed\n");
+}
+
 /* ---- two processes through the driver ---- */
 
 typedef int cu_result;
@@ -422,6 +484,8 @@ int main(int argc, char **argv)
 		test_plan();
 	else if (!strcmp(which, "cache"))
 		test_cache();
+	else if (!strcmp(which, "offer"))
+		test_offer();
 	else if (!strcmp(which, "process")) {
 		int ret = test_process();
 		if (ret)
