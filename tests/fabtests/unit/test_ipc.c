@@ -165,7 +165,8 @@ static void test_plan(void)
 static int opens, closes, fail_next_open, exports_made;
 static uint64_t next_export_id = 7;
 
-static int c_open(void *arg, int device, const uint8_t h[DDTX_HMEM_IPC_HANDLE_BYTES], void **base)
+static int c_open(void *arg, int device, const uint8_t h[DDTX_HMEM_IPC_HANDLE_BYTES], void **base,
+		  size_t *size)
 {
 	(void)arg;
 	(void)device;
@@ -175,6 +176,7 @@ static int c_open(void *arg, int device, const uint8_t h[DDTX_HMEM_IPC_HANDLE_BY
 	}
 	opens++;
 	*base = (void *)(uintptr_t)(0x10000000ull * (1 + h[0]));
+	*size = h[1] ? h[1] : 0x10000; /* handle byte 1: a small allocation */
 	return 0;
 }
 
@@ -243,6 +245,12 @@ static void test_cache(void)
 	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "wrapping range");
 	bad.size = 0;
 	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "empty range");
+	/* a size beyond what the handle maps: refused, the mapping closed again */
+	struct ddtx_hmem_ipc big = remote(7, 0x700000, 0x10000, 40);
+	big.handle[1] = 16;
+	int o0 = opens, c0 = closes;
+	CHECK(ddtx_ipc_cache_map(c, 5, &big, &l1) == -FI_EINVAL && opens == o0 + 1 &&
+	      closes == c0 + 1, "claimed size past the mapping");
 	/* a peer goes: its mappings close */
 	int before = closes;
 	ddtx_ipc_cache_drop_peer(c, 6);
@@ -439,11 +447,17 @@ static int importer(int to_peer, int from_peer)
 	forged.buffer_id++;
 	CHECK(ddtx_ipc_cache_map(c, 2, &forged, &again) == -FI_EIO, "forged handle opened");
 	memset(forged.handle, 0xee, sizeof(forged.handle));
-	CHECK(ddtx_hmem_ipc_open(0, forged.handle, &again) == -FI_EIO, "garbage handle opened");
+	size_t sz;
+	CHECK(ddtx_hmem_ipc_open(0, forged.handle, &again, &sz) == -FI_EIO, "garbage handle opened");
+	/* the right handle claiming a larger allocation */
+	struct ddtx_hmem_ipc bigger = h;
+	bigger.size = 2 * SPAN;
+	bigger.buffer_id++;
+	CHECK(ddtx_ipc_cache_map(c, 3, &bigger, &again) == -FI_EINVAL, "size past the mapping");
 	/* the owner frees: its handle is stale */
 	CHECK(write(to_peer, "c", 1) == 1, "copied");
 	CHECK(read(from_peer, &go, 1) == 1, "owner freed");
-	CHECK(ddtx_hmem_ipc_open(0, h.handle, &again) == -FI_EIO, "stale handle opened");
+	CHECK(ddtx_hmem_ipc_open(0, h.handle, &again, &sz) == -FI_EIO, "stale handle opened");
 	ddtx_ipc_cache_close(c);
 	ddtx_hmem_dev_free(0, mine);
 	CHECK(write(to_peer, "e", 1) == 1, "end");

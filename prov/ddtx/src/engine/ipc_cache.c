@@ -35,10 +35,10 @@ struct ddtx_ipc_cache {
 };
 
 static int hmem_open(void *arg, int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
-		     void **base)
+		     void **base, size_t *size)
 {
 	(void)arg;
-	return ddtx_hmem_ipc_open(device, handle, base);
+	return ddtx_hmem_ipc_open(device, handle, base, size);
 }
 
 static int hmem_close(void *arg, int device, void *base)
@@ -129,7 +129,14 @@ int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddt
 	struct import *m = calloc(1, sizeof(*m));
 	if (!m)
 		return -FI_ENOMEM;
-	int ret = c->ops.open(c->ops.arg, c->device, r->handle, &m->local);
+	size_t mapped = 0;
+	int ret = c->ops.open(c->ops.arg, c->device, r->handle, &m->local, &mapped);
+	if (!ret && r->size > mapped) {
+		DDTX_WARN(FI_LOG_EP_DATA, "ipc: peer %llu claims %llu bytes of an allocation of %zu\n",
+			  (unsigned long long)peer, (unsigned long long)r->size, mapped);
+		(void)c->ops.close(c->ops.arg, c->device, m->local);
+		ret = -FI_EINVAL;
+	}
 	if (ret) {
 		c->st.open_failures++;
 		free(m);

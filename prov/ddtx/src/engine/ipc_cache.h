@@ -28,7 +28,7 @@
 
 struct ddtx_ipc_ops {
 	int (*open)(void *arg, int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
-		    void **base);
+		    void **base, size_t *size);
 	int (*close)(void *arg, int device, void *base);
 	int (*export_handle)(void *arg, const void *addr, struct ddtx_hmem_ipc *out);
 	void *arg;
@@ -57,7 +57,9 @@ void ddtx_ipc_cache_close(struct ddtx_ipc_cache *c);
  * The peer's allocation r mapped here: *local is where r->base is in this process.  A hit when
  * a mapping of this peer with r's buffer id and handle is held; otherwise overlapping mappings
  * of the peer are closed (stale) and r is opened.  -FI_EINVAL for an empty or wrapping range,
- * or what ops->open returned (the handle is then not cached: a later call tries again).
+ * or one larger than the allocation the handle maps (a peer may claim any size; reads past the
+ * mapping must never be planned), or what ops->open returned (the handle is then not cached:
+ * a later call tries again).
  */
 int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddtx_hmem_ipc *r,
 		       void **local);

@@ -427,20 +427,25 @@ int ddtx_hmem_ipc_export(const void *addr, struct ddtx_hmem_ipc *out)
 }
 
 int ddtx_hmem_ipc_open(int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
-		       void **base)
+		       void **base, size_t *size)
 {
 	struct cu_ipc_handle h;
-	cu_deviceptr p = 0;
+	cu_deviceptr p = 0, start = 0;
 	int ret = use_device(device);
 
 	if (ret)
 		return ret;
-	if (!cu.ipc_open || !cu.ipc_close)
+	if (!cu.ipc_open || !cu.ipc_close || !cu.addr_range)
 		return -FI_ENOSYS;
 	memcpy(h.reserved, handle, sizeof(h.reserved));
 	cu_result r = cu.ipc_open(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
 	if (r != 0 || !p) {
 		DDTX_INFO(FI_LOG_EP_DATA, "hmem: IPC handle refused (CUresult %d)\n", r);
+		return -FI_EIO;
+	}
+	*size = 0;
+	if (cu.addr_range(&start, size, p) != 0 || start != p) {
+		(void)cu.ipc_close(p);
 		return -FI_EIO;
 	}
 	*base = (void *)(uintptr_t)p;

@@ -110,12 +110,13 @@ int ddtx_hmem_ipc_export(const void *addr, struct ddtx_hmem_ipc *out);
 
 /*
  * Map a peer's exported allocation into this process (cuIpcOpenMemHandle, in device's primary
- * context, peer access enabled lazily): *base is where its first byte is here.  -FI_ENOSYS
+ * context, peer access enabled lazily): *base is where its first byte is here, *size the
+ * allocation's size as the driver knows it (cuMemGetAddressRange).  -FI_ENOSYS
  * without the calls, -FI_EINVAL for a device the driver does not see, -FI_EIO when the driver
  * refuses the handle (forged, of a freed allocation, of a device this one cannot reach).
  */
 int ddtx_hmem_ipc_open(int device, const uint8_t handle[DDTX_HMEM_IPC_HANDLE_BYTES],
-		       void **base);
+		       void **base, size_t *size);
 /* Unmap what ddtx_hmem_ipc_open mapped (cuIpcCloseMemHandle). */
 int ddtx_hmem_ipc_close(int device, void *base);
 
