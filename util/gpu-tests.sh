@@ -56,8 +56,13 @@ export PATH=$PATH:/usr/local/cuda/bin
 	fi_info=$(ls "$deps"/root/usr/bin/fi_info 2>/dev/null)
 	FI_LOG_LEVEL=info ${fi_info:-true} -p ddtx -c FI_HMEM -v 2>&1 | grep -E "HMEM|kernels" | head -5
 	build-gpu/tests/fabtests/unit/test_hmem_cuda; echo "test_hmem_cuda: exit $?"
-	for t in offer d2d d2h h2d errors cancel; do
+	build-gpu/tests/fabtests/unit/test_ipc process; echo "test_ipc process: exit $?"
+	for t in offer d2d d2h h2d errors cancel semantics ipc_decline ipc_freed; do
 		build-gpu/tests/fabtests/functional/ft_hmem "$t"; echo "ft_hmem $t: exit $?"
+	done
+	for t in d2d d2h; do
+		build-gpu/tests/fabtests/functional/ft_hmem FI_DDTX_HMEM_IPC=0 "$t"
+		echo "ft_hmem FI_DDTX_HMEM_IPC=0 $t: exit $?"
 	done
 	build-gpu/tests/fabtests/benchmarks/nc_gpu_bw; echo "nc_gpu_bw: exit $?"
 } 2>&1 | tee "$out/gpu-tests.log"
