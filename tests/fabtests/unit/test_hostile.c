@@ -365,6 +365,112 @@ static void t_rts_first_chunk_forged(void)
 }
 
 /*
+ * CUDA IPC offers from a hostile peer (run with the test-only libcuda.so.1 stand-in, so that
+ * the victim has a driver): malformed offers are dropped without touching the posted receive;
+ * a well-formed offer with a forged handle is declined with an ordinary CTS (nothing written),
+ * and the attacker's PACK DATA then completes the receive with exactly its bytes; an ACK with
+ * IPC for a send that offered nothing completes nothing.
+ */
+static void t_ipc_forged(void)
+{
+	enum { TOTAL = 40000 };
+	int ctx, err = -1;
+	struct iovec iov = {big, TOTAL};
+	memset(big, 0, sizeof(big));
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	static struct {
+		struct ddtx_hdr_rts h;
+		struct ddtx_ipc_offer o;
+		struct ddtx_ipc_alloc a[1];
+		struct ddtx_ipc_seg s[2];
+	} m;
+	for (int i = 0; i < 5; i++) {
+		memset(&m, 0, sizeof(m));
+		hdr(&m.h.base, DDTX_MSG_RTS, DDTX_HDR_IPC);
+		m.h.tx_id = 20 + i;
+		m.h.scheme = FI_DDTX_SCHEME_PACK;
+		m.h.total_len = TOTAL;
+		m.h.nblocks = 1;
+		m.h.min_block = m.h.avg_block = TOTAL;
+		m.o = (struct ddtx_ipc_offer){1, 2};
+		memset(m.a[0].handle, 0xab, sizeof(m.a[0].handle));
+		m.a[0].base = 0x7f0000000000ull;
+		m.a[0].size = 1 << 20;
+		m.a[0].buffer_id = 99;
+		m.s[0] = (struct ddtx_ipc_seg){0, 0, 0, TOTAL / 2};
+		m.s[1] = (struct ddtx_ipc_seg){0, 0, 65536, TOTAL / 2};
+		size_t len = sizeof(m);
+		switch (i) {
+		case 0: m.s[1].offset = (1 << 20) - 10; break;     /* past its allocation */
+		case 1: m.s[1].alloc = 1; break;                     /* no such allocation */
+		case 2: m.h.total_len = TOTAL + 1; m.h.min_block = m.h.avg_block = TOTAL + 1; break;
+		case 3: len -= sizeof(m.s[1]); break;                /* nseg says 2, one there */
+		case 4: m.o.nalloc = 0; break;
+		}
+		CHECK(hostile_send(&H, &H.attacker, &m, len) == 0, "send");
+	}
+	hostile_peer_forget(&H.attacker);
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a malformed offer matched the receive");
+	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL) &&
+	      !hostile_peer_last(&H.attacker, DDTX_MSG_ACK, NULL), "a malformed offer was answered");
+	/* Well formed, forged handle: declined, an ordinary CTS comes back. */
+	m.h.tx_id = 30;
+	m.o.nalloc = 1; /* the last malformed case's field, restored */
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m)) == 0, "send");
+	progress_n(3);
+	const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_ACK, NULL), "a forged handle was taken");
+	CHECK(cts && cts->tx_id == 30 && cts->accepted == TOTAL, "no CTS for the declined offer");
+	CHECK(big[0] == 0 && big[TOTAL - 1] == 0, "the declined offer wrote bytes");
+	CHECK(H.pd->stats.hmem_ipc_declined == 1 && H.pd->stats.hmem_ipc_rx == 0,
+	      "declined %llu, taken %llu", (unsigned long long)H.pd->stats.hmem_ipc_declined,
+	      (unsigned long long)H.pd->stats.hmem_ipc_rx);
+	if (cts) {
+		/* The attacker then sends what it offered, packed, as a declined sender does. */
+		static struct {
+			struct ddtx_hdr_data h;
+			uint8_t b[TOTAL];
+		} d;
+		hdr(&d.h.base, DDTX_MSG_DATA, 0);
+		d.h.rx_id = cts->rx_id;
+		d.h.offset = 0;
+		d.h.len = TOTAL;
+		memset(d.b, 0x5c, TOTAL);
+		if (cts->scheme == FI_DDTX_SCHEME_PACK) {
+			CHECK(hostile_send(&H, &H.attacker, &d, sizeof(d)) == 0, "send DATA");
+			progress_n(3);
+			CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0, "receive: err %d", err);
+			CHECK(big[0] == 0x5c && big[TOTAL - 1] == 0x5c && big[TOTAL] == 0,
+			      "bytes after the decline");
+		}
+	}
+	/* An ACK with IPC for a send that offered nothing (host memory): completes nothing. */
+	int sctx;
+	struct iovec one = {big, 32768};
+	pthread_mutex_lock(&H.lock);
+	ret = ddtx_proto_send(H.pep, &one, NULL, 1, 0, 0, 0, &sctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "send: %zd", ret);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	const struct ddtx_hdr_rts *r = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL);
+	CHECK(r && !(r->base.flags & DDTX_HDR_IPC), "host memory offered by IPC");
+	if (r) {
+		struct ddtx_hdr_ack ack;
+		hdr(&ack.base, DDTX_MSG_ACK, DDTX_HDR_IPC);
+		ack.tx_id = r->tx_id;
+		ack.status = 0;
+		CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack)) == 0, "attacker send");
+		progress_n(2);
+		CHECK(hostile_count(&H, &sctx, NULL) == 0, "a forged IPC ACK completed a send");
+	}
+}
+
+/*
  * The eager/rendezvous boundary comes from measured costs: with the priors an 8 KiB message
  * goes eager; after eager deliveries were timed far slower than a rendezvous is predicted
  * (a wire where copying through the ring is slow), the same message goes by RTS, while a
@@ -946,6 +1052,7 @@ int main(int argc, char **argv)
 		{"forged_atomic", t_forged_atomic, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_atomic_resp", t_forged_atomic_resp, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_event", t_forged_rma_event, DDTX_SCHEME_SETTING_AUTO},
+		{"ipc_forged", t_ipc_forged, DDTX_SCHEME_SETTING_PACK},
 	};
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s CASE\n", argv[0]);
