@@ -227,6 +227,12 @@ static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 		FT_CHECK(n == 0 && k == 1, "%s: %s: %llu by IPC, %llu declined", what,
 			 sender ? "sender" : "receiver", (unsigned long long)n,
 			 (unsigned long long)k);
+		/* the staged bytes went by the forced scheme (counted where it is decided) */
+		int forced = fx_scheme_of(getenv("FI_DDTX_SCHEME"));
+		if (!sender && forced >= 0)
+			FT_CHECK(s1->ops[forced] - s0->ops[forced] == 1,
+				 "%s: not carried by FI_DDTX_SCHEME=%s after the decline", what,
+				 fx_scheme_name(forced));
 		return false;
 	}
 	if (!on || !d->sdev || receiver_declines)
