@@ -207,6 +207,8 @@ static struct ddtx_hmem_ipc remote(uint8_t h, uint64_t base, uint64_t size, uint
 	return r;
 }
 
+static int ep_a, ep_b; /* two endpoints (owners of mappings) */
+
 static void test_cache(void)
 {
 	const struct ddtx_ipc_ops ops = { c_open, c_close, c_export, NULL };
@@ -216,44 +218,51 @@ static void test_cache(void)
 
 	CHECK(ddtx_ipc_cache_open(&ops, 0, 3, &c) == 0, "open");
 	struct ddtx_hmem_ipc a = remote(1, 0x100000, 0x10000, 11);
-	CHECK(ddtx_ipc_cache_map(c, 5, &a, &l1) == 0 && opens == 1, "first map opens");
-	CHECK(ddtx_ipc_cache_map(c, 5, &a, &l2) == 0 && opens == 1 && l2 == l1, "hit");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &a, &l1) == 0 && opens == 1, "first map opens");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &a, &l2) == 0 && opens == 1 && l2 == l1, "hit");
 	/* the same allocation of another peer: its own mapping */
-	CHECK(ddtx_ipc_cache_map(c, 6, &a, &l2) == 0 && opens == 2, "per peer");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 6, &a, &l2) == 0 && opens == 2, "per peer");
 	/* peer 5 freed and re-allocated the range: new id -> the old mapping is closed */
 	struct ddtx_hmem_ipc a2 = remote(2, 0x100000, 0x8000, 12);
-	CHECK(ddtx_ipc_cache_map(c, 5, &a2, &l2) == 0 && opens == 3 && closes == 1, "stale id");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &a2, &l2) == 0 && opens == 3 && closes == 1, "stale id");
 	/* same id but other handle bytes (forged or confused): not trusted either */
 	struct ddtx_hmem_ipc a3 = remote(3, 0x100000, 0x8000, 12);
-	CHECK(ddtx_ipc_cache_map(c, 5, &a3, &l2) == 0 && opens == 4 && closes == 2, "stale handle");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &a3, &l2) == 0 && opens == 4 && closes == 2, "stale handle");
 	ddtx_ipc_cache_stats(c, &st);
 	CHECK(st.hits == 1 && st.opens == 4 && st.stale == 2 && st.mapped == 2, "stats");
 	/* a failed open is not cached: the next call tries again */
 	struct ddtx_hmem_ipc b = remote(4, 0x200000, 0x1000, 20);
 	fail_next_open = 1;
-	CHECK(ddtx_ipc_cache_map(c, 5, &b, &l1) == -FI_EIO, "failed open");
-	CHECK(ddtx_ipc_cache_map(c, 5, &b, &l1) == 0 && opens == 5, "retried");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &b, &l1) == -FI_EIO, "failed open");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &b, &l1) == 0 && opens == 5, "retried");
 	/* bound 3: a fourth mapping evicts the least recently used (peer 6's) */
 	struct ddtx_hmem_ipc d = remote(5, 0x300000, 0x1000, 30);
-	CHECK(ddtx_ipc_cache_map(c, 5, &d, &l1) == 0 && closes == 3, "evicted");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &d, &l1) == 0 && closes == 3, "evicted");
 	ddtx_ipc_cache_stats(c, &st);
 	CHECK(st.evictions == 1 && st.mapped == 3, "eviction stats");
-	CHECK(ddtx_ipc_cache_map(c, 6, &a, &l1) == 0 && opens == 7 && closes == 4,
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 6, &a, &l1) == 0 && opens == 7 && closes == 4,
 	      "evicted one reopened (evicting the next)");
 	/* bad ranges */
 	struct ddtx_hmem_ipc bad = remote(6, UINT64_MAX - 10, 100, 1);
-	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "wrapping range");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &bad, &l1) == -FI_EINVAL, "wrapping range");
 	bad.size = 0;
-	CHECK(ddtx_ipc_cache_map(c, 5, &bad, &l1) == -FI_EINVAL, "empty range");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &bad, &l1) == -FI_EINVAL, "empty range");
 	/* a size beyond what the handle maps: refused, the mapping closed again */
 	struct ddtx_hmem_ipc big = remote(7, 0x700000, 0x10000, 40);
 	big.handle[1] = 16;
 	int o0 = opens, c0 = closes;
-	CHECK(ddtx_ipc_cache_map(c, 5, &big, &l1) == -FI_EINVAL && opens == o0 + 1 &&
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 5, &big, &l1) == -FI_EINVAL && opens == o0 + 1 &&
 	      closes == c0 + 1, "claimed size past the mapping");
+	/* the same peer handle of another endpoint: its own mapping, dropped with that endpoint */
+	int o1 = opens, c1 = closes;
+	CHECK(ddtx_ipc_cache_map(c, &ep_b, 5, &d, &l2) == 0 && opens == o1 + 1 &&
+	      closes == c1 + 1, "another owner's peer 5: own mapping (evicting one)");
+	ddtx_ipc_cache_drop_owner(c, &ep_b);
+	CHECK(closes == c1 + 2, "owner dropped");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 6, &a, &l1) == 0, "peer 6 mapped again");
 	/* a peer goes: its mappings close */
 	int before = closes;
-	ddtx_ipc_cache_drop_peer(c, 6);
+	ddtx_ipc_cache_drop_peer(c, &ep_a, 6);
 	CHECK(closes == before + 1, "drop peer closed %d", closes - before);
 
 	/* exports: once per allocation and buffer id */
@@ -270,7 +279,7 @@ static void test_cache(void)
 	CHECK(st.exports == 2 && st.export_hits == 1, "export stats");
 	before = closes;
 	ddtx_ipc_cache_close(c);
-	CHECK(closes == before + 2, "close closed %d of 2", closes - before);
+	CHECK(closes == before + 1, "close closed %d of 1", closes - before);
 	printf("cache: %d opens, %d closes\n", opens, closes);
 }
 
@@ -399,7 +408,7 @@ static int importer(int to_peer, int from_peer)
 	CHECK(ddtx_hmem_dev_alloc(0, SPAN, &mine) == 0, "alloc");
 	CHECK(ddtx_hmem_copy(0, mine, got, SPAN, DDTX_HMEM_TO_DEVICE) == 0, "zero");
 	CHECK(ddtx_ipc_cache_open(&ddtx_ipc_hmem_ops, 0, 8, &c) == 0, "cache");
-	CHECK(ddtx_ipc_cache_map(c, 1, &h, &theirs) == 0, "map the peer's allocation");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 1, &h, &theirs) == 0, "map the peer's allocation");
 	/* their vector of 512 B blocks at 1 KiB -> our vector at 2 KiB (2-D), then an irregular
 	 * list -> our contiguous tail (batch) */
 	static struct iovec sv[512], dv[512];
@@ -438,14 +447,14 @@ static int importer(int to_peer, int from_peer)
 	CHECK(bad == 0, "%zu of %d bytes wrong", bad, SPAN);
 	/* mapped again: a hit, no second open */
 	void *again;
-	CHECK(ddtx_ipc_cache_map(c, 1, &h, &again) == 0 && again == theirs, "hit");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 1, &h, &again) == 0 && again == theirs, "hit");
 	ddtx_ipc_cache_stats(c, &st);
 	CHECK(st.opens == 1 && st.hits == 1, "one open");
 	/* a forged handle */
 	struct ddtx_hmem_ipc forged = h;
 	forged.handle[9] ^= 0x5a;
 	forged.buffer_id++;
-	CHECK(ddtx_ipc_cache_map(c, 2, &forged, &again) == -FI_EIO, "forged handle opened");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 2, &forged, &again) == -FI_EIO, "forged handle opened");
 	memset(forged.handle, 0xee, sizeof(forged.handle));
 	size_t sz;
 	CHECK(ddtx_hmem_ipc_open(0, forged.handle, &again, &sz) == -FI_EIO, "garbage handle opened");
@@ -453,7 +462,7 @@ static int importer(int to_peer, int from_peer)
 	struct ddtx_hmem_ipc bigger = h;
 	bigger.size = 2 * SPAN;
 	bigger.buffer_id++;
-	CHECK(ddtx_ipc_cache_map(c, 3, &bigger, &again) == -FI_EINVAL, "size past the mapping");
+	CHECK(ddtx_ipc_cache_map(c, &ep_a, 3, &bigger, &again) == -FI_EINVAL, "size past the mapping");
 	/* the owner frees: its handle is stale */
 	CHECK(write(to_peer, "c", 1) == 1, "copied");
 	CHECK(read(from_peer, &go, 1) == 1, "owner freed");

@@ -15,6 +15,7 @@
 
 struct import {
 	struct ddtx_list_entry entry;
+	const void *owner;
 	uint64_t peer;
 	struct ddtx_hmem_ipc r;         /* as the peer described it */
 	void *local;
@@ -102,8 +103,8 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
-int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddtx_hmem_ipc *r,
-		       void **local)
+int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, const void *owner, uint64_t peer,
+		       const struct ddtx_hmem_ipc *r, void **local)
 {
 	struct ddtx_list_entry *it, *tmp;
 
@@ -112,7 +113,8 @@ int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddt
 	ddtx_list_foreach_safe(&c->imports, it, tmp)
 	{
 		struct import *m = ddtx_container_of(it, struct import, entry);
-		if (m->peer != peer || !overlaps(m->r.base, m->r.size, r->base, r->size))
+		if (m->owner != owner || m->peer != peer ||
+		    !overlaps(m->r.base, m->r.size, r->base, r->size))
 			continue;
 		if (m->r.buffer_id == r->buffer_id && m->r.base == r->base &&
 		    m->r.size == r->size && !memcmp(m->r.handle, r->handle, sizeof(r->handle))) {
@@ -143,6 +145,7 @@ int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddt
 		return ret;
 	}
 	c->st.opens++;
+	m->owner = owner;
 	m->peer = peer;
 	m->r = *r;
 	if (c->nimports == c->max) {
@@ -155,16 +158,26 @@ int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddt
 	return 0;
 }
 
-void ddtx_ipc_cache_drop_peer(struct ddtx_ipc_cache *c, uint64_t peer)
+static void drop(struct ddtx_ipc_cache *c, const void *owner, bool any_peer, uint64_t peer)
 {
 	struct ddtx_list_entry *it, *tmp;
 
 	ddtx_list_foreach_safe(&c->imports, it, tmp)
 	{
 		struct import *m = ddtx_container_of(it, struct import, entry);
-		if (m->peer == peer)
+		if (m->owner == owner && (any_peer || m->peer == peer))
 			import_close(c, m);
 	}
+}
+
+void ddtx_ipc_cache_drop_peer(struct ddtx_ipc_cache *c, const void *owner, uint64_t peer)
+{
+	drop(c, owner, false, peer);
+}
+
+void ddtx_ipc_cache_drop_owner(struct ddtx_ipc_cache *c, const void *owner)
+{
+	drop(c, owner, true, 0);
 }
 
 int ddtx_ipc_cache_export(struct ddtx_ipc_cache *c, const void *addr, uint64_t buffer_id,

@@ -3,8 +3,8 @@
  * CUDA IPC handle caches for device memory moved between processes of one host.
  *
  * Imports: a peer's device allocations mapped into this process (cuIpcOpenMemHandle costs tens
- * of microseconds and a mapping is good for as long as the allocation lives), keyed by peer and
- * the allocation's buffer id.  The buffer id is what says the allocation changed: the peer
+ * of microseconds and a mapping is good for as long as the allocation lives), keyed by peer (an
+ * owner, the endpoint, and its peer handle) and the allocation's buffer id.  The buffer id is what says the allocation changed: the peer
  * sends the id with the handle, and a cached mapping of the same peer whose range overlaps a
  * handle with another id (or other handle bytes) is closed before the new one is opened, so a
  * freed and re-allocated range never reaches the old mapping.  Bounded: the least recently
@@ -61,10 +61,12 @@ void ddtx_ipc_cache_close(struct ddtx_ipc_cache *c);
  * mapping must never be planned), or what ops->open returned (the handle is then not cached:
  * a later call tries again).
  */
-int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, uint64_t peer, const struct ddtx_hmem_ipc *r,
-		       void **local);
+int ddtx_ipc_cache_map(struct ddtx_ipc_cache *c, const void *owner, uint64_t peer,
+		       const struct ddtx_hmem_ipc *r, void **local);
 /* The peer went away: close its mappings. */
-void ddtx_ipc_cache_drop_peer(struct ddtx_ipc_cache *c, uint64_t peer);
+void ddtx_ipc_cache_drop_peer(struct ddtx_ipc_cache *c, const void *owner, uint64_t peer);
+/* The owner (an endpoint) closes: close the mappings of all its peers. */
+void ddtx_ipc_cache_drop_owner(struct ddtx_ipc_cache *c, const void *owner);
 
 /*
  * The handle of our allocation holding addr, exported once per allocation: *out names the

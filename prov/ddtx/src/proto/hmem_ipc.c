@@ -33,6 +33,18 @@ struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int devic
 	return pd->ipc[device];
 }
 
+void ddtx_ipc_drop(struct ddtx_proto_ep *pep, bool all_peers, ddtx_peer_t peer)
+{
+	for (int d = 0; d < DDTX_PD_IPC_DEVICES; d++) {
+		if (!pep->pd->ipc[d])
+			continue;
+		if (all_peers)
+			ddtx_ipc_cache_drop_owner(pep->pd->ipc[d], pep);
+		else
+			ddtx_ipc_cache_drop_peer(pep->pd->ipc[d], pep, peer);
+	}
+}
+
 void ddtx_ipc_close_all(struct ddtx_proto_domain *pd)
 {
 	for (int d = 0; d < DDTX_PD_IPC_DEVICES; d++) {
@@ -140,8 +152,8 @@ static void count_cache(struct fi_ddtx_stats *st, const struct ddtx_ipc_cache *c
  * Map the offer's allocations and list the sender's segments in our address space (*src,
  * nseg entries).  -FI_E* when a mapping is refused: the offer is declined.
  */
-static int map_offer(struct ddtx_ipc_cache *c, ddtx_peer_t src, const struct ddtx_ipc_offer *o,
-		     struct iovec **out)
+static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_peer_t src,
+		     const struct ddtx_ipc_offer *o, struct iovec **out)
 {
 	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
 	const struct ddtx_ipc_seg *segs = (const void *)(allocs + o->nalloc);
@@ -154,7 +166,7 @@ static int map_offer(struct ddtx_ipc_cache *c, ddtx_peer_t src, const struct ddt
 		struct ddtx_hmem_ipc h = { .base = allocs[k].base, .size = allocs[k].size,
 					   .buffer_id = allocs[k].buffer_id };
 		memcpy(h.handle, allocs[k].handle, sizeof(h.handle));
-		int ret = ddtx_ipc_cache_map(c, src, &h, &local[k]);
+		int ret = ddtx_ipc_cache_map(c, pep, src, &h, &local[k]);
 		if (ret) {
 			free(v);
 			return ret;
@@ -192,7 +204,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	}
 	struct ddtx_ipc_cache_stats before;
 	ddtx_ipc_cache_stats(c, &before);
-	int ret = map_offer(c, rx->peer, o, &src);
+	int ret = map_offer(c, pep, rx->peer, o, &src);
 	count_cache(st, c, &before);
 	if (!ret && (ret = ddtx_ipc_plan_build(dst, ndst, src, o->nseg, rx->accepted, &plan)))
 		free(src);

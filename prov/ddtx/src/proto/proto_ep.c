@@ -156,6 +156,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	}
 	ddtx_atomic_free_all(pep);
 	ddtx_stage_free_all(pep);
+	ddtx_ipc_drop(pep, true, 0); /* peers' allocations this endpoint mapped */
 	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
@@ -212,6 +213,7 @@ static void check_peers(struct ddtx_proto_ep *pep)
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
 		if (ddtx_list_empty(&tx->batches) && !ddtx_wire_peer_alive(pep->wire, tx->peer)) {
 			ddtx_ctrl_drop_peer(pep, tx->peer);
+			ddtx_ipc_drop(pep, false, tx->peer); /* its allocations' mappings */
 			ddtx_tx_fail(pep, tx, FI_EIO);
 		}
 	}
@@ -220,6 +222,7 @@ static void check_peers(struct ddtx_proto_ep *pep)
 		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
 		if (!ddtx_wire_peer_alive(pep->wire, rx->peer)) {
 			ddtx_ctrl_drop_peer(pep, rx->peer);
+			ddtx_ipc_drop(pep, false, rx->peer);
 			ddtx_rx_fail(pep, rx, FI_EIO);
 		}
 	}
@@ -233,6 +236,7 @@ static void check_peers(struct ddtx_proto_ep *pep)
 				ddtx_container_of(it, struct ddtx_atomic_op, entry);
 			if (!ddtx_wire_peer_alive(pep->wire, op->peer)) {
 				ddtx_ctrl_drop_peer(pep, op->peer);
+				ddtx_ipc_drop(pep, false, op->peer);
 				ddtx_atomic_fail_peer(pep, op->peer, FI_EIO);
 				again = true;
 				break;

@@ -307,6 +307,8 @@ void ddtx_stage_delivered(struct ddtx_stage *s);
 /* hmem_ipc.c: CUDA IPC on the shm wire */
 struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int device);
 void ddtx_ipc_close_all(struct ddtx_proto_domain *pd);
+/* Close the mappings this endpoint holds of one peer's allocations (peer gone), or of all. */
+void ddtx_ipc_drop(struct ddtx_proto_ep *pep, bool all_peers, ddtx_peer_t peer);
 struct ddtx_hmem_attr;
 int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			 const struct ddtx_hmem_attr *attr, int device, void **out, size_t *len,
