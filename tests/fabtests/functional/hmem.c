@@ -27,7 +27,8 @@
  *              operation asks the driver about each segment (the stand-in counts its
  *              cuPointerGetAttributes calls), later ones over the same buffers ask nothing
  *              (fi_ddtx_stats.hmem_ptr_cached counts the segments answered from the domain's
- *              host page cache); after munmap and a new mapping the driver is asked again;
+ *              host page cache); after madvise(DONTNEED), and after munmap and a new
+ *              mapping, the driver is asked again;
  *              every byte checked.  FI_DDTX_MR_MONITOR=0: no cache, every segment asked.
  *              On the shm wire a device sender's rendezvous goes by CUDA IPC (the receiver
  *              copies from the sender's blocks; fi_ddtx_stats.hmem_ipc_*): checked to be so
@@ -808,11 +809,23 @@ static int t_host_queries(struct ft_ctx *ctx, void *arg)
 						 "yet %llu of %zu segments answered without the "
 						 "driver", hit, count);
 			}
-			/* New memory at the same address: what was learned is forgotten. */
+			/* Pages returned to the system (the monitor reports it): forgotten, asked
+			 * about again. */
+			FT_CHECK(madvise(buf, span, MADV_DONTNEED) == 0, "madvise");
+			host_round(ctx, &fx, buf, count, shapes[k].block, shapes[k].stride, seed++,
+				   &q, &hit);
+			if (monitor)
+				FT_CHECK(q > 0, "host_queries: released pages answered from the cache "
+					 "(%llu cached)", hit);
+			/* New memory at the same address (when the kernel gives it back there:
+			 * under ASan something else may take it): forgotten as well. */
 			FT_CHECK(munmap(buf, span) == 0, "munmap");
 			uint8_t *again = mmap(buf, span, PROT_READ | PROT_WRITE,
 					      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
 					      0);
+			if (again == MAP_FAILED)
+				again = mmap(NULL, span, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			FT_CHECK(again != MAP_FAILED, "mmap again");
 			host_round(ctx, &fx, again, count, shapes[k].block, shapes[k].stride, seed++,
 				   &q, &hit);
