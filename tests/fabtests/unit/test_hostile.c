@@ -49,6 +49,16 @@ static void hdr(struct ddtx_hdr_base *b, unsigned type, uint16_t flags)
 	b->reserved = 0;
 }
 
+/* The victim posts a receive of big[0, len) from any source. */
+static void victim_posts_recv(size_t len, void *ctx)
+{
+	struct iovec iov = {big, len};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+}
+
 /* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
 static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
 {
@@ -315,12 +325,8 @@ static void t_rts_first_chunk(void)
 static void t_rts_first_chunk_forged(void)
 {
 	int ctx, err = -1;
-	struct iovec iov = {big, 8192};
 	memset(big, 0, 8192);
-	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "recv: %zd", ret);
+	victim_posts_recv(8192, &ctx);
 	static struct {
 		struct ddtx_hdr_rts h;
 		uint8_t payload[5000];
@@ -375,12 +381,8 @@ static void t_ipc_forged(void)
 {
 	enum { TOTAL = 40000 };
 	int ctx, err = -1;
-	struct iovec iov = {big, TOTAL};
 	memset(big, 0, sizeof(big));
-	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "recv: %zd", ret);
+	victim_posts_recv(TOTAL, &ctx);
 	static struct {
 		struct ddtx_hdr_rts h;
 		struct ddtx_ipc_offer o;
@@ -450,19 +452,12 @@ static void t_ipc_forged(void)
 	}
 	/* An ACK with IPC for a send that offered nothing (host memory): completes nothing. */
 	int sctx;
-	struct iovec one = {big, 32768};
-	pthread_mutex_lock(&H.lock);
-	ret = ddtx_proto_send(H.pep, &one, NULL, 1, 0, 0, 0, &sctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "send: %zd", ret);
-	hostile_peer_forget(&H.attacker);
-	progress_n(2);
-	const struct ddtx_hdr_rts *r = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL);
-	CHECK(r && !(r->base.flags & DDTX_HDR_IPC), "host memory offered by IPC");
-	if (r) {
+	struct ddtx_hdr_rts r = victim_rndv_send(&sctx, 32768);
+	CHECK(!(r.base.flags & DDTX_HDR_IPC), "host memory offered by IPC");
+	if (r.tx_id) {
 		struct ddtx_hdr_ack ack;
 		hdr(&ack.base, DDTX_MSG_ACK, DDTX_HDR_IPC);
-		ack.tx_id = r->tx_id;
+		ack.tx_id = r.tx_id;
 		ack.status = 0;
 		CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack)) == 0, "attacker send");
 		progress_n(2);
