@@ -7,6 +7,8 @@
  * FI_DDTX_SCHEME forces a scheme (registering on the spot if needed); FI_DDTX_THRESHOLD
  * replaces the learned crossover by a fixed block length.
  */
+#include <string.h>
+
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
@@ -200,6 +202,24 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 				      blocks);
 	}
 	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
+}
+
+/*
+ * Pull (issue 12): SGL costs the RTS, a CTS with the receiver's keys, the write and a DONE,
+ * three messages in a row before the receiver completes; libfabric's shm provider sends one
+ * and lets the receiver read (fabtests' tagged pingpong at 64 KiB, one-way: SGL 5.4 us, shm
+ * 3.9).  So a contiguous send that proposes SGL offers its block's key in the RTS, and a
+ * receiver that decides SGL reads it at once: one message and one copy, then the CTS that
+ * completes the send travels off the receiver's critical path.  Only where a read is one
+ * process_vm_readv (the shm wire; other wires keep the write until measured), only in auto
+ * mode (a forced scheme keeps its exact message sequence), and only one block on the
+ * sender's side (the key covers exactly the payload).
+ */
+bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+		      const struct ddtx_layout_stats *st)
+{
+	return proposed == FI_DDTX_SCHEME_SGL && st->nblocks == 1 &&
+	       forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && !strcmp(pep->caps->name, "shm");
 }
 
 /*

@@ -20,8 +20,9 @@
 #include <rdma/fi_errno.h>
 #include "wire/wire.h"
 
-/* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event */
-#define DDTX_PROTO_VERSION 4
+/* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event;
+ * 4: the first PACK chunk in the RTS; 5: pull (RTS.pull_key, CTS with PULLED) */
+#define DDTX_PROTO_VERSION 5
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -48,6 +49,8 @@ enum ddtx_msg_type {
 #define DDTX_HDR_READ (1u << 7)     /* RMA_DATA with RMA_EVENT: the access was a read */
 #define DDTX_HDR_MORE (1u << 8)     /* RMA_DATA: a further segment of an operation already
 				     * reported (only the counters of its key count it) */
+#define DDTX_HDR_PULL (1u << 9)     /* RTS: pull_key names the sender's one block, readable */
+#define DDTX_HDR_PULLED (1u << 10)  /* CTS: the receiver read the payload; the send is done */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -75,6 +78,7 @@ struct ddtx_hdr_rts {
 	uint64_t nblocks;    /* the sender's layout summary (engine/iov.h) */
 	uint64_t min_block;
 	uint64_t avg_block;
+	uint64_t pull_key;   /* with PULL: key (internal space, offset addressing) of the payload */
 };
 
 /* One receiver descriptor: a key (internal space, offset addressing) covering len bytes. */
@@ -174,7 +178,7 @@ struct ddtx_hdr_atomic_resp {
 _Static_assert(sizeof(struct ddtx_hdr_base) == 8, "hdr_base layout");
 _Static_assert(DDTX_MSG_TYPE_MAX <= DDTX_WIRE_MSG_OWN, "a type wires keep for themselves");
 _Static_assert(sizeof(struct ddtx_hdr_eager) == 40, "hdr_eager layout");
-_Static_assert(sizeof(struct ddtx_hdr_rts) == 64, "hdr_rts layout");
+_Static_assert(sizeof(struct ddtx_hdr_rts) == 72, "hdr_rts layout");
 _Static_assert(sizeof(struct ddtx_desc) == 16, "desc layout");
 _Static_assert(sizeof(struct ddtx_hdr_cts) == 56, "hdr_cts layout");
 _Static_assert(sizeof(struct ddtx_hdr_list_req) == 16, "hdr_list_req layout");
