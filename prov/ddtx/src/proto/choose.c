@@ -27,8 +27,8 @@ static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
  * RDMA write on a NIC) where packing copies twice.  But a contiguous message never explores
  * (see ddtx_choose_decide), so until SGL is timed its estimate is only its prior, and a PACK
  * line fitted from real timings beat that prior for good (issue 12: fabtests' tagged
- * pingpong moved 210 contiguous rendezvous by PACK and none by SGL, at 2x shm's latency from
- * 24 KiB to 1 MiB, while SGL forced took 1.0-1.35x).  So contiguous transfers take SGL until
+ * pingpong -S all moved 38879 contiguous rendezvous by PACK and 1 by SGL on each side, at 2x
+ * shm's latency from 24 KiB to 1 MiB, where SGL forced took 1.1-1.35x).  So contiguous transfers take SGL until
  * it has been timed SGL_TRIES times (an optimistic start): a first timing into freshly
  * registered pages can be several times the steady one and, under the outlier bound, still
  * counts; the following ones pull the estimate down (see cost.c, refit).  From then on the
