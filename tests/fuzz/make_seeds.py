@@ -6,10 +6,10 @@ message; see fuzz_proto.c for the selector's bits.  Headers follow prov/ddtx/src
 import os
 import struct
 
-V = 3  # DDTX_PROTO_VERSION
+V = 6  # DDTX_PROTO_VERSION (the fuzzer sets it anyway, unless a selector has bit 6)
 PACK, SGL, UMR = 1, 2, 3
 TAGGED, CQ_DATA, LAST, ACK_REQ, CACHED, WARM = 1, 2, 4, 8, 16, 32
-RMA_EVENT, READ, MORE = 64, 128, 256
+RMA_EVENT, READ, MORE, IPC, PULL, PULLED = 64, 128, 256, 512, 1024, 2048
 ATOMIC_WRITE, ATOMIC_FETCH, ATOMIC_COMPARE = 0, 1, 2   # engine/atomic_exec.h
 FI_MIN, FI_SUM, FI_BOR, FI_ATOMIC_READ, FI_CSWAP, FI_CSWAP_LE, FI_MSWAP = 0, 2, 6, 10, 12, 14, 18
 FI_INT8, FI_UINT64, FI_DOUBLE, FI_LONG_DOUBLE_COMPLEX, FI_UINT128 = 0, 7, 9, 13, 15
@@ -43,8 +43,9 @@ def cts(acc, off, scheme, flags=0, chunk=0, wset=0, descs=()):
     return m + b"".join(struct.pack("<QQ", k, n) for k, n in descs)
 
 
-def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0):
-    return base(2, flags) + struct.pack("<QQQIIQQQ", 0, 0, total, tx_id, scheme, nblocks, minb, avgb)
+def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0, pull_key=0):
+    return base(2, flags) + struct.pack("<QQQIIQQQQ", 0, 0, total, tx_id, scheme, nblocks, minb, avgb,
+                                        pull_key)
 
 
 def eager(payload, tag=0, flags=0, tx_id=0):
@@ -69,6 +70,10 @@ seeds = {
     + rec(live(4), base(4) + struct.pack("<IIQQ", 0, 0, 0, 16) + b"d" * 16),
     "rts_done": rec(1, rts(65536, SGL, 16, 4096, 4096, flags=WARM))
     + rec(live(5), base(5) + struct.pack("<IiQ", 0, -5, 0)),
+    # pull (protocol 6): an RTS offering a key the victim reads (a bogus one: its read fails
+    # and it asks for writes), and a PULLED CTS for a send that offered no pull
+    "rts_pull": rec(1, rts(65536, SGL, 1, 65536, 65536, flags=PULL, pull_key=0xdead0003)),
+    "cts_pulled": rec(live(3), cts(65536, 0, SGL, LAST | PULLED)),
     "list_req": rec(live(8), base(8) + struct.pack("<II", 0, 0)),
     "rma_data": rec(live(6), base(6, CQ_DATA) + struct.pack("<QQQQQ", 42, 4096, 0, 0, 4096)),
     "eager": rec(0, eager(b"hello", 0)) + rec(0, eager(b"tagged", 7, TAGGED, 3)),

@@ -225,6 +225,15 @@ static void test_cost(void)
 	CHECK(m.decisions == decisions && m.explorations == 8, "best counted a decision");
 	CHECK(ddtx_cost_best(&m, 1u << FI_DDTX_SCHEME_SGL, 64, 1) == FI_DDTX_SCHEME_SGL,
 	      "best outside the possible set");
+	/* ddtx_cost_samples: what the contiguous path's optimistic SGL start counts. */
+	ddtx_cost_init(&m, prior, 0);
+	CHECK(ddtx_cost_samples(&m, FI_DDTX_SCHEME_SGL) == 0, "samples before any timing");
+	ddtx_cost_observe(&m, FI_DDTX_SCHEME_SGL, 65536, 2, 5000);
+	ddtx_cost_observe(&m, FI_DDTX_SCHEME_PACK, 65536, 2, 9000);
+	CHECK(ddtx_cost_samples(&m, FI_DDTX_SCHEME_SGL) == 1 &&
+		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_UMR) == 0 &&
+		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_COUNT) == 0,
+	      "samples per scheme");
 	/* A runner-up predicted 3x the best: never timed, it is tried at the first exploration
 	 * slot; once timed (and still 3x), only every 8th slot tries it. */
 	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {

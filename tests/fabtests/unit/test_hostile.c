@@ -211,6 +211,98 @@ static void t_done_status(void)
 	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "receive error %d", err);
 }
 
+/*
+ * Pull (issue 12): a receiver that decides SGL reads the block an RTS offers (PULL).  The wire
+ * checks the read against the offering peer's own key table: a forged key or one shorter than
+ * the message reads nothing, and the receiver asks for the bytes with an SGL CTS instead; a
+ * real key is read, and the CTS that answers says PULLED.  (SGL forced: the victim's receive
+ * buffer is registered on the spot, as a decided SGL needs.)
+ */
+static void t_pull(void)
+{
+	enum { LEN = 65536 };
+	static uint8_t src[LEN];
+	for (size_t i = 0; i < LEN; i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	struct iovec whole_iov = {src, LEN}, short_iov = {src, 4096};
+	struct ddtx_wire_mr *whole = NULL, *part = NULL;
+	CHECK(ddtx_wire_mr_reg(H.attacker.wd, &whole_iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+			       DDTX_ACC_REMOTE_READ, &whole) == 0 &&
+		      ddtx_wire_mr_reg(H.attacker.wd, &short_iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+				       DDTX_ACC_REMOTE_READ, &part) == 0,
+	      "attacker mr_reg");
+	if (!whole || !part)
+		return;
+	const uint64_t keys[] = {0xdead0001, part->key, whole->key};
+	int ctxs[sizeof(keys) / sizeof(keys[0])]; /* one context per receive: counted apart */
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		int *ctx = &ctxs[k], err = -1;
+		memset(big, 0xa5, LEN);
+		struct iovec iov = {big, LEN};
+		pthread_mutex_lock(&H.lock);
+		ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, ctx, 0,
+					      false);
+		pthread_mutex_unlock(&H.lock);
+		CHECK(ret == 0, "recv: %zd", ret);
+		struct ddtx_hdr_rts rts;
+		memset(&rts, 0, sizeof(rts));
+		hdr(&rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
+		rts.tx_id = 20 + (uint32_t)k;
+		rts.total_len = LEN;
+		rts.scheme = FI_DDTX_SCHEME_SGL;
+		rts.nblocks = 1;
+		rts.min_block = rts.avg_block = LEN;
+		rts.pull_key = keys[k];
+		hostile_peer_forget(&H.attacker);
+		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+		progress_n(3);
+		const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+		if (k + 1 == sizeof(keys) / sizeof(keys[0])) {
+			CHECK(cts && (cts->base.flags & DDTX_HDR_PULLED) && !cts->ndesc &&
+				      cts->accepted == LEN && cts->tx_id == rts.tx_id,
+			      "real key: no PULLED CTS");
+			CHECK(hostile_count(&H, ctx, &err) == 1 && err == 0 && !memcmp(big, src, LEN),
+			      "real key: the bytes did not arrive (err %d)", err);
+			printf("  real key: read, PULLED CTS, %d bytes intact\n", LEN);
+			continue;
+		}
+		CHECK(cts && !(cts->base.flags & DDTX_HDR_PULLED) &&
+			      cts->scheme == FI_DDTX_SCHEME_SGL && cts->ndesc,
+		      "key %zu: no SGL CTS after the refused read", k);
+		CHECK(big[0] == 0xa5 && big[LEN - 1] == 0xa5, "key %zu: a refused read wrote", k);
+		CHECK(hostile_count(&H, ctx, NULL) == 0, "key %zu: completed without the bytes", k);
+		if (!cts)
+			continue;
+		/* The attacker gives up: the receive fails, nothing hangs. */
+		struct ddtx_hdr_done done;
+		hdr(&done.base, DDTX_MSG_DONE, 0);
+		done.rx_id = cts->rx_id;
+		done.status = -FI_EIO;
+		done.offset = cts->offset;
+		CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
+		progress_n(2);
+		CHECK(hostile_count(&H, ctx, &err) == 1 && err == FI_EIO, "key %zu: receive error %d",
+		      k, err);
+		printf("  key %zu (%s): read refused, SGL CTS instead, buffer untouched\n", k,
+		       k ? "shorter than the message" : "forged");
+	}
+	ddtx_wire_mr_dereg(H.attacker.wd, part);
+	ddtx_wire_mr_dereg(H.attacker.wd, whole);
+}
+
+/* A PULLED CTS for a send that offered no pull fails that send (it was not read). */
+static void t_pulled_forged(void)
+{
+	int ctx, err = 0;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, sizeof(big));
+	CHECK(!(rts.base.flags & DDTX_HDR_PULL), "a first send offered a pull (layout not ready)");
+	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0,
+		 0, 0, 0, 0);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "send error %d, expected FI_EIO",
+	      err);
+}
+
 /* An RTS whose layout summary describes no layout is dropped; the receive stays posted. */
 static void t_rts_summary(void)
 {
@@ -1035,6 +1127,8 @@ int main(int argc, char **argv)
 		{"ack_status", t_ack_status, DDTX_SCHEME_SETTING_AUTO},
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
+		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},
+		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},

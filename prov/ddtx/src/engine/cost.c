@@ -159,6 +159,11 @@ enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned pos
 	return least(m, possible, bytes, blocks, t);
 }
 
+uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s)
+{
+	return (unsigned)s < FI_DDTX_SCHEME_COUNT ? m->fit[s].samples : 0;
+}
+
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored)
 {

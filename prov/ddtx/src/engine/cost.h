@@ -50,6 +50,8 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 /* The same choice without exploring and without counting a decision. */
 enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
 				   size_t bytes, size_t blocks);
+/* Transfers of scheme s timed so far (0: its estimate is only its prior). */
+uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s);
 /*
  * Bytes of a (bytes, blocks) transfer that scheme s moves in the time of its fixed cost `a`
  * (for PACK, mostly the RTS/CTS handshake), at its fitted cost per byte and per block.

@@ -39,6 +39,13 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 		return "min_block";
 	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
 		return "avg_block";
+	/* A pull offers one block, read as SGL would have written it; the key itself is
+	 * checked by the wire when read (the sender's own memory, within the key's bounds).
+	 * A sender never offers a pull and a CUDA IPC offer together. */
+	if ((rts->base.flags & DDTX_HDR_PULL) &&
+	    (rts->scheme != FI_DDTX_SCHEME_SGL || rts->nblocks != 1 ||
+	     (rts->base.flags & DDTX_HDR_IPC)))
+		return "pull";
 	return NULL;
 }
 
@@ -90,6 +97,11 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 {
 	if (len < sizeof(*cts) || cts->ndesc > (len - sizeof(*cts)) / sizeof(struct ddtx_desc))
 		return "ndesc";
+	/* PULLED ends a pull this send offered, as its first and only CTS. */
+	if ((cts->base.flags & DDTX_HDR_PULLED) &&
+	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_mr || cts->scheme != FI_DDTX_SCHEME_SGL ||
+	     cts->ndesc || !cts->accepted || cts->accepted > tx->total))
+		return "pulled";
 	if (tx->state == DDTX_TX_WAIT_CTS) {
 		if (cts->accepted > tx->total)
 			return "accepted";

@@ -59,6 +59,8 @@ static void on_complete(void *arg, void *wr_context, int status)
 		struct ddtx_batch *b = wr_context;
 		b->writes_pending--;
 		ddtx_batch_complete(pep, b, -status);
+	} else if (kind == DDTX_WR_PULL) {
+		ddtx_rndv_on_pull_complete(pep, wr_context, status);
 	} else {
 		ddtx_rma_on_complete(pep, wr_context, status);
 	}

@@ -54,7 +54,22 @@ struct fi_ddtx_layout {
 };
 
 /* What a wire work-request context points at: the first member tells which. */
-enum ddtx_wr_kind { DDTX_WR_BATCH = 1, DDTX_WR_RMA = 2 };
+enum ddtx_wr_kind { DDTX_WR_BATCH = 1, DDTX_WR_RMA = 2, DDTX_WR_PULL = 3 };
+
+struct ddtx_rx;
+
+/*
+ * The reads of a pulled rendezvous (the receiver reads the sender's one block).  The wire holds
+ * it as the context of reads_pending reads; a receive that ends first (its peer died, its
+ * endpoint closed) only detaches itself (rx = NULL), and the last completion frees it.
+ */
+struct ddtx_pull {
+	enum ddtx_wr_kind kind;          /* DDTX_WR_PULL */
+	struct ddtx_rx *rx;
+	size_t reads_pending;
+	int status;                      /* first error (positive FI_E*), 0 if none */
+	bool posted;                     /* all reads posted */
+};
 
 struct ddtx_tx;
 
@@ -115,6 +130,7 @@ struct ddtx_tx {
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
 	struct ddtx_window_set *ws;      /* UMR: local windows */
+	struct ddtx_wire_mr *pull_mr;    /* the key offered in the RTS for a pull, or NULL */
 };
 
 /* Receiver keys of one CTS batch (SGL/UMR), released when its DONE arrives. */
@@ -167,6 +183,7 @@ struct ddtx_rx {
 	uint64_t t_start;                /* when the rendezvous started (cost model) */
 	size_t sender_blocks;
 	bool explored;
+	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -380,6 +397,8 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len);
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
+/* A read of a pull finished (status 0 or a negative FI_E* code from the wire). */
+void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *pull, int status);
 
 /* match.c: queues, peek/claim, cancel */
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from);
@@ -413,6 +432,9 @@ void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t b
 /* Payload bytes to send packed in the RTS itself (0: none), at most room. */
 size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 			       const struct ddtx_layout_stats *st, size_t room);
+/* Does a send of this layout, proposing `proposed`, offer its block to be read (pull)? */
+bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+		      const struct ddtx_layout_stats *st);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,

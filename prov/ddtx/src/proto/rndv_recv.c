@@ -253,6 +253,72 @@ void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const voi
 	send_umr_cts(pep, rx, true);
 }
 
+/*
+ * Pull (see ddtx_choose_pull): read the sender's block into the receive buffer, max_sge
+ * pieces and max_rma_size bytes a read.  False if no read could be posted: the sender's
+ * writes move the message instead.
+ */
+static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key)
+{
+	struct ddtx_pull *p = calloc(1, sizeof(*p));
+	if (!p)
+		return false;
+	p->kind = DDTX_WR_PULL;
+	p->rx = rx;
+	struct iovec pieces[pep->caps->max_sge];
+	struct ddtx_iov_cursor cur;
+	ddtx_iov_cursor_init(&cur, rx->iov, rx->count);
+	while (cur.pos < rx->accepted) {
+		uint64_t off = cur.pos;
+		size_t want = DDTX_MIN(rx->accepted - off, pep->caps->max_rma_size);
+		size_t n;
+		size_t got = ddtx_iov_cursor_take(&cur, want, pep->caps->max_sge, pieces, &n);
+		int ret = got ? ddtx_wire_read(pep->wire, rx->peer, pieces, n, DDTX_KEY_INTERNAL,
+					       key, off, got, p)
+			      : -FI_EIO;
+		if (ret) {
+			p->status = -ret;
+			break;
+		}
+		p->reads_pending++;
+	}
+	p->posted = true;
+	if (!p->reads_pending) {
+		free(p);
+		return false;
+	}
+	rx->pull = p;
+	return true;
+}
+
+/* The reads are done: the CTS that ends the send, or (a read failed) the writes of SGL. */
+void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, int status)
+{
+	p->reads_pending--;
+	if (status && !p->status)
+		p->status = -status;
+	if (p->reads_pending || !p->posted)
+		return;
+	struct ddtx_rx *rx = p->rx;
+	int err = p->status;
+	free(p);
+	if (!rx)
+		return; /* the receive ended meanwhile */
+	rx->pull = NULL;
+	if (!err) {
+		rx->received = rx->accepted;
+		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST | DDTX_HDR_PULLED);
+		rx_finish(pep, rx);
+		return;
+	}
+	/* A key the sender no longer holds, a read refused: ask for the bytes as SGL does (they
+	 * overwrite whatever a read placed). */
+	DDTX_INFO(FI_LOG_EP_DATA, "receive %u: reading from peer %u failed (%s), asking for "
+		  "writes\n", rx->id, rx->peer, fi_strerror(err));
+	ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
+	rx_fill_batches(pep, rx);
+}
+
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
 		       const struct ddtx_hdr_rts *rts, const void *first, size_t first_len)
@@ -296,6 +362,9 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
 					rx->cached, rx->accepted, &rx->explored);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
+		return;
+	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&
+	    start_pull(pep, rx, rts->pull_key))
 		return;
 	if (!rx->accepted) {
 		rx->scheme = FI_DDTX_SCHEME_PACK;

@@ -112,6 +112,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
 	if (tx->ws)
 		ddtx_window_set_put(lc, tx->ws);
+	if (tx->pull_mr)
+		ddtx_wire_mr_dereg(pep->pd->wire, tx->pull_mr);
 	if (tx->layout)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
@@ -346,6 +348,16 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
+	rts.pull_key = 0;
+	/* Offer the block to be read (see ddtx_choose_pull).  Not with FI_DELIVERY_COMPLETE,
+	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
+	if (!ipc && tx->count == 1 && !want_ack && !stage &&
+	    ddtx_choose_pull(pep, rts.scheme, &ls) &&
+	    !ddtx_wire_mr_reg(pep->pd->wire, tx->iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+			      DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_mr)) {
+		rts.pull_key = tx->pull_mr->key;
+		rts.base.flags |= DDTX_HDR_PULL;
+	}
 	size_t first = ipc ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
 							 pep->caps->max_send_size - sizeof(rts));
 	if (ipc) {
@@ -567,6 +579,13 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 	const char *bad = ddtx_check_cts(tx, cts, len);
 	if (bad) {
 		cts_refused(pep, src, tx, bad);
+		return;
+	}
+	if (cts->base.flags & DDTX_HDR_PULLED) {
+		/* The receiver read the payload (checked: a pull this send offered). */
+		tx->scheme = FI_DDTX_SCHEME_SGL;
+		tx->accepted = cts->accepted;
+		tx_finish(pep, tx);
 		return;
 	}
 	if (tx->state == DDTX_TX_WAIT_CTS && tx->ipc) {

@@ -258,6 +258,7 @@ struct ddtx_shm_consumer {
 	uint64_t head;
 	uint64_t stall_since;                    /* ns; 0 = not stalled */
 	bool stall_warned;
+	uint32_t idle_polls;                     /* empty peeks that did not read the tail */
 };
 enum ddtx_shm_pop {
 	DDTX_SHM_POP_EMPTY = 0,
