@@ -64,7 +64,7 @@ size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
  * the previous finish, whichever is later; those that overlap are timed as one group (up to
  * DDTX_COST_GROUP), whose mean is observed: two SGL transfers served at once over tcp finished
  * 9 ms and 0.3 ms apart, and the outlier filter kept only the 0.3 ms, so auto chose SGL where
- * it is 5x slower.  A transfer that overlapped one of another scheme is not timed.
+ * it is 2.5x slower.  A transfer that overlapped one of another scheme is not timed.
  */
 #define DDTX_COST_GROUP 8
 struct ddtx_cost_timer {
