@@ -83,6 +83,7 @@ enum ddtx_tx_state {
 	DDTX_TX_PACK,                    /* streaming DATA chunks */
 	DDTX_TX_ZCOPY,                   /* writing CTS batches */
 	DDTX_TX_WAIT_ACK,                /* FI_DELIVERY_COMPLETE: all sent, waiting for ACK */
+	DDTX_TX_WAIT_WIRE,               /* all sent, some still queued in the wire (ofi) */
 	DDTX_TX_FAILED,                  /* reported; kept only until its posted writes finish */
 };
 
@@ -103,6 +104,7 @@ struct ddtx_tx {
 	size_t total;
 	enum ddtx_tx_state state;
 	enum fi_ddtx_scheme scheme;
+	uint64_t wire_mark;              /* WAIT_WIRE: ddtx_wire_send_mark after its last message */
 	size_t accepted;                 /* bytes the receiver takes */
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
 	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
