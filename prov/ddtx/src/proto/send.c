@@ -129,12 +129,6 @@ static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	ddtx_tx_free(pep, tx);
 }
 
-/*
- * Everything is sent: done once it has left this process, or wait for the receiver's ACK
- * (FI_DELIVERY_COMPLETE).  Over tcp;ofi_rxm the last chunks may still wait in the core for our
- * progress; completed then, a ping-pong's rank stopped polling in its barrier and its peer
- * waited for ever on the last chunks (1 run in 20).
- */
 #define NO_MARK UINT64_MAX
 
 /* Has all that tx sent left this process?  Control messages (a DONE) still queued in pep->ctrl
@@ -150,6 +144,12 @@ static bool tx_left(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	return ddtx_wire_sent(pep->wire, tx->peer, tx->wire_mark);
 }
 
+/*
+ * Everything is sent: done once it has left this process, or wait for the receiver's ACK
+ * (FI_DELIVERY_COMPLETE).  Over tcp;ofi_rxm the last chunks may still wait in the core for our
+ * progress; completed then, a ping-pong's rank stopped polling in its barrier and its peer
+ * waited for ever on the last chunks (1 run in 20).
+ */
 static void tx_sent(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
 	if (tx->want_ack) {
