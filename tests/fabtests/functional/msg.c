@@ -731,6 +731,20 @@ static int t_order(struct ft_ctx *ctx, void *arg)
  * than that chunk, longer than it, and whole, posted before the message arrives or after it
  * (unexpected: the chunk waits with the RTS): every delivered byte right, truncation reported.
  */
+/* n blocks of blk bytes every stride bytes, holding the pattern of seed; *buf to free. */
+static struct iovec *strided_filled(size_t n, size_t blk, size_t stride, uint64_t seed,
+				    uint8_t **buf)
+{
+	*buf = fx_alloc(n * stride);
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	FT_CHECK(iov, "calloc");
+	for (size_t b = 0; b < n; b++) {
+		iov[b] = (struct iovec){*buf + b * stride, blk};
+		fx_fill(iov[b].iov_base, blk, seed, b * blk);
+	}
+	return iov;
+}
+
 static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
@@ -744,12 +758,8 @@ static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 		snprintf(what, sizeof(what), "%d x %d B into %zu B (%s)", N, BLK, rcv[i],
 			 unexpected ? "unexpected" : "posted");
 		if (ctx->rank == 0) {
-			uint8_t *buf = fx_alloc((size_t)N * STRIDE);
-			struct iovec *iov = calloc(N, sizeof(*iov));
-			for (int b = 0; b < N; b++) {
-				iov[b] = (struct iovec){buf + (size_t)b * STRIDE, BLK};
-				fx_fill(iov[b].iov_base, BLK, seed, (size_t)b * BLK);
-			}
+			uint8_t *buf;
+			struct iovec *iov = strided_filled(N, BLK, STRIDE, seed, &buf);
 			if (!unexpected)
 				fx_pbarrier(ctx, &fx);
 			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
@@ -809,12 +819,8 @@ static int t_sent_leaves(struct ft_ctx *ctx, void *arg)
 	for (int i = 0; i < 3; i++) {
 		uint64_t seed = 5000 + (uint64_t)i;
 		if (ctx->rank == 0) {
-			uint8_t *buf = fx_alloc((size_t)N * STRIDE);
-			struct iovec *iov = calloc(N, sizeof(*iov));
-			for (int b = 0; b < N; b++) {
-				iov[b] = (struct iovec){buf + (size_t)b * STRIDE, BLK};
-				fx_fill(iov[b].iov_base, BLK, seed, (size_t)b * BLK);
-			}
+			uint8_t *buf;
+			struct iovec *iov = strided_filled(N, BLK, STRIDE, seed, &buf);
 			fx_pbarrier(ctx, &fx);
 			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
 			struct fx_comp c;
