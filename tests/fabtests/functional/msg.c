@@ -726,11 +726,6 @@ static int t_order(struct ft_ctx *ctx, void *arg)
 
 /* ---- untagged truncation -------------------------------------------------------------- */
 
-/*
- * A message of many small blocks whose first chunk travels in the RTS, into receives shorter
- * than that chunk, longer than it, and whole, posted before the message arrives or after it
- * (unexpected: the chunk waits with the RTS): every delivered byte right, truncation reported.
- */
 /* n blocks of blk bytes every stride bytes, holding the pattern of seed; *buf to free. */
 static struct iovec *strided_filled(size_t n, size_t blk, size_t stride, uint64_t seed,
 				    uint8_t **buf)
@@ -745,6 +740,11 @@ static struct iovec *strided_filled(size_t n, size_t blk, size_t stride, uint64_
 	return iov;
 }
 
+/*
+ * A message of many small blocks whose first chunk travels in the RTS, into receives shorter
+ * than that chunk, longer than it, and whole, posted before the message arrives or after it
+ * (unexpected: the chunk waits with the RTS): every delivered byte right, truncation reported.
+ */
 static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
