@@ -743,6 +743,20 @@ static int t_order(struct ft_ctx *ctx, void *arg)
 
 /* ---- untagged truncation -------------------------------------------------------------- */
 
+/* n blocks of blk bytes every stride bytes, holding the pattern of seed; *buf to free. */
+static struct iovec *strided_filled(size_t n, size_t blk, size_t stride, uint64_t seed,
+				    uint8_t **buf)
+{
+	*buf = fx_alloc(n * stride);
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	FT_CHECK(iov, "calloc");
+	for (size_t b = 0; b < n; b++) {
+		iov[b] = (struct iovec){*buf + b * stride, blk};
+		fx_fill(iov[b].iov_base, blk, seed, b * blk);
+	}
+	return iov;
+}
+
 /*
  * A message of many small blocks whose first chunk travels in the RTS, into receives shorter
  * than that chunk, longer than it, and whole, posted before the message arrives or after it
@@ -761,12 +775,8 @@ static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 		snprintf(what, sizeof(what), "%d x %d B into %zu B (%s)", N, BLK, rcv[i],
 			 unexpected ? "unexpected" : "posted");
 		if (ctx->rank == 0) {
-			uint8_t *buf = fx_alloc((size_t)N * STRIDE);
-			struct iovec *iov = calloc(N, sizeof(*iov));
-			for (int b = 0; b < N; b++) {
-				iov[b] = (struct iovec){buf + (size_t)b * STRIDE, BLK};
-				fx_fill(iov[b].iov_base, BLK, seed, (size_t)b * BLK);
-			}
+			uint8_t *buf;
+			struct iovec *iov = strided_filled(N, BLK, STRIDE, seed, &buf);
 			if (!unexpected)
 				fx_pbarrier(ctx, &fx);
 			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
@@ -804,6 +814,49 @@ static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 			rbuf_free(&r);
 		}
 		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
+/*
+ * A completed send has left the sender: once its completion is read the sender stops calling
+ * the provider (a barrier outside libfabric), and the receiver must still get every byte.  Over
+ * tcp;ofi_rxm the last PACK chunks waited in the core for the sender's progress (a ping-pong
+ * across hosts stopped with receives outstanding, 1 run in 20).
+ */
+static int t_sent_leaves(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	/* A short send queue in ofi_rxm: the ofi wire then holds the refused messages itself, and
+	 * they go out only from the sender's progress (other cores ignore the variable). */
+	setenv("FI_OFI_RXM_TX_SIZE", "16", 0);
+	fx_open(ctx, &base_opts, &fx);
+	enum { N = 1024, BLK = 4096, STRIDE = 8192, TOTAL = N * BLK };
+	for (int i = 0; i < 3; i++) {
+		uint64_t seed = 5000 + (uint64_t)i;
+		if (ctx->rank == 0) {
+			uint8_t *buf;
+			struct iovec *iov = strided_filled(N, BLK, STRIDE, seed, &buf);
+			fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, N, fx.peers[1], buf));
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			ft_barrier(ctx); /* no progress from here until the receiver has it all */
+			free(iov);
+			free(buf);
+		} else {
+			struct rbuf r;
+			rbuf_init(&r, TOTAL);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, TOTAL, NULL, FI_ADDR_UNSPEC, &r));
+			fx_pbarrier(ctx, &fx);
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, 10000);
+			FT_CHECK(c.len == TOTAL, "message %d: len %zu", i, c.len);
+			rbuf_check(&r, seed, TOTAL, "sent_leaves");
+			rbuf_free(&r);
+			ft_barrier(ctx);
+		}
 	}
 	fx_close(&fx);
 	return 0;
@@ -1217,6 +1270,7 @@ static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
 	{"inject_iov", 2, 30, t_inject_iov, NULL},
 	{"first_chunk", 2, 30, t_first_chunk, NULL},
+	{"sent_leaves", 2, 60, t_sent_leaves, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},

@@ -218,3 +218,39 @@ size_t ddtx_cost_threshold(const struct ddtx_cost_model *m)
 	double l = 4096.0 * (s->c - p->c) / (p->b - s->b);
 	return l <= 1.0 ? 1 : (size_t)l;
 }
+
+static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t)
+{
+	if (!t->n)
+		return;
+	/* The model is linear: the mean of the group's transfers costs their mean time. */
+	double n = (double)t->n;
+	ddtx_cost_observe(m, t->scheme, (size_t)(t->bytes / n), (size_t)(t->blocks / n),
+			  (uint64_t)((double)(t->to_ns - t->from_ns) / n));
+	t->n = 0;
+	t->bytes = t->blocks = 0.0;
+}
+
+void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
+			    enum fi_ddtx_scheme s, uint64_t start_ns, uint64_t now_ns, size_t bytes,
+			    size_t blocks, bool timed)
+{
+	bool overlapped = start_ns < t->last_done_ns;
+	bool mixed = overlapped && s != t->scheme; /* served together with another scheme */
+	uint64_t from = overlapped ? t->last_done_ns : start_ns;
+	if (t->n && (!overlapped || mixed || !timed))
+		timer_flush(m, t);
+	if (mixed)
+		timed = false;
+	t->last_done_ns = now_ns;
+	t->scheme = s;
+	if (!timed || now_ns < from)
+		return;
+	if (!t->n)
+		t->from_ns = from;
+	t->to_ns = now_ns;
+	t->bytes += (double)bytes;
+	t->blocks += (double)blocks;
+	if (++t->n >= DDTX_COST_GROUP)
+		timer_flush(m, t);
+}

@@ -240,8 +240,9 @@ bool ddtx_choose_warm(const struct ddtx_layout *l)
 	       state != DDTX_LAYOUT_REGISTERING;
 }
 
-void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
-			 uint64_t ns)
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
+			 size_t bytes, size_t blocks, bool warm)
 {
-	ddtx_cost_observe(&pep->pd->cost, s, bytes, blocks, ns);
+	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, s, start_ns, ddtx_time_ns(), bytes,
+			       blocks, warm);
 }

@@ -98,6 +98,7 @@ enum ddtx_tx_state {
 	DDTX_TX_PACK,                    /* streaming DATA chunks */
 	DDTX_TX_ZCOPY,                   /* writing CTS batches */
 	DDTX_TX_WAIT_ACK,                /* FI_DELIVERY_COMPLETE: all sent, waiting for ACK */
+	DDTX_TX_WAIT_WIRE,               /* all sent, some still queued in the wire (ofi) */
 	DDTX_TX_FAILED,                  /* reported; kept only until its posted writes finish */
 };
 
@@ -118,6 +119,7 @@ struct ddtx_tx {
 	size_t total;
 	enum ddtx_tx_state state;
 	enum fi_ddtx_scheme scheme;
+	uint64_t wire_mark;              /* WAIT_WIRE: ddtx_wire_send_mark after its last message */
 	size_t accepted;                 /* bytes the receiver takes */
 	size_t sent;                     /* PACK: bytes posted; ZCOPY: bytes covered by batches done */
 	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
@@ -272,7 +274,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
-	uint64_t last_rndv_done_ns;          /* when the last timed rendezvous finished */
+	struct ddtx_cost_timer rndv_timer;   /* service times of finished rendezvous */
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
@@ -440,8 +442,9 @@ bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
-void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, size_t bytes, size_t blocks,
-			 uint64_t ns);
+/* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
+			 size_t bytes, size_t blocks, bool warm);
 
 /* handle.c: fi_ddtx.h layout handles passed as desc[0] */
 struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size_t count);

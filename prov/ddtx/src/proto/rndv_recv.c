@@ -147,13 +147,9 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
 	if (rx->t_start && rx->accepted) {
 		/* Service time, not latency: with several rendezvous in flight, one that waited
-		 * behind the others is timed from when the previous one finished. */
-		uint64_t now = ddtx_time_ns();
-		uint64_t from = DDTX_MAX(rx->t_start, pep->last_rndv_done_ns);
-		pep->last_rndv_done_ns = now;
-		if (warm)
-			ddtx_choose_observe(pep, rx->scheme, rx->accepted,
-					    rx->sender_blocks + rx->layout.nblocks, now - from);
+		 * behind the others is timed from when the previous one finished (engine/cost.h). */
+		ddtx_choose_observe(pep, rx->scheme, rx->t_start, rx->accepted,
+				    rx->sender_blocks + rx->layout.nblocks, warm);
 	}
 	if (rx->parent) {
 		rx->parent->multi_children--;

@@ -211,6 +211,16 @@ int ddtx_wire_read(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec
 	return ep->impl->read(ep, peer, local, lcount, space, rkey, raddr, len, wr_context);
 }
 
+uint64_t ddtx_wire_send_mark(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+{
+	return ep && ep->impl->send_mark ? ep->impl->send_mark(ep, peer) : 0;
+}
+
+bool ddtx_wire_sent(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark)
+{
+	return !ep || !ep->impl->sent || ep->impl->sent(ep, peer, mark);
+}
+
 int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep)
 {
 	return ep ? ep->impl->ep_progress(ep) : 0;

@@ -289,6 +289,16 @@ int ddtx_wire_write_mkey(struct ddtx_wire_ep *ep, ddtx_peer_t peer,
 int ddtx_wire_ep_progress(struct ddtx_wire_ep *ep);
 
 /*
+ * A mark covering every message to peer sent or committed so far, and whether all of them have
+ * left this process (the ofi wire's core completed them).  A core with manual progress (tcp;
+ * ofi_rxm) moves a queued message only while this process calls progress: a send reported
+ * complete before that stopped the peer when the application then waited elsewhere.  Wires
+ * whose messages need no further progress here (shm's ring, a NIC's queue) are always sent.
+ */
+uint64_t ddtx_wire_send_mark(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+bool ddtx_wire_sent(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark);
+
+/*
  * ofi wire: the provider name of the core that `want` (FI_DDTX_OFI_PROVIDER's syntax; NULL: the
  * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17, into name[len].
  * -FI_ENODATA when no usable core answers (the reason is logged at info level).  For fi_getinfo's

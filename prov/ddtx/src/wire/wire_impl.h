@@ -53,6 +53,9 @@ struct ddtx_wire_impl {
 		    size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr,
 		    size_t len, void *wr_context);
 	int (*ep_progress)(struct ddtx_wire_ep *ep);
+	/* Messages that wait in this process until progress hands them on; NULL: none do. */
+	uint64_t (*send_mark)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+	bool (*sent)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark);
 	/* Multi-entry keys; NULL when the wire has none. */
 	int (*mkey_create)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey **out);
 	void (*mkey_destroy)(struct ddtx_wire_domain *dom, struct ddtx_wire_mkey *mkey);

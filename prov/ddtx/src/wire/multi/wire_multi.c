@@ -589,6 +589,22 @@ static int multi_read(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct i
 	return multi_rma(wep, peer, local, lcount, space, rkey, raddr, len, wr_context, false);
 }
 
+static uint64_t multi_send_mark(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
+
+	return p ? ddtx_wire_send_mark(ep->sub[p->sub], p->sub_peer) : 0;
+}
+
+static bool multi_sent(struct ddtx_wire_ep *wep, ddtx_peer_t peer, uint64_t mark)
+{
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
+
+	return !p || ddtx_wire_sent(ep->sub[p->sub], p->sub_peer, mark);
+}
+
 static int multi_ep_progress(struct ddtx_wire_ep *wep)
 {
 	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
@@ -630,5 +646,7 @@ const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.write = multi_write,
 	.read = multi_read,
 	.ep_progress = multi_ep_progress,
+	.send_mark = multi_send_mark,
+	.sent = multi_sent,
 	/* no multi-entry keys (caps.max_mkey_entries 0) */
 };

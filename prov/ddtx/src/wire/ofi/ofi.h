@@ -86,6 +86,8 @@ struct ddtx_ofi_buf {
 	bool done;                        /* receive: completed, waiting for its turn */
 	int status;                       /* receive: its completion's status */
 	size_t len;                       /* bytes to send (header included) */
+	bool inflight;                    /* send: handed to the core (or deferred), not done */
+	uint64_t seq;                     /* send: its number among the peer's messages */
 	uint8_t *data;                    /* DDTX_OFI_BUF_SIZE bytes in the endpoint's slab */
 };
 
@@ -96,6 +98,7 @@ struct ddtx_ofi_peer {
 	bool heard;                       /* it sent to us: it knows our blob */
 	bool dead;                        /* a send to it failed, or it stopped answering */
 	uint32_t tx_inflight;             /* bounce buffers of its sends not completed */
+	uint64_t tx_seq;                  /* messages to it posted so far (send_mark) */
 	uint64_t heard_ns;                /* when it last sent anything (liveness.c) */
 	uint64_t probe_ns;                /* when we probed it, unanswered since; 0: none */
 	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
@@ -254,6 +257,8 @@ uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddt
 /* Hand b (len bytes from data) to the core: sent, deferred, or -FI_EAGAIN (not taken). */
 int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer);
 void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep);
+uint64_t ddtx_ofi_send_mark(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+bool ddtx_ofi_sent(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark);
 
 /* rma.c */
 int ddtx_ofi_rma_check(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,

@@ -25,6 +25,7 @@ void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 
 void ddtx_ofi_tx_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 {
+	b->inflight = false;
 	ep->peers[b->peer]->tx_inflight--;
 	ddtx_ofi_tx_put(ep, b);
 }
@@ -72,6 +73,8 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 	int ret = -FI_EAGAIN;
 
 	(void)defer;
+	b->inflight = true;
+	b->seq = ++ep->peers[b->peer]->tx_seq;
 	ep->peers[b->peer]->tx_inflight++;
 	if (ddtx_list_empty(&ep->tx_deferred))
 		ret = post(ep, b);
@@ -177,4 +180,24 @@ void ddtx_ofi_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *b
 	ddtx_ofi_tx_prepare(ep, b, (ddtx_peer_t)buf->wire_pos, DDTX_OFI_MSG_DATA);
 	b->len = DDTX_OFI_PAYLOAD_OFF - b->start + DDTX_MIN(len, buf->cap);
 	(void)ddtx_ofi_tx_post(ep, b, true);
+}
+
+uint64_t ddtx_ofi_send_mark(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ddtx_oep_of(wep), peer);
+
+	return p ? p->tx_seq : 0;
+}
+
+bool ddtx_ofi_sent(struct ddtx_wire_ep *wep, ddtx_peer_t peer, uint64_t mark)
+{
+	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
+	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ep, peer);
+
+	if (!p || !p->tx_inflight || p->dead)
+		return true; /* a dead peer's sends are failed by the protocols, not waited for */
+	for (size_t i = 0; i < DDTX_OFI_TX_BUFS; i++)
+		if (ep->tx[i].inflight && ep->tx[i].peer == peer && ep->tx[i].seq <= mark)
+			return false;
+	return true;
 }

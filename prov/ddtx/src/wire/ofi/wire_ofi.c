@@ -32,4 +32,6 @@ const struct ddtx_wire_impl ddtx_ofi_wire_impl = {
 	.write = ddtx_ofi_write,
 	.read = ddtx_ofi_read,
 	.ep_progress = ddtx_ofi_ep_progress,
+	.send_mark = ddtx_ofi_send_mark,
+	.sent = ddtx_ofi_sent,
 };
