@@ -448,8 +448,8 @@ static int t_big(struct ft_ctx *ctx, void *arg)
 /*
  * Sizes around the eager limit, the PACK chunk sizes and the ring slot, each sent CONTIG_REPS
  * times from and into the same buffers (so both layouts are reused, registered by the
- * registration thread and zero copy becomes possible): every message arrives intact, small
- * ones go eager, and the receiver never explores a scheme for a contiguous message (an
+ * registration thread and zero copy becomes possible): every message arrives intact, those up
+ * to 1 KiB go eager and none above the eager limit does, and the receiver never explores a scheme for a contiguous message (an
  * exploration is a latency spike the application sees) nor maps an mkey window (UMR) for it.
  * And the first rendezvous size already moves by one-copy zero copy (SGL): before, a PACK
  * line fitted from timings beat SGL's untimed prior for good, so contiguous messages were
@@ -474,6 +474,7 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 	struct fi_ddtx_stats s0, s1;
 	fx_stats(&fx, &s0);
 	unsigned long long sgl[sizeof(sizes) / sizeof(sizes[0])];
+	unsigned long long eager_k[sizeof(sizes) / sizeof(sizes[0])];
 	for (size_t k = 0; k < nsizes; k++) {
 		struct fi_ddtx_stats sk;
 		fx_stats(&fx, &sk);
@@ -500,16 +501,21 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 		}
 		fx_stats(&fx, &s1);
 		sgl[k] = s1.ops[FI_DDTX_SCHEME_SGL] - sk.ops[FI_DDTX_SCHEME_SGL];
+		eager_k[k] = s1.ops[FI_DDTX_SCHEME_EAGER] - sk.ops[FI_DDTX_SCHEME_EAGER];
 	}
 	fx_stats(&fx, &s1);
 	if (ctx->rank == 1) {
-		size_t n_eager = 0;
-		for (size_t k = 0; k < nsizes; k++)
-			n_eager += sizes[k] <= eager ? CONTIG_REPS : 0;
-		unsigned long long eager_ops = s1.ops[FI_DDTX_SCHEME_EAGER] -
-					       s0.ops[FI_DDTX_SCHEME_EAGER];
-		FT_CHECK(eager_ops == n_eager, "%llu messages went eager, expected %zu", eager_ops,
-			 n_eager);
+		/* Up to 1 KiB always eager, never above the eager limit; in between the cost model
+		 * may draw the boundary lower (a pull predicted faster than two copies). */
+		for (size_t k = 0; k < nsizes; k++) {
+			unsigned long long want = sizes[k] <= 1024 ? CONTIG_REPS : 0;
+			if (sizes[k] > 1024 && sizes[k] <= eager)
+				printf("  size %zu: %llu of %d eager\n", sizes[k], eager_k[k],
+				       CONTIG_REPS);
+			else
+				FT_CHECK(eager_k[k] == want, "size %zu: %llu messages went eager, "
+					 "expected %llu", sizes[k], eager_k[k], want);
+		}
 		unsigned long long explored = s1.explorations - s0.explorations;
 		printf("  %zu sizes x %d: pack %llu sgl %llu umr %llu, explorations %llu\n", nsizes,
 		       CONTIG_REPS,

@@ -114,9 +114,9 @@ static bool pull_wire(const struct ddtx_proto_ep *pep)
 }
 
 /*
- * A pull not yet timed, predicted from the eager timings (issue 12): it copies the bytes once
- * where eager copies them twice, and adds a handshake, the RTS before the read and the CTS
- * after it.  SGL's prior (a strided write after a CTS, 8.6 us at 16 KiB) kept 12-16 KiB
+ * A pull not yet timed, predicted from the eager timings once there are a few (issue 12): it
+ * copies the bytes once where eager copies them twice, and adds a handshake, the RTS before
+ * the read and the CTS after it.  SGL's prior (a strided write after a CTS, 8.6 us at 16 KiB) kept 12-16 KiB
  * eager in fabtests' increasing sizes, which come before any rendezvous timed SGL: eager
  * 1.30x and 1.51x shm, where a pull took 1.15x at 16 KiB.  PULL_HANDSHAKE_NS is that
  * handshake measured at 64 KiB (send path to the RTS 0.36 us, the CTS 0.42 us, the read's
@@ -126,8 +126,10 @@ static bool pull_wire(const struct ddtx_proto_ep *pep)
 
 static double untimed_pull(const struct ddtx_cost_model *m, double eager)
 {
-	return ddtx_cost_samples(m, FI_DDTX_SCHEME_SGL) < SGL_TRIES ? eager / 2 + PULL_HANDSHAKE_NS
-								     : INFINITY;
+	if (ddtx_cost_samples(m, FI_DDTX_SCHEME_EAGER) < SGL_TRIES ||
+	    ddtx_cost_samples(m, FI_DDTX_SCHEME_SGL) >= SGL_TRIES)
+		return INFINITY; /* eager is only its prior, or SGL's own line is fitted */
+	return eager / 2 + PULL_HANDSHAKE_NS;
 }
 
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
