@@ -17,14 +17,6 @@
 #define NEAR_RATIO 1.5
 #define FAR_RATIO 4.0
 #define FAR_FACTOR 8
-/* The refit (a 3x3 solve) took 0.12 us of a 64 KiB pull's 4.4 us, on every timed transfer
- * (issue 12).  Once REFIT_ALWAYS timings have settled the fit, a timing within DRIFT of the
- * prediction refits only every REFIT_EVERY-th time (with a memory of ~30 transfers it hardly
- * moves the line; the sums still take it); one further off refits at once, so a scheme that
- * became faster or slower is seen as soon as before. */
-#define REFIT_ALWAYS 32
-#define REFIT_EVERY 8
-#define DRIFT 0.25
 
 static void features(size_t bytes, size_t blocks, double x[3])
 {
@@ -128,9 +120,7 @@ void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t 
 		f->atb[i] = FORGET * f->atb[i] + x[i];
 	}
 	f->samples++;
-	if (f->samples <= REFIT_ALWAYS || f->samples % REFIT_EVERY == 0 ||
-	    fabs(y - pred) > DRIFT * pred)
-		refit(f);
+	refit(f);
 }
 
 double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
