@@ -448,9 +448,10 @@ static int t_big(struct ft_ctx *ctx, void *arg)
 /*
  * Sizes around the eager limit, the PACK chunk sizes and the ring slot, each sent CONTIG_REPS
  * times from and into the same buffers (so both layouts are reused, registered by the
- * registration thread and zero copy becomes possible): every message arrives intact, those up
- * to 1 KiB go eager and none above the eager limit does, and the receiver never explores a scheme for a contiguous message (an
- * exploration is a latency spike the application sees) nor maps an mkey window (UMR) for it.
+ * registration thread and zero copy becomes possible): every message arrives intact, those
+ * under 1 KiB go eager and none above the eager limit does, and the receiver never explores a
+ * scheme for a contiguous message (an exploration is a latency spike the application sees)
+ * nor maps an mkey window (UMR) for it.
  * And the first rendezvous size already moves by one-copy zero copy (SGL): before, a PACK
  * line fitted from timings beat SGL's untimed prior for good, so contiguous messages were
  * copied twice at every size (fabtests' pingpong: 2x shm's latency from 24 KiB to 1 MiB).
@@ -505,11 +506,11 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 	}
 	fx_stats(&fx, &s1);
 	if (ctx->rank == 1) {
-		/* Up to 1 KiB always eager, never above the eager limit; in between the cost model
+		/* Under 1 KiB always eager, never above the eager limit; in between the cost model
 		 * may draw the boundary lower (a pull predicted faster than two copies). */
 		for (size_t k = 0; k < nsizes; k++) {
-			unsigned long long want = sizes[k] <= 1024 ? CONTIG_REPS : 0;
-			if (sizes[k] > 1024 && sizes[k] <= eager)
+			unsigned long long want = sizes[k] < 1024 ? CONTIG_REPS : 0;
+			if (sizes[k] >= 1024 && sizes[k] <= eager)
 				printf("  size %zu: %llu of %d eager\n", sizes[k], eager_k[k],
 				       CONTIG_REPS);
 			else

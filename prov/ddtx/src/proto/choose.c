@@ -116,11 +116,11 @@ static bool pull_wire(const struct ddtx_proto_ep *pep)
 /*
  * A pull not yet timed, predicted from the eager timings once there are a few (issue 12): it
  * copies the bytes once where eager copies them twice, and adds a handshake, the RTS before
- * the read and the CTS after it.  SGL's prior (a strided write after a CTS, 8.6 us at 16 KiB) kept 12-16 KiB
- * eager in fabtests' increasing sizes, which come before any rendezvous timed SGL: eager
- * 1.30x and 1.51x shm, where a pull took 1.15x at 16 KiB.  PULL_HANDSHAKE_NS is that
- * handshake measured at 64 KiB (send path to the RTS 0.36 us, the CTS 0.42 us, the read's
- * completion 0.09 us, the model 0.12 us).
+ * the read and the CTS after it.  SGL's prior (a strided write after a CTS, 8.6 us at
+ * 16 KiB) kept 12-16 KiB eager in fabtests' increasing sizes, which come before any
+ * rendezvous timed SGL: eager 1.30x and 1.51x shm, where a pull took 1.15x at 16 KiB.
+ * PULL_HANDSHAKE_NS is that handshake measured at 64 KiB (send path to the RTS 0.36 us, the
+ * CTS 0.42 us, the read's completion 0.09 us, the model 0.12 us).
  */
 #define PULL_HANDSHAKE_NS 1000.0
 
