@@ -107,6 +107,19 @@ static void test_iov_check(void)
 	CHECK(!ddtx_iov_check(empty_null, 2, 4, NULL), "NULL base of an empty entry");
 	total = 0;
 	CHECK(ddtx_iov_check(huge, 2, 4, &total) == -FI_EINVAL && total == 0, "overflow refused");
+	/* Sums past 2^32, overflow from the entries and from the start value, and SIZE_MAX itself. */
+	struct iovec carry[2] = {{buf, 0xffffffffu}, {buf, 1}};
+	struct iovec high[2] = {{buf, (SIZE_MAX >> 1) + 1}, {buf, (SIZE_MAX >> 1) + 1}};
+	total = 0;
+	CHECK(!ddtx_iov_check(carry, 2, 4, &total) && total == 0x100000000ull, "a sum past 2^32");
+	CHECK(ddtx_iov_check(high, 2, 4, NULL) == -FI_EINVAL, "two halves of SIZE_MAX overflow");
+	total = SIZE_MAX - 15;
+	CHECK(ddtx_iov_check(ok, 2, 4, &total) == -FI_EINVAL && total == SIZE_MAX - 15,
+	      "overflow from the start value");
+	total = SIZE_MAX - 16;
+	CHECK(!ddtx_iov_check(ok, 2, 4, &total) && total == SIZE_MAX, "up to SIZE_MAX exactly");
+	struct iovec hole_late[3] = {{buf, 8}, {buf, 0}, {NULL, 1}};
+	CHECK(ddtx_iov_check(hole_late, 3, 4, NULL) == -FI_EINVAL, "NULL base under bytes, last");
 }
 
 int main(void)

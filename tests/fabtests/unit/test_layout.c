@@ -92,6 +92,33 @@ static void test_hits_and_evictions(void)
 	env_close(&e);
 }
 
+/* The entry comparison behind a hash match: empty entries do not count, any other change does. */
+static void test_same_entries(void)
+{
+	struct env e;
+	env_open(&e, 8, 8, 16, false);
+	static char buf[1 << 16];
+	struct iovec iov[17];
+	bool hit;
+	strided(iov, buf, 16, 64, 128);
+	struct ddtx_layout *l = ddtx_layout_get(e.lc, iov, 16, &hit);
+	CHECK(l && !hit, "first lookup misses");
+	ddtx_layout_put(e.lc, l);
+	/* The same entries with an empty one between them: the same layout. */
+	memmove(&iov[9], &iov[8], 8 * sizeof(*iov));
+	iov[8] = (struct iovec){NULL, 0};
+	struct ddtx_layout *l2 = ddtx_layout_get(e.lc, iov, 17, &hit);
+	CHECK(l2 == l && hit, "an empty entry in the list still hits");
+	ddtx_layout_put(e.lc, l2);
+	/* As many entries, one of them a byte shorter: another layout. */
+	strided(iov, buf, 16, 64, 128);
+	iov[15].iov_len = 63;
+	l2 = ddtx_layout_get(e.lc, iov, 16, &hit);
+	CHECK(l2 && l2 != l && !hit && l2->st.total == 16 * 64 - 1, "a shorter last entry misses");
+	ddtx_layout_put(e.lc, l2);
+	env_close(&e);
+}
+
 static void test_windows_and_invalidation(void)
 {
 	struct env e;
@@ -225,6 +252,7 @@ int main(void)
 {
 	bench_hit_cost();
 	test_hits_and_evictions();
+	test_same_entries();
 	test_windows_and_invalidation();
 	test_pool_refill_and_thread();
 	if (failures) {
