@@ -12,7 +12,13 @@
  *    once hung there (messages above rxm's eager size lost their receive completions);
  *  - peer_host_gone: rank 2 (host B) takes its host's link down while rank 0 (host A) is sending
  *    it a large message: rank 0 gets an error completion within a bound, and its exchange with
- *    rank 1 (host A) goes on.
+ *    rank 1 (host A) goes on;
+ *  - peer_killed_3: the same with rank 2 dying instead (it exits without closing anything, on
+ *    one host or two): a wire that hears of it (the ofi wire over FI_EP_MSG: the kernel shuts
+ *    the connection) gives rank 0 its error within PEER_KILLED_BOUND_S;
+ *  - connect_race_2: two ranks whose first operation is a send to each other at the same
+ *    moment (over FI_EP_MSG both ask for a connection at once: one must win on both sides),
+ *    every byte checked, repeated on fresh endpoints.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -202,15 +208,17 @@ static int t_all_to_all(struct ft_ctx *ctx, void *arg)
 
 #define GONE_LEN (8u << 20)
 #define GONE_BOUND_S 60
+#define PEER_KILLED_BOUND_S 10
 
+/* arg NULL: rank 2's host vanishes (link down); non-NULL: rank 2 dies. */
 static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 {
-	(void)arg;
+	bool killed = arg != NULL;
 	struct fx fx;
 	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
 	int me = ctx->rank;
 
-	if (ft_host_of(0, 3) < 0 || ft_host_of(0, 3) == ft_host_of(2, 3))
+	if (!killed && (ft_host_of(0, 3) < 0 || ft_host_of(0, 3) == ft_host_of(2, 3)))
 		return FT_SKIP;                  /* needs ranks 0, 1 on one host, 2 on another */
 	fx_open(ctx, &o, &fx);
 	uint8_t *buf = fx_alloc(GONE_LEN);
@@ -222,6 +230,12 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 		fx_wait(&fx, 1, &c, TMO);
 		FX_CHECK_PATTERN(buf, GONE_LEN, 11, 0, "rank 2: first message from rank 0");
 		FX_OK(&fx, fi_trecv(fx.ep, buf, GONE_LEN, NULL, fx.peers[0], 2, 0, NULL));
+		if (killed) {
+			fx_sh->flag[0] = 1;
+			while (!fx_sh->flag[2])      /* until rank 0 has posted the second send */
+				usleep(1000);
+			_exit(0);                    /* no fi_close: the kernel closes its sockets */
+		}
 		char cmd[160];
 		snprintf(cmd, sizeof(cmd), "ip link set dev %s down", getenv("DDTX_TEST_HOST_DEV"));
 		FT_CHECK(system(cmd) == 0, "rank 2: %s failed", cmd);
@@ -241,12 +255,15 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 			fx_progress(&fx);
 		double t0 = ft_now();
 		FX_OK(&fx, fi_tsend(fx.ep, buf, GONE_LEN, NULL, fx.peers[2], 2, NULL));
-		int r = fx_wait_any(&fx, &c, &err, GONE_BOUND_S * 1000);
+		fx_sh->flag[2] = 1;
+		int r = fx_wait_any(&fx, &c, &err,
+				    (killed ? PEER_KILLED_BOUND_S : GONE_BOUND_S) * 1000);
 		fx_sh->flag[1] = 1;
-		FT_CHECK(r == -FI_EAVAIL, "rank 0: a send to a host that is gone gave %s after %.1f s "
-			 "instead of an error", r == 1 ? "success" : "nothing", ft_now() - t0);
-		printf("rank 0: send to the vanished host failed after %.1f s: %s\n", ft_now() - t0,
-		       fi_strerror(err.err));
+		FT_CHECK(r == -FI_EAVAIL, "rank 0: a send to a %s gave %s after %.1f s instead of an "
+			 "error", killed ? "peer that died" : "host that is gone",
+			 r == 1 ? "success" : "nothing", ft_now() - t0);
+		printf("rank 0: send to the %s failed after %.1f s: %s\n",
+		       killed ? "dead peer" : "vanished host", ft_now() - t0, fi_strerror(err.err));
 	}
 	/* Ranks 0 and 1 (one host) still talk. */
 	int peer = 1 - me;
@@ -263,6 +280,52 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 	printf("rank %d: exchange with rank %d (same host) still works\n", me, peer);
 	/* Closing with the vanished peer's operations finished in error must not hang. */
 	fx_close(&fx);
+	return 0;
+}
+
+/* ---- both ranks connect at once ------------------------------------------------------------ */
+
+#define RACE_ROUNDS 10
+
+/*
+ * Fresh endpoints each round, receives posted, then (a barrier without progress, so neither
+ * side reads its connection events before both have sent) an eager and a rendezvous message
+ * each way at once.  Over FI_EP_MSG both sides ask for a connection; the log shows the rounds
+ * where the requests crossed (ofi_msg_race.sh counts them), the bytes show the race's outcome.
+ */
+static int t_connect_race(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
+	int me = ctx->rank, peer = 1 - me;
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		struct fx fx;
+		struct fx_comp c[4];
+		uint8_t *sb = fx_alloc(RNDV_LEN), *rb = fx_alloc(RNDV_LEN);
+		uint8_t *se = fx_alloc(EAGER_LEN), *re = fx_alloc(EAGER_LEN);
+
+		fx_open(ctx, &o, &fx);
+		fx_fill(se, EAGER_LEN, seed_of(me, peer, 0) + (uint64_t)round, 0);
+		fx_fill(sb, RNDV_LEN, seed_of(me, peer, 1) + (uint64_t)round, 0);
+		FX_OK(&fx, fi_trecv(fx.ep, re, EAGER_LEN, NULL, fx.peers[peer], 1, 0, NULL));
+		FX_OK(&fx, fi_trecv(fx.ep, rb, RNDV_LEN, NULL, fx.peers[peer], 2, 0, NULL));
+		fx_pbarrier(ctx, NULL);
+		FX_OK(&fx, fi_tsend(fx.ep, se, EAGER_LEN, NULL, fx.peers[peer], 1, NULL));
+		FX_OK(&fx, fi_tsend(fx.ep, sb, RNDV_LEN, NULL, fx.peers[peer], 2, NULL));
+		fx_wait(&fx, 4, c, TMO);
+		FX_CHECK_PATTERN(re, EAGER_LEN, seed_of(peer, me, 0) + (uint64_t)round, 0,
+				 "rank %d round %d: eager message", me, round);
+		FX_CHECK_PATTERN(rb, RNDV_LEN, seed_of(peer, me, 1) + (uint64_t)round, 0,
+				 "rank %d round %d: rendezvous message", me, round);
+		fx_pbarrier(ctx, &fx);
+		fx_close(&fx);
+		free(sb);
+		free(rb);
+		free(se);
+		free(re);
+	}
+	printf("rank %d: %d rounds of sends crossing at the first contact\n", me, RACE_ROUNDS);
 	return 0;
 }
 
@@ -313,6 +376,8 @@ static const struct fx_test tests[] = {
 	{"wire_per_peer_4", 4, 120, t_wire_per_peer, NULL},
 	{"all_to_all_4", 4, 120, t_all_to_all, NULL},
 	{"peer_host_gone", 3, 150, t_peer_host_gone, NULL},
+	{"peer_killed_3", 3, 60, t_peer_host_gone, "killed"},
+	{"connect_race_2", 2, 60, t_connect_race, NULL},
 };
 
 int main(int argc, char **argv)
