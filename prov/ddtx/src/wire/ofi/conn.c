@@ -215,7 +215,7 @@ static void on_request(struct ddtx_ofi_ep *ep, struct fi_eq_cm_entry *req, size_
 	p = ep->peers[peer];
 	v = ddtx_ofi_connreq_decide(ep->uid, b.uid, p->conn ? p->conn->state : DDTX_OFI_CONN_NONE,
 				    p->dead);
-	if (p->conn && p->conn->state == DDTX_OFI_CONN_CONNECTING)
+	if (p->conn && p->conn->state == DDTX_OFI_CONN_CONNECTING && b.uid != ep->uid)
 		DDTX_INFO(FI_LOG_EP_CTRL, "ofi: simultaneous connect with peer %u: %s request "
 			  "wins (larger uid)\n", peer, v == DDTX_OFI_CONNREQ_REJECT ? "our" : "its");
 	if (v == DDTX_OFI_CONNREQ_REJECT) {
