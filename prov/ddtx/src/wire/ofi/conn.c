@@ -304,6 +304,13 @@ int ddtx_ofi_conn_progress(struct ddtx_ofi_ep *ep)
 
 	if (!ep->dom->ep_msg || !ep->eq)
 		return 0;
+	/* Reading the EQ polls the core's connection sockets (a system call per read on tcp).
+	 * Every time while a message or an op may wait on a connection; else one call in
+	 * DDTX_OFI_EQ_EVERY: a request from a new peer is accepted a few polls later.  Shutdowns
+	 * are found by the CQ's progress, not the EQ's. */
+	if (ddtx_list_empty(&ep->tx_deferred) && ddtx_list_empty(&ep->waiting) &&
+	    ++ep->eq_polls % DDTX_OFI_EQ_EVERY)
+		return 0;
 	for (;;) {
 		uint32_t event;
 		ssize_t got = fi_eq_read(ep->eq, &event, &ev, sizeof(ev), 0);

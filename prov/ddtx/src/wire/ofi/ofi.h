@@ -42,6 +42,7 @@
 #define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
 #define DDTX_OFI_KEY_BUCKETS 4096
 #define DDTX_OFI_CQ_BATCH 16
+#define DDTX_OFI_EQ_EVERY 16              /* FI_EP_MSG: EQ reads, 1 per this many progress calls */
 /* Bounce buffers one peer's unfinished sends may hold: a peer whose host vanished keeps its
  * sends unfinished (the core gives them back only at close); the rest serve the other peers. */
 #define DDTX_OFI_TX_PER_PEER (DDTX_OFI_TX_BUFS / 2)
@@ -173,6 +174,7 @@ struct ddtx_ofi_ep {
 	struct fid_eq *eq;                /* MSG: connection events */
 	struct fid_pep *pep;              /* MSG: where peers connect (its address is the blob's) */
 	struct ddtx_list conns;           /* MSG: every connection opened */
+	uint32_t eq_polls;                /* MSG: progress calls (the EQ is read 1 in EQ_EVERY) */
 	uint64_t uid;
 	uint8_t blob[DDTX_OFI_BLOB_LEN];
 	/* bounce buffers: one slab, one registration */
