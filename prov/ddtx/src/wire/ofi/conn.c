@@ -253,7 +253,8 @@ static void on_connected(struct ddtx_ofi_ep *ep, struct ddtx_ofi_conn *c)
 {
 	if (c->state == DDTX_OFI_CONN_LOSER) {
 		/* The peer took our losing request after all (it cannot, deciding as we do):
-		 * the other connection serves; this one is closed. */
+		 * we send on the other one; this one stays unused until the endpoint closes
+		 * (what the peer sends on it still arrives: receives are shared). */
 		DDTX_WARN(FI_LOG_EP_CTRL, "ofi: peer %u accepted a connection it should have "
 			  "refused; closed\n", c->peer);
 		c->state = DDTX_OFI_CONN_DOWN;
