@@ -256,7 +256,7 @@ static void on_connected(struct ddtx_ofi_ep *ep, struct ddtx_ofi_conn *c)
 		 * we send on the other one; this one stays unused until the endpoint closes
 		 * (what the peer sends on it still arrives: receives are shared). */
 		DDTX_WARN(FI_LOG_EP_CTRL, "ofi: peer %u accepted a connection it should have "
-			  "refused; closed\n", c->peer);
+			  "refused; left unused\n", c->peer);
 		c->state = DDTX_OFI_CONN_DOWN;
 		return;
 	}
