@@ -15,14 +15,19 @@ FI_LOG_LEVEL=info FI_DDTX_WIRE=ofi FI_DDTX_OFI_EP_TYPE=msg "$@" >"$log" 2>&1
 rc=$?
 grep -v '^libfabric' "$log"
 [ $rc -eq 77 ] && exit 77
-[ $rc -eq 0 ] || { echo "FAIL: the program exited with $rc"; grep 'ddtx.*ofi:' "$log" | tail -20; exit 1; }
+if [ $rc -ne 0 ]; then
+  echo "FAIL: the program exited with $rc"
+  grep 'ddtx.*ofi:' "$log" | tail -20
+  exit 1
+fi
 domains=$(grep -c 'ofi: domain over [^ ]* ([^,]*, FI_EP_MSG)' "$log")
 rdm=$(grep -c 'ofi: domain over .*FI_EP_RDM' "$log")
 ups=$(grep -c 'ofi: connection with peer [0-9]* up' "$log")
 races=$(grep -c 'ofi: simultaneous connect with peer' "$log")
 echo "wire domains over FI_EP_MSG: $domains (FI_EP_RDM: $rdm), connections up: $ups," \
      "simultaneous connects seen: $races"
-[ "$domains" -gt 0 ] && [ "$rdm" -eq 0 ] || { echo "FAIL: not every domain over FI_EP_MSG"; exit 1; }
+[ "$domains" -gt 0 ] && [ "$rdm" -eq 0 ] ||
+  { echo "FAIL: not every domain over FI_EP_MSG"; exit 1; }
 [ "$ups" -gt 0 ] || { echo "FAIL: no connection came up"; exit 1; }
 [ $race -eq 0 ] || [ "$races" -gt 0 ] || { echo "FAIL: no simultaneous connect happened"; exit 1; }
 echo "PASS: the traffic went over FI_EP_MSG connections"
