@@ -13,6 +13,10 @@
  *    message headers
  *  - names (name.c): the uid of a bound endpoint, a function of the core and its address alone
  *    (server and resolver compute the same), and the canonical socket address
+ *  - connections (conn.c, FI_EP_MSG cores): a core's fitness for each endpoint type, the verdict
+ *    on a connection request in every state (both sides of a simultaneous connect deciding alike
+ *    leave exactly one connection), when a refusal is asked again, and the parsing of a request's
+ *    data
  *
  * Usage: test_ofi [seed]
  */
@@ -99,6 +103,133 @@ static void test_caps(void)
 	i->ep_attr->max_msg_size = 4096;
 	CHECK(ddtx_ofi_unusable(i), "a 4 KiB max_msg_size accepted");
 	fi_freeinfo(i);
+}
+
+static void test_msg_core(void)
+{
+	struct fi_info *i = good_core();
+
+	i->ep_attr->type = FI_EP_MSG;
+	i->domain_attr->max_ep_srx_ctx = 1;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) == NULL, "a good FI_EP_MSG core refused: %s",
+	      ddtx_ofi_unusable_as(i, FI_EP_MSG));
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_RDM) != NULL, "an FI_EP_MSG core taken for RDM");
+	CHECK(ddtx_ofi_unusable(i) != NULL, "ddtx_ofi_unusable is not the RDM check");
+	i->domain_attr->max_ep_srx_ctx = 0;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) != NULL, "an FI_EP_MSG core without SRX accepted");
+	i->domain_attr->max_ep_srx_ctx = 1;
+	i->ep_attr->type = FI_EP_RDM;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) != NULL, "an RDM core taken for FI_EP_MSG");
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_RDM) == NULL, "the good RDM core refused");
+	i->ep_attr->type = FI_EP_DGRAM;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) && ddtx_ofi_unusable_as(i, FI_EP_RDM),
+	      "FI_EP_DGRAM accepted");
+	fi_freeinfo(i);
+}
+
+/* One side's state after it decided on the other's request, given its own state before. */
+static enum ddtx_ofi_conn_state after(enum ddtx_ofi_connreq_verdict v,
+				      enum ddtx_ofi_conn_state mine, bool *theirs_accepted)
+{
+	*theirs_accepted = v != DDTX_OFI_CONNREQ_REJECT;
+	return v == DDTX_OFI_CONNREQ_ACCEPT_REPLACE ? DDTX_OFI_CONN_LOSER : mine;
+}
+
+static void test_connreq(void)
+{
+	const uint64_t lo = 0x1000, hi = 0x8000000000000001ull;
+	const enum ddtx_ofi_conn_state busy[] = { DDTX_OFI_CONN_ACCEPTING, DDTX_OFI_CONN_UP };
+
+	/* no connection yet: accepted, from a larger or a smaller uid */
+	CHECK(ddtx_ofi_connreq_decide(lo, hi, DDTX_OFI_CONN_NONE, false) == DDTX_OFI_CONNREQ_ACCEPT,
+	      "a first request from a larger uid refused");
+	CHECK(ddtx_ofi_connreq_decide(hi, lo, DDTX_OFI_CONN_NONE, false) == DDTX_OFI_CONNREQ_ACCEPT,
+	      "a first request from a smaller uid refused");
+	/* a peer taken as gone, or one we already have a connection with: refused */
+	CHECK(ddtx_ofi_connreq_decide(lo, hi, DDTX_OFI_CONN_NONE, true) == DDTX_OFI_CONNREQ_REJECT,
+	      "a request from a dead peer accepted");
+	for (size_t k = 0; k < 2; k++) {
+		CHECK(ddtx_ofi_connreq_decide(lo, hi, busy[k], false) == DDTX_OFI_CONNREQ_REJECT,
+		      "a second connection accepted (state %d, larger uid)", busy[k]);
+		CHECK(ddtx_ofi_connreq_decide(hi, lo, busy[k], false) == DDTX_OFI_CONNREQ_REJECT,
+		      "a second connection accepted (state %d, smaller uid)", busy[k]);
+	}
+	/* our own request to ourselves: accepted beside it, whatever the state */
+	CHECK(ddtx_ofi_connreq_decide(lo, lo, DDTX_OFI_CONN_CONNECTING, false) ==
+	      DDTX_OFI_CONNREQ_ACCEPT_EXTRA, "a request to ourselves not accepted beside ours");
+	/* The simultaneous connect, on random uid pairs: each side decides on the other's request
+	 * while its own is on its way; exactly one connection is left, the larger uid's request. */
+	for (int n = 0; n < 1000; n++) {
+		uint64_t a = rnd() | 1, b = rnd() | 2;
+		bool a_took_b, b_took_a;
+
+		if (a == b)
+			continue;
+		enum ddtx_ofi_conn_state a_own =
+			after(ddtx_ofi_connreq_decide(a, b, DDTX_OFI_CONN_CONNECTING, false),
+			      DDTX_OFI_CONN_CONNECTING, &a_took_b);
+		enum ddtx_ofi_conn_state b_own =
+			after(ddtx_ofi_connreq_decide(b, a, DDTX_OFI_CONN_CONNECTING, false),
+			      DDTX_OFI_CONN_CONNECTING, &b_took_a);
+		/* a connection exists when its requester keeps it and its acceptor took it */
+		bool via_a = a_own == DDTX_OFI_CONN_CONNECTING && b_took_a;
+		bool via_b = b_own == DDTX_OFI_CONN_CONNECTING && a_took_b;
+
+		CHECK(via_a != via_b, "uids %#llx %#llx: %d connections left",
+		      (unsigned long long)a, (unsigned long long)b, (int)via_a + (int)via_b);
+		CHECK(via_a == (a > b), "uids %#llx %#llx: the smaller uid's request won",
+		      (unsigned long long)a, (unsigned long long)b);
+		/* the loser's request is refused, never accepted half-way */
+		CHECK(!(a_own == DDTX_OFI_CONN_LOSER && b_took_a) &&
+		      !(b_own == DDTX_OFI_CONN_LOSER && a_took_b), "a losing request accepted");
+	}
+	/* A refusal from a larger uid is asked again (its own request is on the way), a bounded
+	 * number of times; from a smaller uid never (it had a reason). */
+	CHECK(ddtx_ofi_refusal_retry(lo, hi, 1), "a refusal from a larger uid not asked again");
+	CHECK(ddtx_ofi_refusal_retry(lo, hi, DDTX_OFI_CONN_RETRIES - 1), "retries end too early");
+	CHECK(!ddtx_ofi_refusal_retry(lo, hi, DDTX_OFI_CONN_RETRIES), "retries never end");
+	CHECK(!ddtx_ofi_refusal_retry(hi, lo, 1), "a refusal from a smaller uid asked again");
+}
+
+static void test_connreq_parse(void)
+{
+	uint32_t tcp = ddtx_ofi_core_id("tcp", FI_SOCKADDR_IN);
+	struct ddtx_ofi_blob b = { .core_id = tcp, .uid = 0x77, .core_len = 16 }, out;
+	uint8_t raw[DDTX_OFI_BLOB_LEN + 8] = { 0 };
+
+	for (int i = 0; i < 16; i++)
+		b.core_addr[i] = (uint8_t)(i + 3);
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == 0, "pack");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, tcp, &out) == 0 && out.uid == 0x77 &&
+	      out.core_len == 16 && !memcmp(out.core_addr, b.core_addr, 16), "a good request");
+	CHECK(ddtx_ofi_connreq_parse(raw, 0, tcp, &out) == -FI_EINVAL, "no data accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN - 1, tcp, &out) == -FI_EINVAL,
+	      "short data accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN + 8, tcp, &out) == -FI_EINVAL,
+	      "data with bytes after the blob accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, ddtx_ofi_core_id("tcp;ofi_rxm",
+	      FI_SOCKADDR_IN), &out) == -FI_EINVAL, "a blob of the RDM stack accepted over MSG");
+	b.uid = 0;
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == 0, "pack uid 0");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, tcp, &out) == -FI_EINVAL,
+	      "uid 0 accepted");
+	/* random bytes: refused or a well-formed blob, never a crash or a read past the end */
+	for (int n = 0; n < 2000; n++) {
+		size_t len = (size_t)(rnd() % sizeof(raw));
+
+		for (size_t k = 0; k < sizeof(raw); k++)
+			raw[k] = (uint8_t)rnd();
+		if (n & 1) { /* a plausible header, so the deeper checks run */
+			memcpy(raw, "DOFI", 4);
+			raw[4] = DDTX_OFI_BLOB_VERSION;
+			len = DDTX_OFI_BLOB_LEN;
+		}
+		int r = ddtx_ofi_connreq_parse(raw, len, 0, &out);
+		CHECK(r == 0 || r == -FI_EINVAL, "parse gave %d", r);
+		if (!r)
+			CHECK(out.uid && out.core_len && out.core_len <= DDTX_OFI_CORE_ADDR_MAX,
+			      "a parsed request with uid 0 or a bad length");
+	}
 }
 
 static void test_blob(void)
@@ -296,6 +427,9 @@ int main(int argc, char **argv)
 		rng = 1;
 	printf("test_ofi: seed %#llx\n", (unsigned long long)rng);
 	test_caps();
+	test_msg_core();
+	test_connreq();
+	test_connreq_parse();
 	test_blob();
 	test_bound_uid();
 	test_chunk();

@@ -48,6 +48,8 @@ struct ddtx_wire_params {
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
 	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
 	const char *ofi_provider; /* ofi: core provider name (FI_DDTX_OFI_PROVIDER); NULL = tcp */
+	bool ofi_ep_msg;          /* ofi: the core's FI_EP_MSG endpoints, a connection per peer
+				   * (FI_DDTX_OFI_EP_TYPE=msg); false: FI_EP_RDM */
 	const char *fabric_wire;  /* multi: the wire to other hosts (FI_DDTX_FABRIC_WIRE);
 				   * NULL = the first available of ofi, verbs */
 	bool local_off;           /* multi: same-host peers also through the fabric wire
@@ -300,11 +302,12 @@ bool ddtx_wire_sent(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark);
 
 /*
  * ofi wire: the provider name of the core that `want` (FI_DDTX_OFI_PROVIDER's syntax; NULL: the
- * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17, into name[len].
+ * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17 (FI_EP_RDM) or "tcp"
+ * (ep_msg: FI_EP_MSG), into name[len].
  * -FI_ENODATA when no usable core answers (the reason is logged at info level).  For fi_getinfo's
  * layered entries.
  */
-int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len);
+int ddtx_wire_ofi_core_name(const char *want, bool ep_msg, char *name, size_t len);
 
 /* Remove shared-memory files left by processes that no longer exist (called at start-up). */
 void ddtx_wire_cleanup_stale(void);

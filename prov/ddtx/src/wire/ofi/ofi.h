@@ -11,6 +11,7 @@
  *  progress.c  the CQ: receives, control messages, completions and errors
  *  liveness.c  probes of peers that work waits on; a peer gone fails its operations
  *  name.c      service names: bind at and resolve to the core's address of (node, service)
+ *  conn.c      a core with FI_EP_MSG only: listening, connecting, accepting, the race, shutdown
  *  wire_ofi.c  the ddtx_wire_impl table
  *
  * Pure helpers (blob, caps, chunking, key encoding) are in blob.h and ofi_pure.h.
@@ -41,6 +42,7 @@
 #define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
 #define DDTX_OFI_KEY_BUCKETS 4096
 #define DDTX_OFI_CQ_BATCH 16
+#define DDTX_OFI_EQ_EVERY 16              /* FI_EP_MSG: EQ reads, 1 per this many progress calls */
 /* Bounce buffers one peer's unfinished sends may hold: a peer whose host vanished keeps its
  * sends unfinished (the core gives them back only at close); the rest serve the other peers. */
 #define DDTX_OFI_TX_PER_PEER (DDTX_OFI_TX_BUFS / 2)
@@ -56,6 +58,7 @@ struct ddtx_ofi_domain {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	uint32_t core_id;                 /* ddtx_ofi_core_id of the core */
+	bool ep_msg;                      /* FI_EP_MSG: a connection per peer (conn.c) */
 	bool mr_local;                    /* FI_MR_LOCAL: descriptors for local buffers */
 	bool mr_virt;                     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
 	uint64_t rma_order;               /* the core's FI_ORDER_{RAR,RAW,WAR,WAW} */
@@ -103,6 +106,16 @@ struct ddtx_ofi_peer {
 	uint64_t probe_ns;                /* when we probed it, unanswered since; 0: none */
 	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
+	struct ddtx_ofi_conn *conn;       /* FI_EP_MSG: the connection to it, NULL: none yet */
+	uint32_t refusals;                /* FI_EP_MSG: our requests it refused */
+};
+
+/* A connection to a peer (conn.c, FI_EP_MSG); the core endpoint's context. */
+struct ddtx_ofi_conn {
+	struct ddtx_list_entry entry;     /* ep->conns, until the endpoint closes */
+	struct fid_ep *ep;
+	ddtx_peer_t peer;
+	enum ddtx_ofi_conn_state state;
 };
 
 /* A remote app key's translation as learnt from KEY_REP. */
@@ -155,9 +168,13 @@ struct ddtx_ofi_ep {
 	struct ddtx_ofi_domain *dom;
 	struct ddtx_wire_handlers handlers;
 	void *handler_arg;
-	struct fid_ep *ep;
-	struct fid_av *av;
-	struct fid_cq *cq;
+	struct fid_ep *ep;                /* RDM: the endpoint; MSG: the shared receive context */
+	struct fid_av *av;                /* RDM only */
+	struct fid_cq *cq;                /* every completion (MSG: of all connections) */
+	struct fid_eq *eq;                /* MSG: connection events */
+	struct fid_pep *pep;              /* MSG: where peers connect (its address is the blob's) */
+	struct ddtx_list conns;           /* MSG: every connection opened */
+	uint32_t eq_polls;                /* MSG: progress calls (the EQ is read 1 in EQ_EVERY) */
 	uint64_t uid;
 	uint8_t blob[DDTX_OFI_BLOB_LEN];
 	/* bounce buffers: one slab, one registration */
@@ -201,8 +218,8 @@ extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
 /* domain.c */
 /* The hints every core fi_getinfo of the wire uses (caps, ordering, mr_mode, the core's name). */
-struct fi_info *ddtx_ofi_core_hints(const char *prov_name);
-int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out);
+struct fi_info *ddtx_ofi_core_hints(const char *prov_name, bool ep_msg);
+int ddtx_ofi_core_getinfo(const char *prov_name, bool ep_msg, struct fi_info **out);
 bool ddtx_ofi_available(void);
 int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
 void ddtx_ofi_domain_close(struct ddtx_wire_domain *dom);
@@ -235,6 +252,29 @@ int ddtx_ofi_post_recv(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
 
 /* Close and open again the core endpoint at src (bind, name.c): only before any peer. */
 int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+/* A copy of the core's fi_info with src_addr and dest_addr replaced (NULL: none). */
+struct fi_info *ddtx_ofi_info_addrs(struct ddtx_ofi_domain *dom, const void *src, size_t srclen,
+				    const void *dest, size_t destlen);
+/* The endpoint's CQ (every completion of its core endpoint or connections). */
+int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep);
+/* The blob of the core address name[len] (bound: a uid computed from it, name.c). */
+int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bound);
+
+/* conn.c (FI_EP_MSG) */
+/* EQ, passive endpoint listening at src (NULL: the core's default), shared receive context and
+ * CQ; ep->ep is the receive context, so receives are posted as on an RDM endpoint. */
+int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+void ddtx_ofi_conn_close(struct ddtx_ofi_ep *ep);
+/*
+ * The core endpoint that reaches peer: the RDM endpoint, or the peer's connection (a request is
+ * sent on first use).  -FI_EAGAIN while the connection is being set up, -FI_EIO when the peer
+ * cannot be reached.
+ */
+int ddtx_ofi_conn_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, struct fid_ep **out);
+/* The peer's connection is being set up: its messages wait, the others' do not. */
+bool ddtx_ofi_conn_waiting(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+/* Connection events: requests, established, refused, shut down.  How many were handled. */
+int ddtx_ofi_conn_progress(struct ddtx_ofi_ep *ep);
 
 /* name.c */
 int ddtx_ofi_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);

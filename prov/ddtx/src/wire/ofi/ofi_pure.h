@@ -33,6 +33,9 @@
 
 /* Caps from a core's fi_info; params->max_sge caps max_sge.  NULL when info is unusable. */
 const char *ddtx_ofi_unusable(const struct fi_info *core);
+/* The same for an endpoint type: FI_EP_RDM, or FI_EP_MSG (conn.c; needs a shared receive
+ * context).  ddtx_ofi_unusable(core) is ddtx_ofi_unusable_as(core, FI_EP_RDM). */
+const char *ddtx_ofi_unusable_as(const struct fi_info *core, enum fi_ep_type want);
 void ddtx_ofi_caps_from_info(const struct fi_info *core, const struct ddtx_wire_params *params,
 			     struct ddtx_wire_caps *caps);
 
@@ -111,5 +114,35 @@ int ddtx_ofi_key_rep_unpack(const void *in, size_t len, struct ddtx_ofi_key_rep 
  */
 int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uint64_t len,
 			   uint32_t access, uint64_t *core_addr);
+
+/*
+ * Connections (conn.c, a core with FI_EP_MSG): one per pair of endpoints, opened by the first to
+ * send, its request carrying the requester's blob (connreq_parse: exactly one blob of our core,
+ * uid not 0).  A request that finds our own request to that peer on its way is the simultaneous
+ * connect: the request of the larger uid wins on both sides, so exactly one connection is left.
+ */
+enum ddtx_ofi_conn_state {
+	DDTX_OFI_CONN_NONE,        /* no connection to the peer */
+	DDTX_OFI_CONN_CONNECTING,  /* we asked (fi_connect), no answer yet */
+	DDTX_OFI_CONN_ACCEPTING,   /* it asked, we accepted, not yet up */
+	DDTX_OFI_CONN_UP,          /* connected: sends and writes go through it */
+	DDTX_OFI_CONN_LOSER,       /* our request that lost the race: closed when answered */
+	DDTX_OFI_CONN_DOWN,        /* shut down or failed */
+};
+enum ddtx_ofi_connreq_verdict {
+	DDTX_OFI_CONNREQ_ACCEPT,          /* the peer's connection */
+	DDTX_OFI_CONNREQ_ACCEPT_REPLACE,  /* the peer's, and ours on its way is given up */
+	DDTX_OFI_CONNREQ_ACCEPT_EXTRA,    /* our own request to ourselves: accepted beside it */
+	DDTX_OFI_CONNREQ_REJECT,          /* ours wins, or we have one, or the peer is dead */
+};
+/* What to do with a request from their_uid while our connection to it is in state ours. */
+enum ddtx_ofi_connreq_verdict ddtx_ofi_connreq_decide(uint64_t our_uid, uint64_t their_uid,
+						      enum ddtx_ofi_conn_state ours, bool peer_dead);
+/* Our request was refused for the refusals-th time: ask again (true) or take the peer as gone. */
+#define DDTX_OFI_CONN_RETRIES 8
+bool ddtx_ofi_refusal_retry(uint64_t our_uid, uint64_t their_uid, uint32_t refusals);
+/* A connection request's data: 0 and the requester's blob, or -FI_EINVAL. */
+int ddtx_ofi_connreq_parse(const void *data, size_t len, uint32_t core_id,
+			   struct ddtx_ofi_blob *b);
 
 #endif /* DDTX_WIRE_OFI_PURE_H */

@@ -173,7 +173,9 @@ static int complete(struct ddtx_ofi_ep *ep, void *ctx, size_t len, int status)
 			else if (b->status != -FI_ECANCELED)
 				DDTX_WARN(FI_LOG_EP_DATA, "ofi: receive failed: %s\n",
 					  fi_strerror(-b->status));
-			if (b->status != -FI_ECANCELED)
+			/* canceled: at close on RDM; on FI_EP_MSG also a connection's message cut
+			 * short when it went down, and the shared buffer serves the others */
+			if (b->status != -FI_ECANCELED || ep->dom->ep_msg)
 				repost(ep, b);
 		}
 		break;
@@ -208,6 +210,7 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 
 	if (!ep)
 		return 0;
+	n += ddtx_ofi_conn_progress(ep);
 	n += ddtx_ofi_rma_report(ep);
 	for (;;) {
 		ssize_t got = fi_cq_read(ep->cq, cqe, DDTX_OFI_CQ_BATCH);

@@ -8,6 +8,11 @@
 
 const char *ddtx_ofi_unusable(const struct fi_info *core)
 {
+	return ddtx_ofi_unusable_as(core, FI_EP_RDM);
+}
+
+const char *ddtx_ofi_unusable_as(const struct fi_info *core, enum fi_ep_type want)
+{
 	if (!core || !core->ep_attr || !core->tx_attr || !core->rx_attr || !core->domain_attr ||
 	    !core->fabric_attr)
 		return "incomplete fi_info";
@@ -17,10 +22,16 @@ const char *ddtx_ofi_unusable(const struct fi_info *core)
 		return "lacks FI_RMA (the zero-copy schemes' writes and reads)";
 	if ((core->caps & DDTX_OFI_CORE_CAPS) != DDTX_OFI_CORE_CAPS)
 		return "lacks FI_READ, FI_WRITE or their remote side (FI_REMOTE_READ/WRITE)";
-	if (core->ep_attr->type != FI_EP_RDM)
-		return core->ep_attr->type == FI_EP_MSG ?
-		       "FI_EP_MSG only (ddtx has no connection set-up of its own for it)" :
-		       "not FI_EP_RDM (reliable datagrams)";
+	if (core->ep_attr->type != want) {
+		if (core->ep_attr->type == FI_EP_MSG)
+			return "FI_EP_MSG (connections): used with FI_DDTX_OFI_EP_TYPE=msg";
+		if (core->ep_attr->type == FI_EP_RDM)
+			return "FI_EP_RDM: used with FI_DDTX_OFI_EP_TYPE=rdm (the default)";
+		return "neither FI_EP_RDM nor FI_EP_MSG";
+	}
+	/* conn.c posts receive buffers once for all connections, into a shared receive context */
+	if (want == FI_EP_MSG && !core->domain_attr->max_ep_srx_ctx)
+		return "FI_EP_MSG without a shared receive context (fi_srx_context)";
 	if (core->domain_attr->mr_mode & ~(uint64_t)(DDTX_OFI_MR_MODE | FI_MR_BASIC | FI_MR_SCALABLE))
 		return "requires mr_mode bits the ofi wire does not honour (FI_MR_PROV_KEY, "
 		       "FI_MR_ENDPOINT, FI_MR_RAW, FI_MR_HMEM...)";
@@ -210,5 +221,38 @@ int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uin
 	    raddr + len > r->iova + r->len)
 		return -FI_EACCES;
 	*core_addr = r->core_base + (raddr - r->iova);
+	return 0;
+}
+
+enum ddtx_ofi_connreq_verdict ddtx_ofi_connreq_decide(uint64_t our_uid, uint64_t their_uid,
+						      enum ddtx_ofi_conn_state ours, bool peer_dead)
+{
+	if (their_uid == our_uid)
+		return DDTX_OFI_CONNREQ_ACCEPT_EXTRA;      /* ourselves: both ends are ours */
+	if (peer_dead)
+		return DDTX_OFI_CONNREQ_REJECT;
+	switch (ours) {
+	case DDTX_OFI_CONN_NONE:
+		return DDTX_OFI_CONNREQ_ACCEPT;
+	case DDTX_OFI_CONN_CONNECTING:
+		/* both sides asked at once: the request of the larger uid wins on both sides */
+		return their_uid > our_uid ? DDTX_OFI_CONNREQ_ACCEPT_REPLACE : DDTX_OFI_CONNREQ_REJECT;
+	default:
+		return DDTX_OFI_CONNREQ_REJECT;            /* a second connection: not needed */
+	}
+}
+
+bool ddtx_ofi_refusal_retry(uint64_t our_uid, uint64_t their_uid, uint32_t refusals)
+{
+	/* A peer of a larger uid refuses our request only while its own is on its way to us
+	 * (connreq_decide); a smaller one never does, unless it has given us up. */
+	return their_uid > our_uid && refusals < DDTX_OFI_CONN_RETRIES;
+}
+
+int ddtx_ofi_connreq_parse(const void *data, size_t len, uint32_t core_id,
+			   struct ddtx_ofi_blob *b)
+{
+	if (len != DDTX_OFI_BLOB_LEN || ddtx_ofi_blob_unpack(data, len, core_id, b) || !b->uid)
+		return -FI_EINVAL;
 	return 0;
 }

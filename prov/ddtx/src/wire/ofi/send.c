@@ -64,8 +64,10 @@ static int post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
 		.addr = ep->peers[b->peer]->fi_addr, .context = &b->ctx,
 	};
+	struct fid_ep *tx;
+	int ret = ddtx_ofi_conn_get(ep, b->peer, &tx);
 
-	return (int)fi_sendmsg(ep->ep, &msg, 0);
+	return ret ? ret : (int)fi_sendmsg(tx, &msg, 0);
 }
 
 int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
@@ -93,11 +95,19 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 
 void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep)
 {
-	while (!ddtx_list_empty(&ep->tx_deferred)) {
-		struct ddtx_list_entry *e = ddtx_list_first(&ep->tx_deferred);
+	struct ddtx_list_entry *e, *tmp;
+
+	ddtx_list_foreach_safe(&ep->tx_deferred, e, tmp)
+	{
 		struct ddtx_ofi_buf *b = ddtx_container_of(e, struct ddtx_ofi_buf, entry);
+		int ret;
+
+		/* A connection being set up (FI_EP_MSG) holds back its own peer's messages (all of
+		 * them: their order is kept), not the others'. */
+		if (!ep->peers[b->peer]->dead && ddtx_ofi_conn_waiting(ep, b->peer))
+			continue;
 		/* not to a peer that is gone: the core would hold the buffer */
-		int ret = ep->peers[b->peer]->dead ? -FI_EIO : post(ep, b);
+		ret = ep->peers[b->peer]->dead ? -FI_EIO : post(ep, b);
 
 		if (ret == -FI_EAGAIN)
 			return;
