@@ -74,6 +74,9 @@ struct ddtx_wire_stats {
 		uint64_t msgs, msg_bytes; /* messages sent (header included) */
 		uint64_t rma_ops, rma_bytes; /* writes and reads posted */
 	} sub[DDTX_WIRE_STATS_MAX];
+	/* The ofi wire (also under multi): messages written into peers' receive rings by RMA
+	 * instead of sent, header included (wire/ofi/ring.c). */
+	uint64_t ring_msgs, ring_bytes;
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */

@@ -126,7 +126,13 @@ static const struct ddtx_wire_caps *multi_domain_caps(struct ddtx_wire_domain *w
 
 static void multi_domain_stats(struct ddtx_wire_domain *wdom, struct ddtx_wire_stats *stats)
 {
-	*stats = ddtx_multi_domain_of(wdom)->stats;
+	struct ddtx_multi_domain *dom = ddtx_multi_domain_of(wdom);
+	struct ddtx_wire_stats fabric;
+
+	*stats = dom->stats;
+	ddtx_wire_domain_stats(dom->sub[DDTX_MULTI_FABRIC], &fabric);
+	stats->ring_msgs = fabric.ring_msgs;
+	stats->ring_bytes = fabric.ring_bytes;
 }
 
 /* ---- addresses ---- */

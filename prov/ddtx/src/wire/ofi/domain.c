@@ -201,6 +201,8 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	}
 	dom->mr_local = dom->core->domain_attr->mr_mode & FI_MR_LOCAL;
 	dom->mr_virt = dom->core->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	/* the ring's CQ data names ring, slot and length in 8 bytes (ring.c) */
+	dom->ring = dom->core->domain_attr->cq_data_size >= sizeof(uint64_t);
 	dom->rma_order = dom->core->tx_attr->msg_order &
 			 (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW);
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
@@ -219,9 +221,10 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	dom->next_core_key &= (1ull << 62) - 1;
 	dom->next_app_key = 1;
 	DDTX_INFO(FI_LOG_CORE, "ofi: domain over %s (%s): max_sge %zu, max_rma_size %zu, "
-		  "mr_mode%s%s\n", dom->core->fabric_attr->prov_name, dom->core->domain_attr->name,
-		  dom->caps.max_sge, dom->caps.max_rma_size, dom->mr_local ? " local" : "",
-		  dom->mr_virt ? " virt_addr" : " offsets");
+		  "mr_mode%s%s%s\n", dom->core->fabric_attr->prov_name,
+		  dom->core->domain_attr->name, dom->caps.max_sge, dom->caps.max_rma_size,
+		  dom->mr_local ? " local" : "", dom->mr_virt ? " virt_addr" : " offsets",
+		  dom->ring ? ", receive rings" : "");
 	dom->base.impl = &ddtx_ofi_wire_impl;
 	*out = &dom->base;
 	return 0;
@@ -261,6 +264,14 @@ void ddtx_ofi_domain_close(struct ddtx_wire_domain *wdom)
 	fi_freeinfo(dom->core);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
+}
+
+void ddtx_ofi_domain_stats(struct ddtx_wire_domain *wdom, struct ddtx_wire_stats *stats)
+{
+	struct ddtx_ofi_domain *dom = ddtx_odom_of(wdom);
+
+	stats->ring_msgs = __atomic_load_n(&dom->ring_msgs, __ATOMIC_RELAXED);
+	stats->ring_bytes = __atomic_load_n(&dom->ring_bytes, __ATOMIC_RELAXED);
 }
 
 const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *wdom)

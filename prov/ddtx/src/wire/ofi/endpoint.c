@@ -46,7 +46,9 @@ static int open_slab(struct ddtx_ofi_ep *ep)
 	if (posix_memalign((void **)&ep->slab, 4096, bytes))
 		return -FI_ENOMEM;
 	if (ep->dom->mr_local) {
-		ret = ddtx_ofi_local_reg(ep->dom, ep->slab, bytes, true, &ep->slab_mr);
+		/* receives, sends, and the source of ring writes (ring.c) */
+		ret = ddtx_ofi_local_reg_access(ep->dom, ep->slab, bytes,
+						FI_SEND | FI_RECV | FI_WRITE, &ep->slab_mr);
 		if (ret)
 			return ret;
 		ep->slab_desc = fi_mr_desc(ep->slab_mr);
@@ -76,7 +78,7 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 	struct fi_info *info = dom->core;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_MSG,
+		.format = FI_CQ_FORMAT_DATA, /* a ring write's remote CQ data (ring.c) */
 		.size = 4 * (DDTX_OFI_RX_BUFS + DDTX_OFI_TX_BUFS),
 		.wait_obj = FI_WAIT_NONE,
 	};
@@ -186,6 +188,7 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 	close_core(ep);
 	/* after the core endpoint: nothing completes into an op any more */
 	ddtx_ofi_rma_fini(ep);
+	ddtx_ofi_ring_fini(ep);
 	if (ep->slab_mr)
 		fi_close(&ep->slab_mr->fid);
 	for (size_t i = 0; i < ep->npeers; i++)
