@@ -230,8 +230,10 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 
 		if (got > 0) {
 			for (ssize_t i = 0; i < got; i++) {
-				/* a peer's write into our ring: no context of ours */
-				if ((cqe[i].flags & FI_REMOTE_CQ_DATA) && !cqe[i].op_context)
+				/* a peer's write into our ring: no context of ours (NULL on
+				 * tcp;ofi_rxm, the peer's message id on shm: not looked at) */
+				if ((cqe[i].flags & (FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA)) ==
+				    (FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA))
 					n += ddtx_ofi_ring_write_in(ep, cqe[i].data);
 				else
 					n += complete(ep, cqe[i].op_context, cqe[i].len, 0);

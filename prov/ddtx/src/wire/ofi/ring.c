@@ -110,6 +110,8 @@ void ddtx_ofi_ring_offer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 	if (!r)
 		return;
 	r->slots = DDTX_OFI_RING_SLOTS;
+	while (r->slots > 4 && (size_t)r->slots * slot_size > DDTX_OFI_RING_BYTES)
+		r->slots /= 2;
 	r->slot_size = slot_size;
 	r->held = calloc(r->slots, sizeof(*r->held));
 	if (!r->held || posix_memalign((void **)&r->mem, 4096, (size_t)r->slots * slot_size))
