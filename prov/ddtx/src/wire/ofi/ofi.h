@@ -115,6 +115,7 @@ struct ddtx_ofi_peer {
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
 	struct ddtx_ofi_ring_tx *ring_tx; /* its receive ring for our messages, once granted */
 	struct ddtx_ofi_ring_rx *ring_rx; /* the ring we granted it */
+	bool ring_offered;                /* tried once: a failed grant is not retried */
 };
 
 /* A peer's receive ring as its sender sees it: where the next message goes, credits. */

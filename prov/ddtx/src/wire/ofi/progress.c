@@ -88,7 +88,7 @@ static int handle_msg(struct ddtx_ofi_ep *ep, const uint8_t *data, size_t len)
 	len -= off;
 	switch (h.type) {
 	case DDTX_OFI_MSG_DATA:
-		if (!ep->peers[peer]->ring_rx)
+		if (!ep->peers[peer]->ring_offered)
 			ddtx_ofi_ring_offer(ep, peer);
 		return ddtx_ofi_deliver(ep, peer, data, len);
 	case DDTX_OFI_MSG_RING_GRANT:

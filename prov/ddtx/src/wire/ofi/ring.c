@@ -103,8 +103,9 @@ void ddtx_ofi_ring_offer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 	struct ddtx_ofi_ring_grant g;
 	uint8_t out[DDTX_OFI_RING_GRANT_LEN];
 
-	if (!ep->dom->ring || p->ring_rx || peer >= DDTX_OFI_RING_ID_MAX)
+	if (!ep->dom->ring || p->ring_offered || peer >= DDTX_OFI_RING_ID_MAX)
 		return;
+	p->ring_offered = true;
 	slot_size = (slot_size + 63) & ~63u;
 	r = calloc(1, sizeof(*r));
 	if (!r)
