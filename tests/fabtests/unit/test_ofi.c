@@ -311,7 +311,7 @@ static void test_ring(void)
 		{ .key = g.key, .ring_id = 1, .slots = 2 * DDTX_OFI_RING_SLOTS_MAX,
 		  .slot_size = 16448 },
 		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_HDR_LEN },
-		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_BUF_SIZE + 1 },
+		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_RING_SLOT_MAX + 1 },
 	};
 	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
 		ddtx_ofi_ring_grant_pack(&hostile[i], bad);

@@ -2,7 +2,7 @@
 /*
  * The ofi wire's receive rings (wire/ofi/ring.c) against a broken peer, over the tcp core in
  * one process: endpoint A sends to endpoint B, B grants A a ring, A's later messages are ring
- * writes that B delivers in order, every byte checked.  Then A misbehaves through the core
+ * writes that B delivers in order, every byte checked, messages up to a whole 64 KiB slot.  Then A misbehaves through the core
  * itself (fi_writemsg into B's ring with forged CQ data or contents) and B must drop each
  * forgery (nothing delivered, no crash) and still deliver A's next real message: a write
  * naming a ring B never granted, a sequence number beyond A's credits, a length beyond the
@@ -19,7 +19,7 @@
 struct inbox {
 	int count;
 	size_t len;
-	uint8_t last[256];
+	uint8_t last[DDTX_OFI_BUF_SIZE];
 };
 
 static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
@@ -78,10 +78,12 @@ static void forge(ddtx_peer_t to, uint64_t seq, size_t len, uint64_t hdr_uid)
 	CHECK(buf, "a send buffer");
 	if (!buf)
 		return;
-	uint8_t *p = ddtx_ofi_tx_prepare(ep, buf, to, DDTX_OFI_MSG_DATA);
 	struct ddtx_ofi_hdr h = { .type = DDTX_OFI_MSG_DATA, .src_uid = hdr_uid };
+	ddtx_ofi_tx_prepare(ep, buf, to, DDTX_OFI_MSG_DATA);
+	if (len > DDTX_OFI_BUF_SIZE - buf->start)
+		buf->start = 0; /* longer than any message: the whole buffer */
 	ddtx_ofi_hdr_pack(&h, buf->data + buf->start);
-	memset(p, 0xee, len > DDTX_OFI_HDR_LEN ? len - DDTX_OFI_HDR_LEN : 0);
+	memset(buf->data + buf->start + DDTX_OFI_HDR_LEN, 0xee, len - DDTX_OFI_HDR_LEN);
 	buf->len = len;
 	buf->ring = true;
 	buf->ring_seq = seq;
@@ -131,9 +133,25 @@ int main(void)
 		wait_b(in_b.count + 1);
 		CHECK(in_b.count == (int)n + 1 && got(n), "ring message %u", n);
 	}
+	/* a claimed buffer for a ring peer holds a whole slot's message: 64 KiB, not rxm's 16 */
+	struct ddtx_wire_send_buf sb;
+	CHECK(!ddtx_wire_send_claim(a, to_b, 1, &sb), "claim");
+	CHECK(sb.cap == DDTX_OFI_BUF_SIZE - DDTX_OFI_PAYLOAD_OFF &&
+	      sb.cap > ddtx_wire_domain_caps(dom)->max_send_size, "ring claim holds %zu bytes",
+	      sb.cap);
+	for (size_t i = 0; i < sb.cap; i++)
+		((uint8_t *)sb.data)[i] = (uint8_t)(i * 13 + 1);
+	ddtx_wire_send_commit(a, &sb, sb.cap);
+	int full = in_b.count;
+	wait_b(full + 1);
+	bool same = in_b.count == full + 1 && in_b.len == sb.cap;
+	for (size_t i = 0; same && i < sb.cap; i++)
+		same = in_b.last[i] == (uint8_t)(i * 13 + 1);
+	CHECK(same, "a full ring message arrived intact");
 	ddtx_wire_domain_stats(dom, &st1);
-	CHECK(st1.ring_msgs - st0.ring_msgs == 300 && st1.ring_bytes - st0.ring_bytes ==
-	      300 * (200 + DDTX_OFI_HDR_LEN), "300 ring writes counted, %llu",
+	CHECK(st1.ring_msgs - st0.ring_msgs == 301 && st1.ring_bytes - st0.ring_bytes ==
+	      300 * (200 + DDTX_OFI_HDR_LEN) + DDTX_OFI_HDR_LEN + sb.cap,
+	      "301 ring writes counted, %llu",
 	      (unsigned long long)(st1.ring_msgs - st0.ring_msgs));
 
 	/* forged writes, each followed by a real message that must be the next one delivered */
@@ -145,7 +163,7 @@ int main(void)
 	forge(to_b, r->posted + r->grant.slots, 64, ddtx_oep_of(a)->uid); /* beyond the credits */
 	forge(to_b, r->posted - 1, 64, ddtx_oep_of(a)->uid);            /* delivered already */
 	uint32_t slot0 = (uint32_t)(-r->posted & (r->grant.slots - 1));  /* posted + slot0: slot 0 */
-	forge(to_b, r->posted + slot0, r->grant.slot_size + 64, ddtx_oep_of(a)->uid); /* too long */
+	forge(to_b, r->posted + slot0, r->grant.slot_size + 8, ddtx_oep_of(a)->uid); /* too long */
 	int before = in_b.count;
 	send_msg(to_b, ++n);
 	wait_b(before + 1);

@@ -208,6 +208,10 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);
+	/* Each message is a core operation, a completion and a progress round on both sides, so
+	 * PACK fills the receive ring's 64 KiB messages (docs/benchmark-results.md, branch
+	 * ofirma: filled against cut into 8 chunks). */
+	dom->caps.pack_fill = true;
 	size_t eager = rxm_eager_floor(dom->core->fabric_attr->prov_name);
 	if (eager && eager - DDTX_OFI_PAYLOAD_OFF < dom->caps.max_send_size) {
 		dom->caps.max_send_size = eager - DDTX_OFI_PAYLOAD_OFF;

@@ -48,9 +48,9 @@
 /* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
  * a flood of forged sender addresses does not grow the table past it. */
 #define DDTX_OFI_MAX_PEERS (1u << 20)
-/* The receive ring an endpoint grants each peer that sends to it (ring.c): up to 64 slots
- * (the window of DDTX_OFI_TX_PER_PEER messages of the ordinary path), at most 1 MiB (a core
- * whose messages hold 64 KiB, as shm, gets 16 slots). */
+/* The receive ring an endpoint grants each peer that sends to it (ring.c): slots of the
+ * largest message a bounce buffer holds (64 KiB, where tcp;ofi_rxm sends at most 16 KiB),
+ * as many as fit in 1 MiB (16), at most 64. */
 #define DDTX_OFI_RING_SLOTS 64u
 #define DDTX_OFI_RING_BYTES (1u << 20)
 

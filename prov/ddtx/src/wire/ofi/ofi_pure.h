@@ -123,6 +123,8 @@ int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uin
  * write's completion has no source address), the slot count (a power of two) and size.
  */
 #define DDTX_OFI_RING_SLOTS_MAX 1024u
+/* The largest ring message: a bounce buffer's bytes without the blob (header + payload). */
+#define DDTX_OFI_RING_SLOT_MAX (DDTX_OFI_BUF_SIZE - DDTX_OFI_BLOB_LEN)
 #define DDTX_OFI_RING_ID_MAX (1u << 24)  /* ring numbers the CQ data can name */
 struct ddtx_ofi_ring_grant {
 	uint64_t key;
@@ -135,7 +137,7 @@ struct ddtx_ofi_ring_grant {
 void ddtx_ofi_ring_grant_pack(const struct ddtx_ofi_ring_grant *g, void *out);
 /*
  * A peer's grant, checked: an internal key, ring_id below DDTX_OFI_RING_ID_MAX, slots a power
- * of two in 1..DDTX_OFI_RING_SLOTS_MAX, slot_size from a header to DDTX_OFI_BUF_SIZE.
+ * of two in 1..DDTX_OFI_RING_SLOTS_MAX, slot_size from a header to DDTX_OFI_RING_SLOT_MAX.
  */
 int ddtx_ofi_ring_grant_unpack(const void *in, size_t len, struct ddtx_ofi_ring_grant *g);
 void ddtx_ofi_ring_credit_pack(uint64_t delivered, void *out);

@@ -236,7 +236,7 @@ int ddtx_ofi_ring_grant_unpack(const void *in, size_t len, struct ddtx_ofi_ring_
 	g->slots = (uint32_t)(w >> 32);
 	if (!(g->key & DDTX_OFI_IKEY_BIT) || g->ring_id >= DDTX_OFI_RING_ID_MAX || !g->slots ||
 	    g->slots > DDTX_OFI_RING_SLOTS_MAX || (g->slots & (g->slots - 1)) ||
-	    size <= DDTX_OFI_HDR_LEN || size > DDTX_OFI_BUF_SIZE)
+	    size <= DDTX_OFI_HDR_LEN || size > DDTX_OFI_RING_SLOT_MAX)
 		return -FI_EINVAL;
 	g->slot_size = (uint32_t)size;
 	return 0;

@@ -180,7 +180,11 @@ int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_l
 	if (b->ring)
 		p->ring_tx->claims++;
 	buf->data = b->data + DDTX_OFI_PAYLOAD_OFF;
-	buf->cap = ep->dom->caps.max_send_size;
+	/* A ring message may fill its slot (ring.c), within our bounce buffer whatever the grant
+	 * says. */
+	buf->cap = b->ring ? DDTX_MIN((size_t)p->ring_tx->grant.slot_size - DDTX_OFI_HDR_LEN,
+				      (size_t)DDTX_OFI_BUF_SIZE - DDTX_OFI_PAYLOAD_OFF)
+			   : ep->dom->caps.max_send_size;
 	buf->wire_priv = b;
 	buf->wire_pos = peer;
 	return 0;
