@@ -2,8 +2,9 @@
 /*
  * The ofi wire's receive rings (wire/ofi/ring.c) against a broken peer, over the tcp core in
  * one process: endpoint A sends to endpoint B, B grants A a ring, A's later messages are ring
- * writes that B delivers in order, every byte checked, messages up to a whole 64 KiB slot.  Then A misbehaves through the core
- * itself (fi_writemsg into B's ring with forged CQ data or contents) and B must drop each
+ * writes that B delivers in order, every byte checked, messages up to a whole 64 KiB slot.
+ * Then A misbehaves through the core itself (fi_writemsg into B's ring with forged CQ data or
+ * contents) and B must drop each
  * forgery (nothing delivered, no crash) and still deliver A's next real message: a write
  * naming a ring B never granted, a sequence number beyond A's credits, a length beyond the
  * slot, a slot whose header carries another sender's uid.  And forged control messages: a
