@@ -245,6 +245,12 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 
 			if (fi_cq_readerr(ep->cq, &err, 0) != 1)
 				break;
+			if (err.flags & FI_REMOTE_WRITE) {
+				/* a peer's failed write into our ring: its context is not ours */
+				DDTX_WARN(FI_LOG_EP_DATA, "ofi: a ring write failed here: %s\n",
+					  fi_strerror(err.err ? err.err : FI_EIO));
+				continue;
+			}
 			n += complete(ep, err.op_context, err.len, -(int)(err.err ? err.err : FI_EIO));
 			continue;
 		}
