@@ -11,6 +11,10 @@
  *    byte-by-byte reference on random lists
  *  - internal key encoding and the core address it gives, key replies and their bounds checks,
  *    message headers
+ *  - receive rings (ring.c): grants, credits and the CQ data of a ring write round trip; a
+ *    hostile peer's grant (app key, ring number, slot count, slot size), credit (none due,
+ *    more than sent) and CQ data (a slot it may not hold: behind, too far ahead, a length
+ *    outside the slot) refused; sequence numbers across the 16-bit wrap
  *  - names (name.c): the uid of a bound endpoint, a function of the core and its address alone
  *    (server and resolver compute the same), and the canonical socket address
  *  - connections (conn.c, FI_EP_MSG cores): a core's fitness for each endpoint type, the verdict
@@ -420,6 +424,73 @@ static void test_keys(void)
 	CHECK(ddtx_ofi_hdr_unpack(hb, sizeof(hb), &ho) == -FI_EINVAL, "unknown flag accepted");
 }
 
+static void test_ring(void)
+{
+	struct ddtx_ofi_ring_grant g = { .key = ddtx_ofi_ikey(0x7f0000001000ull, false, 3),
+					 .ring_id = 77, .slots = 64, .slot_size = 16448 }, o;
+	uint8_t raw[DDTX_OFI_RING_GRANT_LEN], bad[DDTX_OFI_RING_GRANT_LEN];
+
+	ddtx_ofi_ring_grant_pack(&g, raw);
+	CHECK(!ddtx_ofi_ring_grant_unpack(raw, sizeof(raw), &o) && o.key == g.key &&
+	      o.ring_id == 77 && o.slots == 64 && o.slot_size == 16448, "grant round trip");
+	CHECK(ddtx_ofi_ring_grant_unpack(raw, sizeof(raw) - 1, &o) == -FI_EINVAL, "short grant");
+	struct ddtx_ofi_ring_grant hostile[] = {
+		{ .key = 42, .ring_id = 1, .slots = 64, .slot_size = 16448 },          /* app key */
+		{ .key = g.key, .ring_id = DDTX_OFI_RING_ID_MAX, .slots = 64, .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 0, .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 48, .slot_size = 16448 },      /* not 2^n */
+		{ .key = g.key, .ring_id = 1, .slots = 2 * DDTX_OFI_RING_SLOTS_MAX,
+		  .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_HDR_LEN },
+		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_RING_SLOT_MAX + 1 },
+	};
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		ddtx_ofi_ring_grant_pack(&hostile[i], bad);
+		CHECK(ddtx_ofi_ring_grant_unpack(bad, sizeof(bad), &o) == -FI_EINVAL,
+		      "hostile grant %zu accepted", i);
+	}
+	memcpy(bad, raw, sizeof(bad));
+	bad[23] = 1; /* a slot size beyond 32 bits */
+	CHECK(ddtx_ofi_ring_grant_unpack(bad, sizeof(bad), &o) == -FI_EINVAL, "huge slot size");
+
+	uint8_t c[DDTX_OFI_RING_CREDIT_LEN];
+	uint64_t v;
+	ddtx_ofi_ring_credit_pack(0x123456789ull, c);
+	CHECK(!ddtx_ofi_ring_credit_unpack(c, sizeof(c), &v) && v == 0x123456789ull, "credit");
+	CHECK(ddtx_ofi_ring_credit_unpack(c, 7, &v) == -FI_EINVAL, "short credit");
+	CHECK(ddtx_ofi_ring_credit_ok(10, 40, 20) && ddtx_ofi_ring_credit_ok(10, 40, 40),
+	      "credits due");
+	CHECK(!ddtx_ofi_ring_credit_ok(10, 40, 10) && !ddtx_ofi_ring_credit_ok(10, 40, 9) &&
+	      !ddtx_ofi_ring_credit_ok(10, 40, 41), "a credit for nothing, backwards, or for "
+	      "more than was written accepted");
+
+	/* CQ data: round trip over random values */
+	for (int i = 0; i < 1000; i++) {
+		uint32_t id = (uint32_t)(rnd() % DDTX_OFI_RING_ID_MAX), id2;
+		uint64_t seq = rnd();
+		size_t len = (size_t)(rnd() % (1u << 24)), len2;
+		uint16_t s16;
+
+		ddtx_ofi_ring_data_split(ddtx_ofi_ring_data(id, seq, len), &id2, &s16, &len2);
+		CHECK(id2 == id && s16 == (uint16_t)seq && len2 == len, "CQ data round trip");
+	}
+	/* which slots a write may name: [next, next + slots) */
+	uint64_t seq;
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 100, 500, &seq) && seq == 100, "in order");
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 163, 500, &seq) && seq == 163, "last slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 164, 500, &seq) == -FI_EINVAL,
+	      "a slot beyond the credits accepted");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 99, 500, &seq) == -FI_EINVAL,
+	      "a delivered slot accepted");
+	CHECK(!ddtx_ofi_ring_accept(65530, 64, 16448, 3, 500, &seq) && seq == 65539,
+	      "across the 16-bit wrap");
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 100, 16448, &seq), "a full slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 100, 16449, &seq) == -FI_EINVAL,
+	      "longer than the slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 100, DDTX_OFI_HDR_LEN - 1, &seq) == -FI_EINVAL,
+	      "shorter than a header");
+}
+
 int main(int argc, char **argv)
 {
 	rng = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x0f15eedull;
@@ -434,6 +505,7 @@ int main(int argc, char **argv)
 	test_bound_uid();
 	test_chunk();
 	test_keys();
+	test_ring();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

@@ -202,6 +202,8 @@ void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats 
 		st->wires[i].rma_ops = ws.sub[i].rma_ops;
 		st->wires[i].rma_bytes = ws.sub[i].rma_bytes;
 	}
+	st->ofi_ring_msgs = ws.ring_msgs;
+	st->ofi_ring_bytes = ws.ring_bytes;
 	st->learned_threshold = ddtx_cost_threshold(&pd->cost);
 	st->rmkey_hits = pd->rmkey_hits;
 	st->rmkey_misses = pd->rmkey_misses;

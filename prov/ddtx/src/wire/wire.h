@@ -35,6 +35,8 @@ struct ddtx_wire_caps {
 	size_t addr_len;          /* length of the address blob from ddtx_wire_ep_getname() */
 	bool strided_mkeys;       /* interleaved (strided) keys exist */
 	bool recv_scatter;        /* a send can scatter into receiver-posted SGEs */
+	bool pack_fill;           /* PACK fills each message rather than cutting a payload into
+				   * chunks for overlap: a message costs more than the overlap buys */
 };
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
@@ -76,6 +78,9 @@ struct ddtx_wire_stats {
 		uint64_t msgs, msg_bytes; /* messages sent (header included) */
 		uint64_t rma_ops, rma_bytes; /* writes and reads posted */
 	} sub[DDTX_WIRE_STATS_MAX];
+	/* The ofi wire (also under multi): messages written into peers' receive rings by RMA
+	 * instead of sent, header included (wire/ofi/ring.c). */
+	uint64_t ring_msgs, ring_bytes;
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */
@@ -241,7 +246,9 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
  */
 struct ddtx_wire_send_buf {
 	void *data;
-	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer) */
+	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer; more
+					 * where the wire reaches the peer by a path with larger
+					 * messages: the ofi wire's receive ring) */
 	void *wire_priv;
 	uint64_t wire_pos;
 	uint32_t wire_route;            /* a wire per peer: the sub-wire that claimed it */

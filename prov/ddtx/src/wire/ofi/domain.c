@@ -204,12 +204,18 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	}
 	dom->mr_local = dom->core->domain_attr->mr_mode & FI_MR_LOCAL;
 	dom->mr_virt = dom->core->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	/* the ring's CQ data names ring, slot and length in 8 bytes (ring.c) */
+	dom->ring = dom->core->domain_attr->cq_data_size >= sizeof(uint64_t);
 	dom->rma_order = dom->core->tx_attr->msg_order &
 			 (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW);
 	dom->ep_msg = dom->core->ep_attr->type == FI_EP_MSG;
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);
+	/* Each message is a core operation, a completion and a progress round on both sides, so
+	 * PACK fills the receive ring's 64 KiB messages (docs/benchmark-results.md, branch
+	 * ofirma: filled against cut into 8 chunks). */
+	dom->caps.pack_fill = true;
 	size_t eager = rxm_eager_floor(dom->core->fabric_attr->prov_name);
 	if (eager && eager - DDTX_OFI_PAYLOAD_OFF < dom->caps.max_send_size) {
 		dom->caps.max_send_size = eager - DDTX_OFI_PAYLOAD_OFF;
@@ -223,10 +229,10 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	dom->next_core_key &= (1ull << 62) - 1;
 	dom->next_app_key = 1;
 	DDTX_INFO(FI_LOG_CORE, "ofi: domain over %s (%s, %s): max_sge %zu, max_rma_size %zu, "
-		  "mr_mode%s%s\n", dom->core->fabric_attr->prov_name, dom->core->domain_attr->name,
+		  "mr_mode%s%s%s\n", dom->core->fabric_attr->prov_name, dom->core->domain_attr->name,
 		  dom->ep_msg ? "FI_EP_MSG" : "FI_EP_RDM",
 		  dom->caps.max_sge, dom->caps.max_rma_size, dom->mr_local ? " local" : "",
-		  dom->mr_virt ? " virt_addr" : " offsets");
+		  dom->mr_virt ? " virt_addr" : " offsets", dom->ring ? ", receive rings" : "");
 	dom->base.impl = &ddtx_ofi_wire_impl;
 	*out = &dom->base;
 	return 0;
@@ -266,6 +272,14 @@ void ddtx_ofi_domain_close(struct ddtx_wire_domain *wdom)
 	fi_freeinfo(dom->core);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
+}
+
+void ddtx_ofi_domain_stats(struct ddtx_wire_domain *wdom, struct ddtx_wire_stats *stats)
+{
+	struct ddtx_ofi_domain *dom = ddtx_odom_of(wdom);
+
+	stats->ring_msgs = __atomic_load_n(&dom->ring_msgs, __ATOMIC_RELAXED);
+	stats->ring_bytes = __atomic_load_n(&dom->ring_bytes, __ATOMIC_RELAXED);
 }
 
 const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *wdom)

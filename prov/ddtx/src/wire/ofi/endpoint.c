@@ -47,7 +47,9 @@ static int open_slab(struct ddtx_ofi_ep *ep)
 	if (posix_memalign((void **)&ep->slab, 4096, bytes))
 		return -FI_ENOMEM;
 	if (ep->dom->mr_local) {
-		ret = ddtx_ofi_local_reg(ep->dom, ep->slab, bytes, true, &ep->slab_mr);
+		/* receives, sends, and the source of ring writes (ring.c) */
+		ret = ddtx_ofi_local_reg_access(ep->dom, ep->slab, bytes,
+						FI_SEND | FI_RECV | FI_WRITE, &ep->slab_mr);
 		if (ret)
 			return ret;
 		ep->slab_desc = fi_mr_desc(ep->slab_mr);
@@ -98,7 +100,7 @@ struct fi_info *ddtx_ofi_info_addrs(struct ddtx_ofi_domain *dom, const void *src
 int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep)
 {
 	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_MSG,
+		.format = FI_CQ_FORMAT_DATA, /* a ring write's remote CQ data (ring.c) */
 		.size = 4 * (DDTX_OFI_RX_BUFS + DDTX_OFI_TX_BUFS),
 		.wait_obj = FI_WAIT_NONE,
 	};
@@ -224,6 +226,7 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 	close_core(ep);
 	/* after the core endpoint: nothing completes into an op any more */
 	ddtx_ofi_rma_fini(ep);
+	ddtx_ofi_ring_fini(ep);
 	if (ep->slab_mr)
 		fi_close(&ep->slab_mr->fid);
 	for (size_t i = 0; i < ep->npeers; i++)

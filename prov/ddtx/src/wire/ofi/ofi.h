@@ -8,6 +8,7 @@
  *  endpoint.c  the core endpoint, AV, CQ, receive buffers, address blob, peers
  *  send.c      messages through registered bounce buffers (send, claim/commit)
  *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
+ *  ring.c      the receive ring: messages written into the receiver's registered slots
  *  progress.c  the CQ: receives, control messages, completions and errors
  *  liveness.c  probes of peers that work waits on; a peer gone fails its operations
  *  name.c      service names: bind at and resolve to the core's address of (node, service)
@@ -49,6 +50,11 @@
 /* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
  * a flood of forged sender addresses does not grow the table past it. */
 #define DDTX_OFI_MAX_PEERS (1u << 20)
+/* The receive ring an endpoint grants each peer that sends to it (ring.c): slots of the
+ * largest message a bounce buffer holds (64 KiB, where tcp;ofi_rxm sends at most 16 KiB),
+ * as many as fit in 1 MiB (16), at most 64. */
+#define DDTX_OFI_RING_SLOTS 64u
+#define DDTX_OFI_RING_BYTES (1u << 20)
 
 struct ddtx_ofi_domain {
 	struct ddtx_wire_domain base;
@@ -68,6 +74,8 @@ struct ddtx_ofi_domain {
 	uint64_t next_core_key;           /* core keys of app keys (bit 63 clear) */
 	uint16_t next_tag;                /* internal keys' tag */
 	size_t live;
+	bool ring;                        /* the core has remote CQ data: receive rings (ring.c) */
+	uint64_t ring_msgs, ring_bytes;   /* messages written into peers' rings (atomic adds) */
 };
 
 struct ddtx_ofi_mr {
@@ -91,6 +99,8 @@ struct ddtx_ofi_buf {
 	size_t len;                       /* bytes to send (header included) */
 	bool inflight;                    /* send: handed to the core (or deferred), not done */
 	uint64_t seq;                     /* send: its number among the peer's messages */
+	bool ring;                        /* send: written into the peer's receive ring */
+	uint64_t ring_seq;                /* ... as its ring message number ring_seq */
 	uint8_t *data;                    /* DDTX_OFI_BUF_SIZE bytes in the endpoint's slab */
 };
 
@@ -108,6 +118,9 @@ struct ddtx_ofi_peer {
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
 	struct ddtx_ofi_conn *conn;       /* FI_EP_MSG: the connection to it, NULL: none yet */
 	uint32_t refusals;                /* FI_EP_MSG: our requests it refused */
+	struct ddtx_ofi_ring_tx *ring_tx; /* its receive ring for our messages, once granted */
+	struct ddtx_ofi_ring_rx *ring_rx; /* the ring we granted it */
+	bool ring_offered;                /* tried once: a failed grant is not retried */
 };
 
 /* A connection to a peer (conn.c, FI_EP_MSG); the core endpoint's context. */
@@ -116,6 +129,26 @@ struct ddtx_ofi_conn {
 	struct fid_ep *ep;
 	ddtx_peer_t peer;
 	enum ddtx_ofi_conn_state state;
+};
+
+/* A peer's receive ring as its sender sees it: where the next message goes, credits. */
+struct ddtx_ofi_ring_tx {
+	struct ddtx_ofi_ring_grant grant;
+	uint64_t posted;                  /* ring messages posted (or deferred) so far */
+	uint64_t acked;                   /* ... delivered by the peer, as its credits say */
+	uint32_t claims;                  /* buffers claimed for the ring, not committed yet */
+};
+
+/* The ring we granted a peer: registered slots, and what the peer wrote into them. */
+struct ddtx_ofi_ring_rx {
+	struct ddtx_wire_mr *mr;
+	uint8_t *mem;
+	uint32_t slots, slot_size;
+	bool started;                     /* RING_START seen: its earlier messages delivered */
+	bool draining;                    /* delivering (on_recv may progress again) */
+	uint64_t next;                    /* sequence number to deliver next */
+	uint64_t credited;                /* delivered count last sent as a credit */
+	uint32_t *held;                   /* per slot: length written and not delivered, or 0 */
 };
 
 /* A remote app key's translation as learnt from KEY_REP. */
@@ -224,6 +257,7 @@ bool ddtx_ofi_available(void);
 int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
 void ddtx_ofi_domain_close(struct ddtx_wire_domain *dom);
 const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *dom);
+void ddtx_ofi_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats);
 int ddtx_ofi_addr_check(struct ddtx_wire_domain *dom, const void *addr, size_t len);
 
 /* mr.c */
@@ -236,6 +270,9 @@ int ddtx_ofi_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, 
 void ddtx_ofi_key_lookup(struct ddtx_ofi_domain *dom, uint64_t key, struct ddtx_ofi_key_rep *rep);
 int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool write,
 		       struct fid_mr **out);
+/* The same with the core access bits given (the bounce buffers: sends, receives, writes). */
+int ddtx_ofi_local_reg_access(struct ddtx_ofi_domain *dom, void *addr, size_t len,
+			      uint64_t access, struct fid_mr **out);
 
 /* endpoint.c */
 int ddtx_ofi_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
@@ -326,6 +363,23 @@ struct ddtx_ofi_ctrl {
 	size_t len;
 	uint8_t payload[DDTX_OFI_KEY_REP_LEN];
 };
+
+/* ring.c */
+/* The sender's side: may a message to p take a ring slot now (0, -FI_EAGAIN: no credit)? */
+int ddtx_ofi_ring_admit(const struct ddtx_ofi_peer *p);
+/* Post b as a ring write (fi_writemsg with remote CQ data) or a send (b->ring false). */
+int ddtx_ofi_ring_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+/* The receiver's side: a message from a peer that has no ring yet (grant one if we can). */
+void ddtx_ofi_ring_offer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+/* A ring control message (GRANT, START, CREDIT) from peer: messages it let us deliver, or
+ * -FI_EINVAL (malformed or unexpected: dropped). */
+int ddtx_ofi_ring_ctrl_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
+			  const uint8_t *payload, size_t len);
+/* A remote write's completion with CQ data: a ring message; returns messages delivered. */
+int ddtx_ofi_ring_write_in(struct ddtx_ofi_ep *ep, uint64_t data);
+void ddtx_ofi_ring_fini(struct ddtx_ofi_ep *ep);
+/* One message from peer for on_recv, after its header (shared with progress.c). */
+int ddtx_ofi_deliver(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, const uint8_t *data, size_t len);
 
 /* progress.c */
 int ddtx_ofi_ep_progress(struct ddtx_wire_ep *ep);

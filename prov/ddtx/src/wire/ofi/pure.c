@@ -161,7 +161,7 @@ int ddtx_ofi_hdr_unpack(const void *in, size_t len, struct ddtx_ofi_hdr *h)
 {
 	const uint8_t *p = in;
 
-	if (len < DDTX_OFI_HDR_LEN || p[0] < DDTX_OFI_MSG_DATA || p[0] > DDTX_OFI_MSG_KEY_REP ||
+	if (len < DDTX_OFI_HDR_LEN || p[0] < DDTX_OFI_MSG_DATA || p[0] > DDTX_OFI_MSG_RING_CREDIT ||
 	    (p[1] & ~DDTX_OFI_F_ADDR))
 		return -FI_EINVAL;
 	for (int i = 2; i < 8; i++)
@@ -255,4 +255,75 @@ int ddtx_ofi_connreq_parse(const void *data, size_t len, uint32_t core_id,
 	if (len != DDTX_OFI_BLOB_LEN || ddtx_ofi_blob_unpack(data, len, core_id, b) || !b->uid)
 		return -FI_EINVAL;
 	return 0;
+}
+
+void ddtx_ofi_ring_grant_pack(const struct ddtx_ofi_ring_grant *g, void *out)
+{
+	uint8_t *p = out;
+
+	put64(p, g->key);
+	put64(p + 8, (uint64_t)g->ring_id | (uint64_t)g->slots << 32);
+	put64(p + 16, g->slot_size);
+}
+
+int ddtx_ofi_ring_grant_unpack(const void *in, size_t len, struct ddtx_ofi_ring_grant *g)
+{
+	const uint8_t *p = in;
+	uint64_t w, size;
+
+	if (len != DDTX_OFI_RING_GRANT_LEN)
+		return -FI_EINVAL;
+	g->key = get64(p);
+	w = get64(p + 8);
+	size = get64(p + 16);
+	g->ring_id = (uint32_t)w;
+	g->slots = (uint32_t)(w >> 32);
+	if (!(g->key & DDTX_OFI_IKEY_BIT) || g->ring_id >= DDTX_OFI_RING_ID_MAX || !g->slots ||
+	    g->slots > DDTX_OFI_RING_SLOTS_MAX || (g->slots & (g->slots - 1)) ||
+	    size <= DDTX_OFI_HDR_LEN || size > DDTX_OFI_RING_SLOT_MAX)
+		return -FI_EINVAL;
+	g->slot_size = (uint32_t)size;
+	return 0;
+}
+
+void ddtx_ofi_ring_credit_pack(uint64_t delivered, void *out)
+{
+	put64(out, delivered);
+}
+
+int ddtx_ofi_ring_credit_unpack(const void *in, size_t len, uint64_t *delivered)
+{
+	if (len != DDTX_OFI_RING_CREDIT_LEN)
+		return -FI_EINVAL;
+	*delivered = get64(in);
+	return 0;
+}
+
+uint64_t ddtx_ofi_ring_data(uint32_t ring_id, uint64_t seq, size_t len)
+{
+	return (uint64_t)(ring_id & (DDTX_OFI_RING_ID_MAX - 1)) << 40 |
+	       (seq & 0xffff) << 24 | (len & 0xffffff);
+}
+
+void ddtx_ofi_ring_data_split(uint64_t data, uint32_t *ring_id, uint16_t *seq16, size_t *len)
+{
+	*ring_id = (uint32_t)(data >> 40);
+	*seq16 = (uint16_t)(data >> 24);
+	*len = (size_t)(data & 0xffffff);
+}
+
+int ddtx_ofi_ring_accept(uint64_t next, uint32_t slots, uint32_t slot_size, uint16_t seq16,
+			 size_t len, uint64_t *seq)
+{
+	uint16_t ahead = (uint16_t)(seq16 - (uint16_t)next);
+
+	if (len < DDTX_OFI_HDR_LEN || len > slot_size || ahead >= slots)
+		return -FI_EINVAL;
+	*seq = next + ahead;
+	return 0;
+}
+
+bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered)
+{
+	return delivered > acked && delivered <= posted;
 }
