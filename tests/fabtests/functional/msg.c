@@ -476,6 +476,7 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 	fx_stats(&fx, &s0);
 	unsigned long long sgl[sizeof(sizes) / sizeof(sizes[0])];
 	unsigned long long eager_k[sizeof(sizes) / sizeof(sizes[0])];
+	unsigned long long not_ready[sizeof(sizes) / sizeof(sizes[0])];
 	for (size_t k = 0; k < nsizes; k++) {
 		struct fi_ddtx_stats sk;
 		fx_stats(&fx, &sk);
@@ -503,6 +504,7 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 		fx_stats(&fx, &s1);
 		sgl[k] = s1.ops[FI_DDTX_SCHEME_SGL] - sk.ops[FI_DDTX_SCHEME_SGL];
 		eager_k[k] = s1.ops[FI_DDTX_SCHEME_EAGER] - sk.ops[FI_DDTX_SCHEME_EAGER];
+		not_ready[k] = s1.zcopy_not_ready - sk.zcopy_not_ready;
 	}
 	fx_stats(&fx, &s1);
 	if (ctx->rank == 1) {
@@ -527,15 +529,31 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 		FT_CHECK(explored == 0, "%llu contiguous messages moved by an exploration", explored);
 		unsigned long long umr = s1.ops[FI_DDTX_SCHEME_UMR] - s0.ops[FI_DDTX_SCHEME_UMR];
 		FT_CHECK(umr == 0, "%llu contiguous messages moved by UMR", umr);
-		/* The receiver counts the schemes: the first size above the eager limit. */
+		/*
+		 * The receiver counts the schemes.  At the first size above the eager limit, until
+		 * SGL has SGL_TRIES (4) timings every message takes it, except those whose receive
+		 * layout the registration thread had not registered yet (zcopy_not_ready: PACK).
+		 * That thread runs beside the transfers, so on a loaded host it may lag a whole
+		 * size (seen with 64 KiB ofi ring messages: 40 messages of 16001 B in 1 ms); so
+		 * some rendezvous size must also have moved by SGL.
+		 */
+		unsigned long long sgl_rdv = 0;
+		bool first = true;
 		for (size_t k = 0; k < nsizes; k++) {
 			if (sizes[k] <= eager)
 				continue;
-			printf("  first rendezvous size %zu: %llu of %d by sgl, largest %zu: %llu\n",
-			       sizes[k], sgl[k], CONTIG_REPS, sizes[nsizes - 1], sgl[nsizes - 1]);
-			FT_CHECK(sgl[k] > 0, "size %zu: no message by zero copy (sgl)", sizes[k]);
-			break;
+			sgl_rdv += sgl[k];
+			if (!first)
+				continue;
+			first = false;
+			printf("  first rendezvous size %zu: %llu of %d by sgl (%llu not registered "
+			       "yet), largest %zu: %llu\n", sizes[k], sgl[k], CONTIG_REPS,
+			       not_ready[k], sizes[nsizes - 1], sgl[nsizes - 1]);
+			FT_CHECK(sgl[k] >= 4 || sgl[k] + not_ready[k] >= CONTIG_REPS,
+				 "size %zu: %llu by sgl, %llu not registered: the rest by another "
+				 "scheme before SGL was tried", sizes[k], sgl[k], not_ready[k]);
 		}
+		FT_CHECK(sgl_rdv > 0, "no rendezvous message by zero copy (sgl)");
 	}
 	fx_pbarrier(ctx, &fx);
 	free(buf);
