@@ -204,7 +204,11 @@ cmd="util/mpi-bench.sh"
 cmd+=" --stacks $STACKS --repeat $REPEAT --batches $BATCHES"
 {
   echo "# $cmd"
-  echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
+  if [ $HOSTS = 1 ]; then
+    echo "# MPICH $PREFIX; rank 0 on host A ($A), rank 1 on host B ($B)"
+  else
+    echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
+  fi
   echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/results.txt"
 SECONDS=0
