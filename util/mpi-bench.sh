@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
     --report-only) REPORT_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     --hosts) HOSTS=1; shift ;;
-    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -3,11 +3,12 @@
 # MPI jobs with ranks on both "hosts" of util/hosts.sh (run inside "util/hosts.sh run"; what
 # util/run-mpi-tests.sh --hosts does): 4 ranks, 2 per host, tests/mpi/mpi_check (every byte
 # checked) over ddtx with a wire per peer (FI_DDTX_WIRE=multi: shm to the rank on the same host,
-# the ofi wire over a libfabric core, "net" or --core, to the two on the other host), and ddtx's statistics
-# of every rank asserting which wire carried what.
+# the ofi wire over a libfabric core, "net" or --core, to the two on the other host), and ddtx's
+# statistics of every rank asserting which wire carried what.
 #
 #   across.sh --bin DIR --prov DIR --out DIR [--mpich PREFIX] [--only mpich,mpich-shmmod,ompi]
-#             [--core NAME]       (default: all three jobs, core "net"; tcp, "tcp;ofi_rxm" also run)
+#             [--core NAME]   (default: all three jobs, core "net"; the MPICH jobs also pass over
+#                             tcp and "tcp;ofi_rxm", 2026-11-25)
 #
 # Jobs:
 #   mpich         MPICH ch4:ofi (PREFIX), Hydra started on host A with the remote shell
