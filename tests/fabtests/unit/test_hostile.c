@@ -59,12 +59,11 @@ static void victim_posts_recv(size_t len, void *ctx)
 	CHECK(ret == 0, "recv: %zd", ret);
 }
 
-/* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
-static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
+/* The victim sends iov[0, count) to the attacker (fi_addr 0); returns the RTS it sent. */
+static struct ddtx_hdr_rts victim_rndv_sendv(void *ctx, const struct iovec *iov, size_t count)
 {
-	struct iovec iov = {big, len};
 	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, ctx, 0, false);
+	ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, count, 0, 0, 0, ctx, 0, false);
 	pthread_mutex_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(&H.attacker);
@@ -75,6 +74,13 @@ static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
 	if (rts)
 		copy = *rts;
 	return copy;
+}
+
+/* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
+static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
+{
+	struct iovec iov = {big, len};
+	return victim_rndv_sendv(ctx, &iov, 1);
 }
 
 /* A CTS with one descriptor (or none when ndesc is 0). */
@@ -290,12 +296,14 @@ static void t_pull(void)
 	ddtx_wire_mr_dereg(H.attacker.wd, whole);
 }
 
-/* A PULLED CTS for a send that offered no pull fails that send (it was not read). */
+/* A PULLED CTS for a send that offered no pull fails that send (it was not read).  Two blocks:
+ * only a one-block send offers a pull (a contiguous one does from its first send). */
 static void t_pulled_forged(void)
 {
 	int ctx, err = 0;
-	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, sizeof(big));
-	CHECK(!(rts.base.flags & DDTX_HDR_PULL), "a first send offered a pull (layout not ready)");
+	struct iovec two[2] = {{big, sizeof(big) / 4}, {big + sizeof(big) / 2, sizeof(big) / 4}};
+	struct ddtx_hdr_rts rts = victim_rndv_sendv(&ctx, two, 2);
+	CHECK(!(rts.base.flags & DDTX_HDR_PULL), "a send of two blocks offered a pull");
 	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0,
 		 0, 0, 0, 0);
 	progress_n(4);

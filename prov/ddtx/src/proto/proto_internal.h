@@ -423,7 +423,9 @@ const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
 const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
-enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* The scheme a send proposes (can_pull: it could offer its block to be read, see send.c). */
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
+					bool can_pull);
 /* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
 /* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
@@ -439,8 +441,9 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
+/* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
-				       const struct ddtx_layout_stats *sender,
+				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,

@@ -355,8 +355,9 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	size_t early = DDTX_MIN(first_len, rx->accepted);
 	if (early)
 		ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
-	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
-					rx->cached, rx->accepted, &rx->explored);
+	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme,
+					rts->base.flags & DDTX_HDR_PULL, &sender, rx->cached,
+					rx->accepted, &rx->explored);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
 	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&

@@ -373,21 +373,24 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.data = data;
 	rts.total_len = total;
 	rts.tx_id = tx->id;
-	rts.scheme = ddtx_choose_propose(pep, tx->layout);
+	/* Offering the block to be read (see ddtx_choose_pull): not with FI_DELIVERY_COMPLETE,
+	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
+	bool can_pull = !ipc && tx->count == 1 && !want_ack && !stage;
+	rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
 	rts.pull_key = 0;
-	/* Offer the block to be read (see ddtx_choose_pull).  Not with FI_DELIVERY_COMPLETE,
-	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
-	if (!ipc && tx->count == 1 && !want_ack && !stage &&
-	    ddtx_choose_pull(pep, rts.scheme, &ls) &&
-	    !ddtx_wire_mr_reg(pep->pd->wire, tx->iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
-			      DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_mr)) {
-		rts.pull_key = tx->pull_mr->key;
-		rts.base.flags |= DDTX_HDR_PULL;
+	if (can_pull && ddtx_choose_pull(pep, rts.scheme, &ls)) {
+		if (!ddtx_wire_mr_reg(pep->pd->wire, tx->iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+				      DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_mr)) {
+			rts.pull_key = tx->pull_mr->key;
+			rts.base.flags |= DDTX_HDR_PULL;
+		} else if (!tx->layout || !ddtx_layout_ready(tx->layout)) {
+			rts.scheme = FI_DDTX_SCHEME_PACK; /* SGL was proposed for the pull only */
+		}
 	}
 	size_t first = ipc ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
 							 pep->caps->max_send_size - sizeof(rts));
