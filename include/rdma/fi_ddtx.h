@@ -108,6 +108,9 @@ struct fi_ddtx_stats {
 	uint64_t hmem_ipc_rx, hmem_ipc_bytes, hmem_ipc_copy_2d, hmem_ipc_copy_batched;
 	uint64_t hmem_ipc_declined, hmem_ipc_errors;
 	uint64_t hmem_ipc_opens, hmem_ipc_hits, hmem_ipc_stale;
+	/* Pull on the shm wire: rendezvous the receiver read from the sender's block, and those
+	 * of them it split (it read the first part while the sender wrote the rest). */
+	uint64_t pulls, pull_splits;
 };
 
 /*

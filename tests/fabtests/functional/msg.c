@@ -550,12 +550,22 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
  * receives posted the same way (fabtests' bandwidth test meets each new size so): every one is
  * read by the receiver (SGL) from the first, without waiting for the registration thread
  * (before, the first messages of every new buffer went by PACK: 64 of 210 at 1 MiB), and
- * arrives intact.  Then one more: the receive is reported by the very first fi_cq_read after
- * its RTS is in the ring (the read's completion is delivered in the same progress call, not
- * one application poll later).  The barriers here do not progress the endpoints.
+ * arrives intact; at this size (from FI_DDTX_PULL_SPLIT) each pull is split, the sender
+ * writing the tail while the receiver reads the head.  Then one message under the split size:
+ * the receive is reported by the very first fi_cq_read after its RTS is in the ring (the
+ * read's completion is delivered in the same progress call, not one application poll later).
+ * The barriers here do not progress the endpoints.
  */
 #define PULL_WINDOW 16
 #define PULL_SIZE (256 * 1024 + 5)
+#define PULL_ONE_SIZE (48 * 1024 + 3)
+
+/* FI_DDTX_PULL_SPLIT as the provider reads it (default 64 KiB; 0: never split). */
+static size_t pull_split_size(void)
+{
+	const char *v = getenv("FI_DDTX_PULL_SPLIT");
+	return v ? (size_t)strtoull(v, NULL, 0) : 65536;
+}
 
 static int t_pull_window(struct ft_ctx *ctx, void *arg)
 {
@@ -597,21 +607,27 @@ static int t_pull_window(struct ft_ctx *ctx, void *arg)
 		fx_stats(&fx, &s1);
 		unsigned long long pack = s1.ops[FI_DDTX_SCHEME_PACK] - s0.ops[FI_DDTX_SCHEME_PACK];
 		unsigned long long sgl = s1.ops[FI_DDTX_SCHEME_SGL] - s0.ops[FI_DDTX_SCHEME_SGL];
-		printf("  %d fresh buffers in flight: sgl %llu pack %llu\n", PULL_WINDOW, sgl, pack);
+		unsigned long long pulls = s1.pulls - s0.pulls, splits = s1.pull_splits - s0.pull_splits;
+		printf("  %d fresh buffers in flight: sgl %llu pack %llu; pulls %llu split %llu\n",
+		       PULL_WINDOW, sgl, pack, pulls, splits);
 		FT_CHECK(sgl == PULL_WINDOW && pack == 0, "%llu of %d by sgl, %llu by pack", sgl,
 			 PULL_WINDOW, pack);
+		size_t split = pull_split_size();
+		unsigned long long want = split && PULL_SIZE >= split ? PULL_WINDOW : 0;
+		FT_CHECK(pulls == PULL_WINDOW && splits == want, "%llu pulls, %llu split, expected "
+			 "%d and %llu", pulls, splits, PULL_WINDOW, want);
 	}
 
 	/* One receive, one fi_cq_read once the RTS is in the ring. */
 	fx_pbarrier(ctx, &fx);
 	if (ctx->rank == 1) {
-		memset(buf[0], 0xA5, PULL_SIZE);
-		FX_OK(&fx, fi_recv(fx.ep, buf[0], PULL_SIZE, NULL, FI_ADDR_UNSPEC, buf[0]));
+		memset(buf[0], 0xA5, PULL_ONE_SIZE);
+		FX_OK(&fx, fi_recv(fx.ep, buf[0], PULL_ONE_SIZE, NULL, FI_ADDR_UNSPEC, buf[0]));
 	}
 	fx_pbarrier(ctx, NULL);
 	if (ctx->rank == 0) {
-		fx_fill(buf[0], PULL_SIZE, 9200, 0);
-		FX_OK(&fx, fi_send(fx.ep, buf[0], PULL_SIZE, NULL, fx.peers[1], buf[0]));
+		fx_fill(buf[0], PULL_ONE_SIZE, 9200, 0);
+		FX_OK(&fx, fi_send(fx.ep, buf[0], PULL_ONE_SIZE, NULL, fx.peers[1], buf[0]));
 	}
 	fx_pbarrier(ctx, NULL); /* the sender's fi_send put its RTS in the receiver's ring */
 	if (ctx->rank == 0) {
@@ -620,9 +636,9 @@ static int t_pull_window(struct ft_ctx *ctx, void *arg)
 		int r = fx_read(&fx, c);
 		FT_CHECK(r == 1, "first fi_cq_read after the RTS returned %d (%s)", r,
 			 fi_strerror(-r));
-		FT_CHECK(c[0].op_context == buf[0] && c[0].len == PULL_SIZE, "completion of %zu "
-			 "bytes", c[0].len);
-		FX_CHECK_PATTERN(buf[0], PULL_SIZE, 9200, 0, "the last message");
+		FT_CHECK(c[0].op_context == buf[0] && c[0].len == PULL_ONE_SIZE, "completion of "
+			 "%zu bytes", c[0].len);
+		FX_CHECK_PATTERN(buf[0], PULL_ONE_SIZE, 9200, 0, "the last message");
 		fx_stats(&fx, &s1);
 		FT_CHECK(s1.last_scheme == FI_DDTX_SCHEME_SGL, "last message moved by %s",
 			 fx_scheme_name((int)s1.last_scheme));

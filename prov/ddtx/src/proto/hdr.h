@@ -22,8 +22,8 @@
 
 /* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event;
  * 4: the first PACK chunk in the RTS; 5: RTS and ACK with DDTX_HDR_IPC (CUDA IPC offer and its
- * answer); 6: pull (RTS.pull_key, CTS with PULLED) */
-#define DDTX_PROTO_VERSION 6
+ * answer); 6: pull (RTS.pull_key, CTS with PULLED); 7: split pull (CTS with SPLIT) */
+#define DDTX_PROTO_VERSION 7
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -53,7 +53,10 @@ enum ddtx_msg_type {
 #define DDTX_HDR_IPC (1u << 9)      /* RTS: a CUDA IPC offer follows instead of a first chunk;
 				     * ACK: the receiver copied the payload through it */
 #define DDTX_HDR_PULL (1u << 10)    /* RTS: pull_key names the sender's one block, readable */
-#define DDTX_HDR_PULLED (1u << 11)  /* CTS: the receiver read the payload; the send is done */
+#define DDTX_HDR_PULLED (1u << 11)  /* CTS: the receiver read the payload (with SPLIT before:
+				     * its part); the send is done once its writes are */
+#define DDTX_HDR_SPLIT (1u << 12)   /* CTS (SGL, first, to a PULL): the receiver reads the bytes
+				     * before offset itself; the batch asks for the rest */
 
 struct ddtx_hdr_base {
 	uint8_t type;

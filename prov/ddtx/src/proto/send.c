@@ -508,10 +508,12 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 	tx->sent += bytes;
 	if (!ddtx_list_empty(&tx->batches))
 		return;
-	if (tx->sent >= tx->accepted)
-		tx_sent(pep, tx);
-	else if (tx->abandoned)
+	if (tx->sent >= tx->accepted) {
+		if (!tx->split_pending)
+			tx_sent(pep, tx); /* else the receiver's PULLED ends it */
+	} else if (tx->abandoned) {
 		ddtx_tx_fail(pep, tx, FI_EIO);
+	}
 }
 
 /*
@@ -616,7 +618,14 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		return;
 	}
 	if (cts->base.flags & DDTX_HDR_PULLED) {
-		/* The receiver read the payload (checked: a pull this send offered). */
+		/* The receiver read the payload (checked: a pull this send offered), or its part of
+		 * a split one: then the send is done once its own writes are. */
+		if (tx->split_pending) {
+			tx->split_pending = false;
+			if (ddtx_list_empty(&tx->batches) && tx->sent >= tx->accepted)
+				tx_sent(pep, tx);
+			return;
+		}
 		tx->scheme = FI_DDTX_SCHEME_SGL;
 		tx->accepted = cts->accepted;
 		tx_finish(pep, tx);
@@ -642,6 +651,11 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			return;
 		}
 		tx->state = tx->scheme == FI_DDTX_SCHEME_PACK ? DDTX_TX_PACK : DDTX_TX_ZCOPY;
+		if (cts->base.flags & DDTX_HDR_SPLIT) {
+			/* A split pull: the receiver reads [0, offset) itself (checked). */
+			tx->split_pending = true;
+			tx->described = tx->sent = cts->offset;
+		}
 		if (tx->state == DDTX_TX_PACK) {
 			/* The RTS carried the first bytes; the receiver counts them as received. */
 			tx->sent = DDTX_MIN(tx->inlined, tx->accepted);
