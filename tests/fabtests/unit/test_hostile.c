@@ -311,6 +311,75 @@ static void t_pulled_forged(void)
 	      err);
 }
 
+/*
+ * A split pull (the attacker plays the receiver): a SPLIT CTS asks the victim's send to write the
+ * tail, and the send completes only once the PULLED for the head comes too, not at its DONE;
+ * a second PULLED names no send any more.  SPLIT CTS that no receiver following the protocol
+ * sends (at offset 0, together with PULLED, to a send that offered no pull) fail that send.
+ */
+static void t_split(void)
+{
+	enum { LEN = sizeof(big), HEAD = LEN / 2 + 8192 };
+	static uint8_t dst[LEN];
+	for (size_t i = 0; i < LEN; i++)
+		big[i] = (uint8_t)(i * 13 + 1);
+	memset(dst, 0, LEN);
+	struct iovec tail_iov = {dst + HEAD, LEN - HEAD};
+	struct ddtx_wire_mr *tail = NULL;
+	CHECK(ddtx_wire_mr_reg(H.attacker.wd, &tail_iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+			       DDTX_ACC_REMOTE_WRITE, &tail) == 0, "attacker mr_reg");
+	if (!tail)
+		return;
+	int ctx, err = -1;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, LEN);
+	CHECK(rts.base.flags & DDTX_HDR_PULL, "a contiguous send offered no pull");
+	send_cts(rts.tx_id, LEN, HEAD, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_SPLIT, 0, 0, 1,
+		 tail->key, LEN - HEAD);
+	progress_n(4);
+	const struct ddtx_hdr_done *done = hostile_peer_last(&H.attacker, DDTX_MSG_DONE, NULL);
+	CHECK(done && done->offset == HEAD && done->status == 0, "no DONE for the tail");
+	CHECK(!memcmp(dst + HEAD, big + HEAD, LEN - HEAD) && dst[HEAD - 1] == 0,
+	      "the tail was not written exactly");
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "the send completed before the head was read");
+	send_cts(rts.tx_id, LEN, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0, 0, 0, 0,
+		 0);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0, "split send: %zu completions, "
+	      "error %d", hostile_count(&H, &ctx, NULL), err);
+	send_cts(rts.tx_id, LEN, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0, 0, 0, 0,
+		 0);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, NULL) == 1, "a second PULLED completed the send again");
+	printf("  split: tail written, completed at PULLED, a second PULLED dropped\n");
+	ddtx_wire_mr_dereg(H.attacker.wd, tail);
+
+	static const struct {
+		const char *what;
+		uint64_t offset;
+		uint16_t flags;
+		bool two_blocks;
+	} bad[] = {
+		{"offset 0", 0, DDTX_HDR_LAST | DDTX_HDR_SPLIT, false},
+		{"offset past the message", LEN, DDTX_HDR_LAST | DDTX_HDR_SPLIT, false},
+		{"with PULLED", HEAD, DDTX_HDR_LAST | DDTX_HDR_SPLIT | DDTX_HDR_PULLED, false},
+		{"no pull offered", HEAD, DDTX_HDR_LAST | DDTX_HDR_SPLIT, true},
+	};
+	int ctxs[sizeof(bad) / sizeof(bad[0])];
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct iovec two[2] = {{big, LEN / 4}, {big + LEN / 2, LEN / 4}};
+		struct iovec one = {big, LEN};
+		struct ddtx_hdr_rts r = bad[k].two_blocks ? victim_rndv_sendv(&ctxs[k], two, 2) :
+							    victim_rndv_sendv(&ctxs[k], &one, 1);
+		send_cts(r.tx_id, r.total_len, bad[k].offset, FI_DDTX_SCHEME_SGL, bad[k].flags, 0, 0,
+			 1, 0xdead0003, 4096);
+		progress_n(4);
+		err = 0;
+		CHECK(hostile_count(&H, &ctxs[k], &err) == 1 && err == FI_EIO,
+		      "SPLIT %s: send error %d, expected FI_EIO", bad[k].what, err);
+		printf("  SPLIT %s: the send failed (%s)\n", bad[k].what, fi_strerror(err));
+	}
+}
+
 /* An RTS whose layout summary describes no layout is dropped; the receive stays posted. */
 static void t_rts_summary(void)
 {
@@ -1137,6 +1206,7 @@ int main(int argc, char **argv)
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},
 		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
+		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
