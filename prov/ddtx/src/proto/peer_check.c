@@ -44,7 +44,7 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 	 * A sender never offers a pull and a CUDA IPC offer together. */
 	if ((rts->base.flags & DDTX_HDR_PULL) &&
 	    (rts->scheme != FI_DDTX_SCHEME_SGL || rts->nblocks != 1 ||
-	     (rts->base.flags & DDTX_HDR_IPC)))
+	     (rts->base.flags & DDTX_HDR_IPC) || rts->pull_addr + rts->total_len < rts->pull_addr))
 		return "pull";
 	return NULL;
 }
@@ -101,14 +101,14 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 	 * CTS of a split one (once: split_pending), with the same accepted length. */
 	bool split_read = tx->split_pending && tx->state == DDTX_TX_ZCOPY;
 	if ((cts->base.flags & DDTX_HDR_PULLED) &&
-	    ((tx->state != DDTX_TX_WAIT_CTS && !split_read) || !tx->pull_mr ||
+	    ((tx->state != DDTX_TX_WAIT_CTS && !split_read) || !tx->pull_reg ||
 	     cts->scheme != FI_DDTX_SCHEME_SGL || cts->ndesc || !cts->accepted ||
 	     cts->accepted > tx->total || (split_read && cts->accepted != tx->accepted)))
 		return "pulled";
 	/* SPLIT opens a split pull: the first CTS, to a pull offered, a batch from offset, the
 	 * receiver reading what is before. */
 	if ((cts->base.flags & DDTX_HDR_SPLIT) &&
-	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_mr || cts->scheme != FI_DDTX_SCHEME_SGL ||
+	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_reg || cts->scheme != FI_DDTX_SCHEME_SGL ||
 	     (cts->base.flags & DDTX_HDR_PULLED) || !cts->ndesc || !cts->offset ||
 	     cts->offset >= cts->accepted))
 		return "split";

@@ -133,7 +133,7 @@ struct ddtx_tx {
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
 	struct ddtx_window_set *ws;      /* UMR: local windows */
-	struct ddtx_wire_mr *pull_mr;    /* the key offered in the RTS for a pull, or NULL */
+	struct ddtx_reg *pull_reg;       /* the registration offered in the RTS for a pull, or NULL */
 	bool split_pending;              /* split pull: the receiver's PULLED not in yet */
 };
 

@@ -255,7 +255,8 @@ void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const voi
  * Pull (see ddtx_choose_pull): read [0, bytes) of the sender's block into the receive buffer,
  * max_sge pieces and max_rma_size bytes a read.  False if no read could be posted.
  */
-static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, size_t bytes)
+static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr,
+		       size_t bytes)
 {
 	struct ddtx_pull *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -272,7 +273,7 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t k
 		size_t n;
 		size_t got = ddtx_iov_cursor_take(&cur, want, pep->caps->max_sge, pieces, &n);
 		int ret = got ? ddtx_wire_read(pep->wire, rx->peer, pieces, n, DDTX_KEY_INTERNAL,
-					       key, off, got, p)
+					       key, addr + off, got, p)
 			      : -FI_EIO;
 		if (ret) {
 			p->status = -ret;
@@ -303,7 +304,7 @@ static void rx_give_up(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
  * the tail, asked for first so that both copies run at once.  False: nothing was asked for or
  * read, the sender's writes move the message (as SGL).  True: done, going, or failed.
  */
-static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key)
+static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr)
 {
 	size_t head = ddtx_choose_split(pep, rx->accepted, rx->layout.nblocks);
 	if (head < rx->accepted) {
@@ -315,7 +316,7 @@ static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t ke
 			head = rx->accepted;
 		}
 	}
-	if (start_pull(pep, rx, key, head)) {
+	if (start_pull(pep, rx, key, addr, head)) {
 		if (rx->split)
 			pep->pd->stats.pull_splits++;
 		return true;
@@ -410,7 +411,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
 	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&
-	    pull_rndv(pep, rx, rts->pull_key))
+	    pull_rndv(pep, rx, rts->pull_key, rts->pull_addr))
 		return;
 	if (!rx->accepted) {
 		rx->scheme = FI_DDTX_SCHEME_PACK;

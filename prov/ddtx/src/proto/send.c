@@ -8,6 +8,7 @@
 
 #include "engine/layout.h"
 #include "engine/pack.h"
+#include "engine/regcache.h"
 #include "proto/proto_internal.h"
 
 static size_t eager_limit(const struct ddtx_proto_ep *pep)
@@ -112,8 +113,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
 	if (tx->ws)
 		ddtx_window_set_put(lc, tx->ws);
-	if (tx->pull_mr)
-		ddtx_wire_mr_dereg(pep->pd->wire, tx->pull_mr);
+	if (tx->pull_reg)
+		ddtx_regcache_put(pep->pd->regcache, tx->pull_reg);
 	if (tx->layout)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
@@ -383,10 +384,15 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
 	rts.pull_key = 0;
+	rts.pull_addr = 0;
+	/* The key comes from the registration cache: a buffer sent from again offers the same key,
+	 * and neither side writes or misses on key table lines per message (a fresh key per send
+	 * was an insert, a cross-core lookup and a removal). */
 	if (can_pull && ddtx_choose_pull(pep, rts.scheme, &ls)) {
-		if (!ddtx_wire_mr_reg(pep->pd->wire, tx->iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
-				      DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_mr)) {
-			rts.pull_key = tx->pull_mr->key;
+		if (!ddtx_regcache_get(pep->pd->regcache, tx->iov[0].iov_base, tx->iov[0].iov_len,
+				       DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_reg)) {
+			rts.pull_key = tx->pull_reg->mr->key;
+			rts.pull_addr = (uint64_t)(uintptr_t)tx->iov[0].iov_base;
 			rts.base.flags |= DDTX_HDR_PULL;
 		} else if (!tx->layout || !ddtx_layout_ready(tx->layout)) {
 			rts.scheme = FI_DDTX_SCHEME_PACK; /* SGL was proposed for the pull only */
