@@ -560,11 +560,11 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 #define PULL_SIZE (256 * 1024 + 5)
 #define PULL_ONE_SIZE (48 * 1024 + 3)
 
-/* FI_DDTX_PULL_SPLIT as the provider reads it (default 64 KiB; 0: never split). */
+/* FI_DDTX_PULL_SPLIT as the provider reads it (default 96 KiB; 0: never split). */
 static size_t pull_split_size(void)
 {
 	const char *v = getenv("FI_DDTX_PULL_SPLIT");
-	return v ? (size_t)strtoull(v, NULL, 0) : 65536;
+	return v ? (size_t)strtoull(v, NULL, 0) : 98304;
 }
 
 static int t_pull_window(struct ft_ctx *ctx, void *arg)

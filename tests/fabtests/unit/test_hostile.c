@@ -380,7 +380,8 @@ static void t_split(void)
 	}
 }
 
-/* An RTS whose layout summary describes no layout is dropped; the receive stays posted. */
+/* An RTS whose layout summary describes no layout, or whose pull address wraps, is dropped;
+ * the receive stays posted. */
 static void t_rts_summary(void)
 {
 	static const uint64_t bad[][4] = {
@@ -406,6 +407,17 @@ static void t_rts_summary(void)
 		rts.avg_block = bad[i][3];
 		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
 	}
+	/* A pull whose address range wraps around. */
+	struct ddtx_hdr_rts wrap;
+	memset(&wrap, 0, sizeof(wrap));
+	hdr(&wrap.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
+	wrap.tx_id = 9;
+	wrap.scheme = FI_DDTX_SCHEME_SGL;
+	wrap.total_len = wrap.min_block = wrap.avg_block = 4096 * 8;
+	wrap.nblocks = 1;
+	wrap.pull_key = 1;
+	wrap.pull_addr = UINT64_MAX - 4096;
+	CHECK(hostile_send(&H, &H.attacker, &wrap, sizeof(wrap)) == 0, "attacker send");
 	progress_n(3);
 	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a malformed RTS matched the receive");
 	/* The receive is still there for a well-formed message. */

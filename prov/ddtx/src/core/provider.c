@@ -14,7 +14,7 @@ struct ddtx_settings ddtx_settings = {
 	.scheme = DDTX_SCHEME_SETTING_AUTO,
 	.threshold = 0,
 	.eager_size = 16384,
-	.pull_split = 65536,
+	.pull_split = 98304,
 	.max_sge = 0,
 	.max_mkey_entries = 0,
 	.ring_slots = 256,
@@ -70,7 +70,7 @@ static void define_params(void)
 			"Largest message sent eagerly through the peer's ring (default: 16384)");
 	fi_param_define(&ddtx_prov, "pull_split", FI_PARAM_SIZE_T,
 			"shm wire: smallest contiguous message the receiver reads in part while the "
-			"sender writes the rest; 0: the receiver reads all (default: 65536)");
+			"sender writes the rest; 0: the receiver reads all (default: 98304)");
 	fi_param_define(&ddtx_prov, "max_sge", FI_PARAM_SIZE_T,
 			"Scatter-gather entries per work request; 0 = wire default (shm: 30)");
 	fi_param_define(&ddtx_prov, "max_mkey_entries", FI_PARAM_SIZE_T,
