@@ -693,7 +693,7 @@ static int shm_write_mkey(struct ddtx_wire_ep *wep, ddtx_peer_t peer,
 
 /* The completions queued so far (their callbacks may queue more: those wait for the next
  * round, so a chain of synchronous operations cannot recurse). */
-static int deliver_completions(struct ddtx_shm_ep *ep)
+static inline int deliver_completions(struct ddtx_shm_ep *ep)
 {
 	int n = 0;
 	for (size_t k = ep->cq_count; k; k--) {
@@ -760,7 +760,8 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 	/* The messages above posted reads and writes, done already (CMA is synchronous): their
 	 * completions now rather than at the next call (issue 12: a pulled receive was reported
 	 * one application poll after its read). */
-	n += deliver_completions(ep);
+	if (ep->cq_count)
+		n += deliver_completions(ep);
 	ep->in_progress = false;
 	return n;
 }
