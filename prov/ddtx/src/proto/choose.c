@@ -274,9 +274,9 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
  * FI_DDTX_PULL_SPLIT bytes on (96 KiB: fabtests' tagged pingpong split took 4.36 us at
  * 64 KiB against 3.86 whole, 4.72 against 4.89 at 96 KiB, 30.0 against 52.5 at 1 MiB), the
  * receiver first asks the sender to write the tail of the message (an SGL CTS for it) and
- * reads the head meanwhile: two cores copy.  The receiver's
- * share is half plus SPLIT_LEAD, what it reads while its CTS travels and the sender looks the
- * key up (about 0.5 us at the ~20 GB/s one core copies here), in whole pages.
+ * reads the head meanwhile: two cores copy.  The receiver's share is half plus SPLIT_LEAD,
+ * what it reads while its CTS travels and the sender looks the key up (about 0.5 us at the
+ * ~20 GB/s one core copies here), in whole pages.
  */
 #define SPLIT_LEAD 8192
 #define SPLIT_ALIGN 4096
