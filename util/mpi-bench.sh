@@ -4,7 +4,7 @@
 #
 #   util/mpi-bench.sh [--quick] [--plot] [--cases PATTERNS] [--vec B:C[:S],...]
 #                     [--stacks S1,S2,...] [--repeat N] [--batches N] [--stat min|median]
-#                     [--out DIR] [--report-only]
+#                     [--out DIR] [--report-only] [--hosts]
 #
 # Stacks (default all; each runs tests/mpi/bench/mpi_nc_bench with 2 ranks bound to cores):
 #   mpich-ddtx   MPICH 4.0.2 ch4:ofi, yaksa engine (util/build-mpich.sh) with FI_PROVIDER=ddtx
@@ -20,6 +20,20 @@
 # is left out with a note.  The MPICH stacks run with MPIR_CVAR_NOLOCAL=1 so that on one host the traffic goes through the
 # libfabric provider rather than MPICH's shared-memory module.
 #
+# --hosts: the same cases between two "hosts" of util/hosts.sh (network namespaces joined by a
+# veth pair; root, else exit 77), rank 0 on host A and rank 1 on host B, each bound to its own
+# core (tests/mpi/hosts/on-core.sh), Hydra and mpirun reaching host B through
+# tests/mpi/hosts/launch.sh.  Stacks (default all):
+#   mpich-ddtx-tcp  the yaksa MPICH over ddtx's ofi wire on libfabric's tcp core
+#                (FI_PROVIDER=ddtx,tcp FI_DDTX_WIRE=ofi FI_DDTX_OFI_PROVIDER=tcp)
+#   mpich-ddtx-rxm  the same over tcp;ofi_rxm as the core
+#   mpich-ddtx-net  the same over the "net" core
+#   mpich-tcp    the yaksa MPICH over tcp;ofi_rxm (FI_PROVIDER=tcp), MPICH packing
+#   mpich-net    the yaksa MPICH over libfabric's net provider (not by default: a rank dies of
+#                SIGSEGV at start-up between the two hosts, 2026-11-25)
+#   ompi-tcp     Debian's Open MPI 4.1, pml ob1 with its own tcp btl
+# The table compares mpich-ddtx-tcp with mpich-tcp (issue 11: faster on every layout).
+#
 # Cases: the OSU-style vector ping-pong (block length x count, stride 2B; --vec adds more) and
 # the application layouts of LAYOUTS.md (see mpi_nc_bench.c); --quick runs a smaller set.
 # --repeat N runs every stack N times, interleaved, and reports the median of the runs (the host
@@ -32,7 +46,8 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DDTX_ROOT"
 
-STACKS=mpich-ddtx,mpich-iov-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich
+ARGV=("$@")
+STACKS=""
 QUICK=0
 PLOT=0
 CASES=""
@@ -41,7 +56,8 @@ REPEAT=1
 BATCHES=7
 STAT=min
 REPORT_ONLY=0
-OUT=$DDTX_ROOT/build-mpi-tests/bench
+OUT=""
+HOSTS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1; shift ;;
@@ -54,10 +70,19 @@ while [ $# -gt 0 ]; do
     --stat) STAT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --hosts) HOSTS=1; shift ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+
+if [ $HOSTS = 1 ]; then
+  : "${STACKS:=mpich-ddtx-tcp,mpich-ddtx-rxm,mpich-ddtx-net,mpich-tcp,ompi-tcp}"
+  : "${OUT:=$DDTX_ROOT/build-mpi-tests/bench-hosts}"
+else
+  : "${STACKS:=mpich-ddtx,mpich-iov-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich}"
+  : "${OUT:=$DDTX_ROOT/build-mpi-tests/bench}"
+fi
 
 PREFIX=${DDTX_MPICH_PREFIX:-$(util/build-mpich.sh --print-prefix)}
 IOV_PREFIX=${DDTX_MPICH_IOV_PREFIX:-$(ls -dt /opt/ddtx-mpich-yaksa-iov* 2>/dev/null | head -n1)}
@@ -70,9 +95,14 @@ export IPATH_NO_BACKTRACE=1
 
 if [ $REPORT_ONLY = 0 ]; then
 # ---- prerequisites ---------------------------------------------------------------------------
-pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
-[ $PLOT = 1 ] && pkgs+=(python3-matplotlib)
-ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" mpich "${pkgs[@]}" || exit 1
+# (--hosts: made here, then the script runs again inside util/hosts.sh run, where DDTX_HOSTS is set)
+if [ -z "${DDTX_HOSTS:-}" ]; then
+  pkgs=(openmpi-bin libopenmpi-dev mpich libmpich-dev)
+  [ $HOSTS = 1 ] && pkgs=(openmpi-bin libopenmpi-dev iproute2 util-linux)   # no Debian MPICH there
+  [ $PLOT = 1 ] && pkgs+=(python3-matplotlib)
+  ddtx_mpi_prereqs "$OUT" "$BUILD" "$BIN" mpich "${pkgs[@]}" || exit 1
+  [ $HOSTS = 1 ] && exec util/hosts.sh run "$0" "${ARGV[@]}"
+fi
 
 # The variant stacks whose build is missing are left out; the test programs are built against
 # every installed variant (tests/mpi/build.sh: BIN/mpich-<prefix name>).
@@ -96,8 +126,50 @@ ARGS=(-batches "$BATCHES")
 ROOTARG=()
 [ "$(id -u)" -eq 0 ] && ROOTARG=(--allow-run-as-root)
 
+# --hosts: rank 0 on host A, rank 1 on host B, each bound to a core of its own (on-core.sh);
+# mpiexec/mpirun start on host A and reach host B through launch.sh.  MPICH prints its
+# provider choice (MPIR_CVAR_DEBUG_SUMMARY), which check_provider holds against the stack's name.
+A=${DDTX_HOST_A_ADDR:-} B=${DDTX_HOST_B_ADDR:-}
+HYDRA=(-launcher rsh -launcher-exec "$DDTX_ROOT/tests/mpi/hosts/launch.sh" -localhost "$A"
+       -hosts "$A:1,$B:1" -n 2 "$DDTX_ROOT/tests/mpi/hosts/on-core.sh" "$BIN/ddtx-mpich/mpi_nc_bench")
+run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
+  local s=$1
+  case $s in
+    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm)
+      local core=${s#mpich-ddtx-}
+      [ $core = rxm ] && core="tcp;ofi_rxm"
+      util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER_PATH="$PROV_PATH" FI_DDTX_WIRE=ofi \
+        FI_PROVIDER="ddtx,${core%;*}" FI_DDTX_OFI_PROVIDER="$core" \
+        "$PREFIX/bin/mpiexec" "${HYDRA[@]}" -label $s "${ARGS[@]}" ;;
+    mpich-tcp|mpich-net)
+      util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER="${s#mpich-}" \
+        "$PREFIX/bin/mpiexec" "${HYDRA[@]}" -label $s "${ARGS[@]}" ;;
+    ompi-tcp)
+      # oob and btl over the veth network only: 127.0.0.1 exists on both hosts
+      util/hosts.sh on A mpirun.openmpi "${ROOTARG[@]}" --mca plm_rsh_agent "$DDTX_ROOT/tests/mpi/hosts/launch.sh" \
+        --host "$A:1,$B:1" -n 2 --bind-to none --mca oob_tcp_if_include "${A%.*}.0/30" \
+        --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include "${A%.*}.0/30" \
+        "$DDTX_ROOT/tests/mpi/hosts/on-core.sh" "$BIN/openmpi/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
+    *) echo "mpi-bench.sh: unknown stack $s with --hosts" >&2; return 2 ;;
+  esac
+}
+# check_provider NAME LOG: MPICH's selected provider is the one the stack's name says
+check_provider() {
+  local want sel
+  case $1 in
+    mpich-ddtx-*) want="*ddtx" ;;    # ddtx, or the layered name (tcp;ddtx)
+    mpich-tcp) want="tcp;ofi_rxm" ;;
+    mpich-net) want="net" ;;
+    *) return 0 ;;
+  esac
+  sel=$(grep -m1 'libfabric provider:' "$2" | sed 's/^.*libfabric provider: *//; s/ .*//')
+  # shellcheck disable=SC2053  # $want is a pattern
+  [[ "$sel" == $want ]] || { echo "  $1: MPICH selected '${sel:-nothing}', not $want: its results left out"; return 1; }
+}
+
 run_stack() { # run_stack NAME -> RESULT lines on stdout
   local s=$1
+  [ $HOSTS = 1 ] && { run_stack_hosts "$s"; return; }
   case $s in
     mpich-ddtx)
       env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
@@ -124,6 +196,7 @@ run_stack() { # run_stack NAME -> RESULT lines on stdout
 }
 
 cmd="util/mpi-bench.sh"
+[ $HOSTS = 1 ] && cmd+=" --hosts"
 [ $QUICK = 1 ] && cmd+=" --quick"
 [ $PLOT = 1 ] && cmd+=" --plot"
 [ -n "$CASES" ] && cmd+=" --cases $CASES"
@@ -131,7 +204,11 @@ cmd="util/mpi-bench.sh"
 cmd+=" --stacks $STACKS --repeat $REPEAT --batches $BATCHES"
 {
   echo "# $cmd"
-  echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
+  if [ $HOSTS = 1 ]; then
+    echo "# MPICH $PREFIX; rank 0 on host A ($A), rank 1 on host B ($B)"
+  else
+    echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
+  fi
   echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/results.txt"
 SECONDS=0
@@ -144,7 +221,9 @@ for ((r = 1; r <= REPEAT; r++)); do
     echo "mpi-bench.sh: run $r/$REPEAT: $s"
     run_stack "$s" >"$OUT/run-$s-$r.log" 2>&1
     rc=$?
-    grep '^RESULT' "$OUT/run-$s-$r.log" >>"$OUT/results.txt"
+    if [ $HOSTS = 0 ] || check_provider "$s" "$OUT/run-$s-$r.log"; then
+      grep '^RESULT' "$OUT/run-$s-$r.log" >>"$OUT/results.txt"
+    fi
     [ $rc = 0 ] || { echo "  $s exited with $rc (see $OUT/run-$s-$r.log)"; tail -3 "$OUT/run-$s-$r.log" | sed 's/^/    /'; }
   done
 done
@@ -162,6 +241,9 @@ fi
 PY=python3
 REPORT=(tests/mpi/bench/mpi_bench_report.py "$OUT/results.txt" --stacks "$STACKS" --stat "$STAT"
         --json "$OUT/results.json")
+# across hosts: MPICH over ddtx(tcp) against MPICH over tcp;ofi_rxm (issue 11)
+[ $HOSTS = 1 ] && REPORT+=(--subject mpich-ddtx-tcp --beat mpich-tcp
+                          --where "rank 0 on host A, rank 1 on host B (util/hosts.sh)")
 if [ $PLOT = 1 ]; then
   PY=/usr/bin/python3   # Debian's python3, which python3-matplotlib belongs to
   REPORT+=(--plot "$OUT/mpi_bench.png")

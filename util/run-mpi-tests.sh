@@ -27,8 +27,9 @@
 #            (FI_DDTX_WIRE=multi, the ofi wire over libfabric's net core between the hosts),
 #            every rank's ddtx statistics asserting the wires that carried its messages:
 #            MPICH (Hydra with tests/mpi/hosts/launch.sh as remote shell) with MPIR_CVAR_NOLOCAL=1
-#            and with MPICH's own shared memory, and Open MPI's ofi MTL (launch.sh as rsh agent).
-#            About a minute.
+#            and with MPICH's own shared memory (MPICH's default), and Open MPI's ofi MTL
+#            (launch.sh as rsh agent).  About a minute.  (The meson test hosts-mpich runs the two
+#            MPICH jobs over the net and tcp cores when MPICH is installed.)
 #
 # Prerequisites are set up on the way (each step does nothing when already done): Debian packages,
 # MPICH (util/build-mpich.sh, ~10 min on 2 cores), Open MPI (openmpi-bin, libopenmpi-dev), the

@@ -108,6 +108,10 @@ struct fi_ddtx_stats {
 	uint64_t hmem_ipc_rx, hmem_ipc_bytes, hmem_ipc_copy_2d, hmem_ipc_copy_batched;
 	uint64_t hmem_ipc_declined, hmem_ipc_errors;
 	uint64_t hmem_ipc_opens, hmem_ipc_hits, hmem_ipc_stale;
+	/* The ofi wire: messages (and their bytes, wire header included) written into the
+	 * receiver's receive ring by RMA with remote CQ data instead of sent, which spares
+	 * tcp;ofi_rxm's copy of each message on both sides (fi_ddtx(7), "ofi wire"). */
+	uint64_t ofi_ring_msgs, ofi_ring_bytes;
 	/* Pull on the shm wire: rendezvous the receiver read from the sender's block, and those
 	 * of them it split (it read the first part while the sender wrote the rest). */
 	uint64_t pulls, pull_splits;

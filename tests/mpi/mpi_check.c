@@ -158,6 +158,13 @@ static void t_nonblocking(void)
 		free(s);
 		free(rq);
 	}
+	/*
+	 * Rank 0's wildcard receives above must not meet the messages below: rank 1 may finish
+	 * sending first (with MPICH's shared memory between ranks 0 and 1 it does, while ranks 2
+	 * and 3 on another host are still sending), and its tag 0 below was taken as the 65th
+	 * message of the loop, leaving a message of rank 2 and the receive below waiting forever.
+	 */
+	MPI_Barrier(MPI_COMM_WORLD);
 	/* pre-posted irecvs matched out of order by tag */
 	if (rank < 2) {
 		int peer = 1 - rank;

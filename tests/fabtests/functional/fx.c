@@ -167,7 +167,13 @@ int fx_try_open(struct ft_ctx *ctx, const struct fx_opts *opts, struct fx *fx)
 		return ret;
 	}
 	struct fi_info *info = fx->info;
-	if (want_prov) {
+	if (want_prov && strchr(want_prov, ';')) {
+		/* a full layered name: that entry exactly ("tcp;ddtx" is ddtx over tcp's own
+		 * FI_EP_MSG endpoints, "tcp;ofi_rxm;ddtx" over rxm's RDM) */
+		FT_CHECK(!strcmp(info->fabric_attr->prov_name, want_prov),
+			 "rank %d: fi_getinfo gave provider %s, not %s", ctx->rank,
+			 info->fabric_attr->prov_name, want_prov);
+	} else if (want_prov) {
 		const char *pn = info->fabric_attr->prov_name;
 		size_t wl = strlen(want_prov), pl = strlen(pn);
 		FT_CHECK(!strncmp(pn, want_prov, wl) && pl > 5 && !strcmp(pn + pl - 5, ";ddtx"),

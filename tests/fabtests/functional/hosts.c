@@ -12,11 +12,27 @@
  *    once hung there (messages above rxm's eager size lost their receive completions);
  *  - peer_host_gone: rank 2 (host B) takes its host's link down while rank 0 (host A) is sending
  *    it a large message: rank 0 gets an error completion within a bound, and its exchange with
- *    rank 1 (host A) goes on.
+ *    rank 1 (host A) goes on;
+ *  - peer_killed_3: the same with rank 2 dying instead (it exits without closing anything, on
+ *    one host or two): a wire that hears of it (the ofi wire over FI_EP_MSG: the kernel shuts
+ *    the connection) gives rank 0 its error within PEER_KILLED_BOUND_S;
+ *  - connect_race_2: two ranks whose first operation is a send to each other at the same
+ *    moment (over FI_EP_MSG both ask for a connection at once: one must win on both sides),
+ *    every byte checked, repeated on fresh endpoints;
+ *  - connreq_hostile_2: over FI_EP_MSG, rank 1 connects to rank 0's listening endpoint with
+ *    libfabric's tcp directly, with connection data that is no valid request (none, short,
+ *    random, another core's blob, uid 0, trailing bytes): each is refused, and rank 1's real
+ *    message through ddtx arrives intact afterwards.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <netinet/in.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 
 #include "fx.h"
 
@@ -202,15 +218,17 @@ static int t_all_to_all(struct ft_ctx *ctx, void *arg)
 
 #define GONE_LEN (8u << 20)
 #define GONE_BOUND_S 60
+#define PEER_KILLED_BOUND_S 10
 
+/* arg NULL: rank 2's host vanishes (link down); non-NULL: rank 2 dies. */
 static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 {
-	(void)arg;
+	bool killed = arg != NULL;
 	struct fx fx;
 	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
 	int me = ctx->rank;
 
-	if (ft_host_of(0, 3) < 0 || ft_host_of(0, 3) == ft_host_of(2, 3))
+	if (!killed && (ft_host_of(0, 3) < 0 || ft_host_of(0, 3) == ft_host_of(2, 3)))
 		return FT_SKIP;                  /* needs ranks 0, 1 on one host, 2 on another */
 	fx_open(ctx, &o, &fx);
 	uint8_t *buf = fx_alloc(GONE_LEN);
@@ -222,6 +240,12 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 		fx_wait(&fx, 1, &c, TMO);
 		FX_CHECK_PATTERN(buf, GONE_LEN, 11, 0, "rank 2: first message from rank 0");
 		FX_OK(&fx, fi_trecv(fx.ep, buf, GONE_LEN, NULL, fx.peers[0], 2, 0, NULL));
+		if (killed) {
+			fx_sh->flag[0] = 1;
+			while (!fx_sh->flag[2])      /* until rank 0 has posted the second send */
+				usleep(1000);
+			_exit(0);                    /* no fi_close: the kernel closes its sockets */
+		}
 		char cmd[160];
 		snprintf(cmd, sizeof(cmd), "ip link set dev %s down", getenv("DDTX_TEST_HOST_DEV"));
 		FT_CHECK(system(cmd) == 0, "rank 2: %s failed", cmd);
@@ -241,12 +265,15 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 			fx_progress(&fx);
 		double t0 = ft_now();
 		FX_OK(&fx, fi_tsend(fx.ep, buf, GONE_LEN, NULL, fx.peers[2], 2, NULL));
-		int r = fx_wait_any(&fx, &c, &err, GONE_BOUND_S * 1000);
+		fx_sh->flag[2] = 1;
+		int r = fx_wait_any(&fx, &c, &err,
+				    (killed ? PEER_KILLED_BOUND_S : GONE_BOUND_S) * 1000);
 		fx_sh->flag[1] = 1;
-		FT_CHECK(r == -FI_EAVAIL, "rank 0: a send to a host that is gone gave %s after %.1f s "
-			 "instead of an error", r == 1 ? "success" : "nothing", ft_now() - t0);
-		printf("rank 0: send to the vanished host failed after %.1f s: %s\n", ft_now() - t0,
-		       fi_strerror(err.err));
+		FT_CHECK(r == -FI_EAVAIL, "rank 0: a send to a %s gave %s after %.1f s instead of an "
+			 "error", killed ? "peer that died" : "host that is gone",
+			 r == 1 ? "success" : "nothing", ft_now() - t0);
+		printf("rank 0: send to the %s failed after %.1f s: %s\n",
+		       killed ? "dead peer" : "vanished host", ft_now() - t0, fi_strerror(err.err));
 	}
 	/* Ranks 0 and 1 (one host) still talk. */
 	int peer = 1 - me;
@@ -263,6 +290,180 @@ static int t_peer_host_gone(struct ft_ctx *ctx, void *arg)
 	printf("rank %d: exchange with rank %d (same host) still works\n", me, peer);
 	/* Closing with the vanished peer's operations finished in error must not hang. */
 	fx_close(&fx);
+	return 0;
+}
+
+/* ---- both ranks connect at once ------------------------------------------------------------ */
+
+#define RACE_ROUNDS 10
+
+/*
+ * Fresh endpoints each round, receives posted, then (a barrier without progress, so neither
+ * side reads its connection events before both have sent) an eager and a rendezvous message
+ * each way at once.  Over FI_EP_MSG both sides ask for a connection; the log shows the rounds
+ * where the requests crossed (ofi_msg_race.sh counts them), the bytes show the race's outcome.
+ */
+static int t_connect_race(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
+	int me = ctx->rank, peer = 1 - me;
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		struct fx fx;
+		struct fx_comp c[4];
+		uint8_t *sb = fx_alloc(RNDV_LEN), *rb = fx_alloc(RNDV_LEN);
+		uint8_t *se = fx_alloc(EAGER_LEN), *re = fx_alloc(EAGER_LEN);
+
+		fx_open(ctx, &o, &fx);
+		fx_fill(se, EAGER_LEN, seed_of(me, peer, 0) + (uint64_t)round, 0);
+		fx_fill(sb, RNDV_LEN, seed_of(me, peer, 1) + (uint64_t)round, 0);
+		FX_OK(&fx, fi_trecv(fx.ep, re, EAGER_LEN, NULL, fx.peers[peer], 1, 0, NULL));
+		FX_OK(&fx, fi_trecv(fx.ep, rb, RNDV_LEN, NULL, fx.peers[peer], 2, 0, NULL));
+		fx_pbarrier(ctx, NULL);
+		FX_OK(&fx, fi_tsend(fx.ep, se, EAGER_LEN, NULL, fx.peers[peer], 1, NULL));
+		FX_OK(&fx, fi_tsend(fx.ep, sb, RNDV_LEN, NULL, fx.peers[peer], 2, NULL));
+		fx_wait(&fx, 4, c, TMO);
+		FX_CHECK_PATTERN(re, EAGER_LEN, seed_of(peer, me, 0) + (uint64_t)round, 0,
+				 "rank %d round %d: eager message", me, round);
+		FX_CHECK_PATTERN(rb, RNDV_LEN, seed_of(peer, me, 1) + (uint64_t)round, 0,
+				 "rank %d round %d: rendezvous message", me, round);
+		fx_pbarrier(ctx, &fx);
+		fx_close(&fx);
+		free(sb);
+		free(rb);
+		free(se);
+		free(re);
+	}
+	printf("rank %d: %d rounds of sends crossing at the first contact\n", me, RACE_ROUNDS);
+	return 0;
+}
+
+/* ---- hostile connection requests --------------------------------------------------------- */
+
+/* The ofi wire's blob (wire/ofi/blob.h): core_len at byte 5, core_id at 8, uid at 12, the core
+ * address from byte 20. */
+#define BLOB_LEN 64
+#define BLOB_CORE_LEN 5
+#define BLOB_CORE_ID 8
+#define BLOB_UID 12
+#define BLOB_CORE_ADDR 20
+
+/* Connect to addr with libfabric's tcp (FI_EP_MSG) directly, data as the request's; 1 if the
+ * connection was made, 0 if refused or shut, within 10 s (the target progresses meanwhile). */
+static int raw_connect(struct fid_fabric *fab, struct fid_domain *dom, struct fi_info *info,
+		       const void *addr, const void *data, size_t len)
+{
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_NONE };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE };
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	int made = -1;
+
+	FT_CHECK(fi_eq_open(fab, &eq_attr, &eq, NULL) == 0, "raw fi_eq_open");
+	FT_CHECK(fi_cq_open(dom, &cq_attr, &cq, NULL) == 0, "raw fi_cq_open");
+	FT_CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "raw fi_endpoint");
+	FT_CHECK(fi_ep_bind(ep, &eq->fid, 0) == 0 && fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV)
+		 == 0 && fi_enable(ep) == 0, "raw endpoint bind/enable");
+	FT_CHECK(fi_connect(ep, addr, data, len) == 0, "raw fi_connect");
+	double t0 = ft_now();
+	while (made < 0 && ft_now() - t0 < 10) {
+		struct fi_eq_cm_entry e;
+		uint32_t ev;
+		ssize_t r = fi_eq_read(eq, &ev, &e, sizeof(e), 0);
+
+		if (r == -FI_EAVAIL) {
+			struct fi_eq_err_entry err = { 0 };
+			(void)fi_eq_readerr(eq, &err, 0);
+			made = 0;
+		} else if (r > 0) {
+			made = ev == FI_CONNECTED;
+		} else {
+			usleep(1000);
+		}
+	}
+	FT_CHECK(made >= 0, "no answer to a connection request in 10 s");
+	fi_close(&ep->fid);
+	fi_close(&cq->fid);
+	fi_close(&eq->fid);
+	return made;
+}
+
+static int t_connreq_hostile(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
+	uint8_t *buf = fx_alloc(EAGER_LEN);
+
+	fx_open(ctx, &o, &fx);
+	if (strcmp(fx.info->fabric_attr->prov_name, "tcp;ddtx")) {
+		fx_close(&fx);
+		return FT_SKIP;                  /* the ofi wire over tcp's FI_EP_MSG only */
+	}
+	if (ctx->rank == 0) {
+		size_t len = BLOB_LEN;
+		FT_CHECK(fi_getname(&fx.ep->fid, fx_shmem, &len) == 0 && len == BLOB_LEN,
+			 "rank 0: fi_getname");
+		FX_OK(&fx, fi_trecv(fx.ep, buf, EAGER_LEN, NULL, fx.peers[1], 7, 0, NULL));
+		fx_pbarrier(ctx, &fx);
+		struct fx_comp c;
+		fx_wait(&fx, 1, &c, TMO);        /* progress: the hostile requests are handled */
+		FX_CHECK_PATTERN(buf, EAGER_LEN, seed_of(1, 0, 7), 0,
+				 "rank 0: the real message after the hostile requests");
+		printf("rank 0: the real message arrived after the refused requests\n");
+	} else {
+		fx_pbarrier(ctx, &fx);
+		uint8_t blob[BLOB_LEN], data[BLOB_LEN + 8];
+		memcpy(blob, fx_shmem, BLOB_LEN);
+		struct fi_info *hints = fi_allocinfo(), *info;
+		hints->ep_attr->type = FI_EP_MSG;
+		hints->caps = FI_MSG;
+		hints->fabric_attr->prov_name = strdup("tcp");
+		hints->addr_format = blob[BLOB_CORE_LEN] == sizeof(struct sockaddr_in6) ?
+				     FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+		FT_CHECK(fi_getinfo(FI_VERSION(1, 14), NULL, NULL, 0, hints, &info) == 0,
+			 "rank 1: tcp FI_EP_MSG fi_getinfo");
+		struct fid_fabric *fab;
+		struct fid_domain *dom;
+		FT_CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0 &&
+			 fi_domain(fab, info, &dom, NULL) == 0, "rank 1: raw tcp fabric/domain");
+		const uint8_t *addr = blob + BLOB_CORE_ADDR;
+		struct { const char *what; size_t len; } cases[] = {
+			{"no data", 0}, {"a short blob", BLOB_LEN - 1}, {"random bytes", BLOB_LEN},
+			{"another core's blob", BLOB_LEN}, {"uid 0", BLOB_LEN},
+			{"bytes after the blob", BLOB_LEN + 8},
+		};
+		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+			memcpy(data, blob, BLOB_LEN);   /* rank 0's own blob, altered below */
+			memset(data + BLOB_LEN, 0, 8);
+			if (k == 2)
+				for (size_t i = 0; i < BLOB_LEN; i++)
+					data[i] = (uint8_t)(0x9e3779b9u * (i + 1) >> 13);
+			if (k == 3)
+				data[BLOB_CORE_ID] ^= 0x5a;
+			if (k == 4)
+				memset(data + BLOB_UID, 0, 8);
+			if (k == 5)
+				data[BLOB_LEN + 3] = 1;
+			int made = raw_connect(fab, dom, info, addr, data, cases[k].len);
+			FT_CHECK(!made, "rank 1: a connection request with %s was accepted",
+				 cases[k].what);
+			printf("rank 1: a request with %s refused\n", cases[k].what);
+		}
+		fi_close(&dom->fid);
+		fi_close(&fab->fid);
+		fi_freeinfo(info);
+		fi_freeinfo(hints);
+		fx_fill(buf, EAGER_LEN, seed_of(1, 0, 7), 0);
+		FX_OK(&fx, fi_tsend(fx.ep, buf, EAGER_LEN, NULL, fx.peers[0], 7, NULL));
+		struct fx_comp c;
+		fx_wait(&fx, 1, &c, TMO);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	free(buf);
 	return 0;
 }
 
@@ -313,6 +514,9 @@ static const struct fx_test tests[] = {
 	{"wire_per_peer_4", 4, 120, t_wire_per_peer, NULL},
 	{"all_to_all_4", 4, 120, t_all_to_all, NULL},
 	{"peer_host_gone", 3, 150, t_peer_host_gone, NULL},
+	{"peer_killed_3", 3, 60, t_peer_host_gone, "killed"},
+	{"connect_race_2", 2, 60, t_connect_race, NULL},
+	{"connreq_hostile_2", 2, 90, t_connreq_hostile, NULL},
 };
 
 int main(int argc, char **argv)

@@ -11,8 +11,16 @@
  *    byte-by-byte reference on random lists
  *  - internal key encoding and the core address it gives, key replies and their bounds checks,
  *    message headers
+ *  - receive rings (ring.c): grants, credits and the CQ data of a ring write round trip; a
+ *    hostile peer's grant (app key, ring number, slot count, slot size), credit (none due,
+ *    more than sent) and CQ data (a slot it may not hold: behind, too far ahead, a length
+ *    outside the slot) refused; sequence numbers across the 16-bit wrap
  *  - names (name.c): the uid of a bound endpoint, a function of the core and its address alone
  *    (server and resolver compute the same), and the canonical socket address
+ *  - connections (conn.c, FI_EP_MSG cores): a core's fitness for each endpoint type, the verdict
+ *    on a connection request in every state (both sides of a simultaneous connect deciding alike
+ *    leave exactly one connection), when a refusal is asked again, and the parsing of a request's
+ *    data
  *
  * Usage: test_ofi [seed]
  */
@@ -99,6 +107,133 @@ static void test_caps(void)
 	i->ep_attr->max_msg_size = 4096;
 	CHECK(ddtx_ofi_unusable(i), "a 4 KiB max_msg_size accepted");
 	fi_freeinfo(i);
+}
+
+static void test_msg_core(void)
+{
+	struct fi_info *i = good_core();
+
+	i->ep_attr->type = FI_EP_MSG;
+	i->domain_attr->max_ep_srx_ctx = 1;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) == NULL, "a good FI_EP_MSG core refused: %s",
+	      ddtx_ofi_unusable_as(i, FI_EP_MSG));
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_RDM) != NULL, "an FI_EP_MSG core taken for RDM");
+	CHECK(ddtx_ofi_unusable(i) != NULL, "ddtx_ofi_unusable is not the RDM check");
+	i->domain_attr->max_ep_srx_ctx = 0;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) != NULL, "an FI_EP_MSG core without SRX accepted");
+	i->domain_attr->max_ep_srx_ctx = 1;
+	i->ep_attr->type = FI_EP_RDM;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) != NULL, "an RDM core taken for FI_EP_MSG");
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_RDM) == NULL, "the good RDM core refused");
+	i->ep_attr->type = FI_EP_DGRAM;
+	CHECK(ddtx_ofi_unusable_as(i, FI_EP_MSG) && ddtx_ofi_unusable_as(i, FI_EP_RDM),
+	      "FI_EP_DGRAM accepted");
+	fi_freeinfo(i);
+}
+
+/* One side's state after it decided on the other's request, given its own state before. */
+static enum ddtx_ofi_conn_state after(enum ddtx_ofi_connreq_verdict v,
+				      enum ddtx_ofi_conn_state mine, bool *theirs_accepted)
+{
+	*theirs_accepted = v != DDTX_OFI_CONNREQ_REJECT;
+	return v == DDTX_OFI_CONNREQ_ACCEPT_REPLACE ? DDTX_OFI_CONN_LOSER : mine;
+}
+
+static void test_connreq(void)
+{
+	const uint64_t lo = 0x1000, hi = 0x8000000000000001ull;
+	const enum ddtx_ofi_conn_state busy[] = { DDTX_OFI_CONN_ACCEPTING, DDTX_OFI_CONN_UP };
+
+	/* no connection yet: accepted, from a larger or a smaller uid */
+	CHECK(ddtx_ofi_connreq_decide(lo, hi, DDTX_OFI_CONN_NONE, false) == DDTX_OFI_CONNREQ_ACCEPT,
+	      "a first request from a larger uid refused");
+	CHECK(ddtx_ofi_connreq_decide(hi, lo, DDTX_OFI_CONN_NONE, false) == DDTX_OFI_CONNREQ_ACCEPT,
+	      "a first request from a smaller uid refused");
+	/* a peer taken as gone, or one we already have a connection with: refused */
+	CHECK(ddtx_ofi_connreq_decide(lo, hi, DDTX_OFI_CONN_NONE, true) == DDTX_OFI_CONNREQ_REJECT,
+	      "a request from a dead peer accepted");
+	for (size_t k = 0; k < 2; k++) {
+		CHECK(ddtx_ofi_connreq_decide(lo, hi, busy[k], false) == DDTX_OFI_CONNREQ_REJECT,
+		      "a second connection accepted (state %d, larger uid)", busy[k]);
+		CHECK(ddtx_ofi_connreq_decide(hi, lo, busy[k], false) == DDTX_OFI_CONNREQ_REJECT,
+		      "a second connection accepted (state %d, smaller uid)", busy[k]);
+	}
+	/* our own request to ourselves: accepted beside it, whatever the state */
+	CHECK(ddtx_ofi_connreq_decide(lo, lo, DDTX_OFI_CONN_CONNECTING, false) ==
+	      DDTX_OFI_CONNREQ_ACCEPT_EXTRA, "a request to ourselves not accepted beside ours");
+	/* The simultaneous connect, on random uid pairs: each side decides on the other's request
+	 * while its own is on its way; exactly one connection is left, the larger uid's request. */
+	for (int n = 0; n < 1000; n++) {
+		uint64_t a = rnd() | 1, b = rnd() | 2;
+		bool a_took_b, b_took_a;
+
+		if (a == b)
+			continue;
+		enum ddtx_ofi_conn_state a_own =
+			after(ddtx_ofi_connreq_decide(a, b, DDTX_OFI_CONN_CONNECTING, false),
+			      DDTX_OFI_CONN_CONNECTING, &a_took_b);
+		enum ddtx_ofi_conn_state b_own =
+			after(ddtx_ofi_connreq_decide(b, a, DDTX_OFI_CONN_CONNECTING, false),
+			      DDTX_OFI_CONN_CONNECTING, &b_took_a);
+		/* a connection exists when its requester keeps it and its acceptor took it */
+		bool via_a = a_own == DDTX_OFI_CONN_CONNECTING && b_took_a;
+		bool via_b = b_own == DDTX_OFI_CONN_CONNECTING && a_took_b;
+
+		CHECK(via_a != via_b, "uids %#llx %#llx: %d connections left",
+		      (unsigned long long)a, (unsigned long long)b, (int)via_a + (int)via_b);
+		CHECK(via_a == (a > b), "uids %#llx %#llx: the smaller uid's request won",
+		      (unsigned long long)a, (unsigned long long)b);
+		/* the loser's request is refused, never accepted half-way */
+		CHECK(!(a_own == DDTX_OFI_CONN_LOSER && b_took_a) &&
+		      !(b_own == DDTX_OFI_CONN_LOSER && a_took_b), "a losing request accepted");
+	}
+	/* A refusal from a larger uid is asked again (its own request is on the way), a bounded
+	 * number of times; from a smaller uid never (it had a reason). */
+	CHECK(ddtx_ofi_refusal_retry(lo, hi, 1), "a refusal from a larger uid not asked again");
+	CHECK(ddtx_ofi_refusal_retry(lo, hi, DDTX_OFI_CONN_RETRIES - 1), "retries end too early");
+	CHECK(!ddtx_ofi_refusal_retry(lo, hi, DDTX_OFI_CONN_RETRIES), "retries never end");
+	CHECK(!ddtx_ofi_refusal_retry(hi, lo, 1), "a refusal from a smaller uid asked again");
+}
+
+static void test_connreq_parse(void)
+{
+	uint32_t tcp = ddtx_ofi_core_id("tcp", FI_SOCKADDR_IN);
+	struct ddtx_ofi_blob b = { .core_id = tcp, .uid = 0x77, .core_len = 16 }, out;
+	uint8_t raw[DDTX_OFI_BLOB_LEN + 8] = { 0 };
+
+	for (int i = 0; i < 16; i++)
+		b.core_addr[i] = (uint8_t)(i + 3);
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == 0, "pack");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, tcp, &out) == 0 && out.uid == 0x77 &&
+	      out.core_len == 16 && !memcmp(out.core_addr, b.core_addr, 16), "a good request");
+	CHECK(ddtx_ofi_connreq_parse(raw, 0, tcp, &out) == -FI_EINVAL, "no data accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN - 1, tcp, &out) == -FI_EINVAL,
+	      "short data accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN + 8, tcp, &out) == -FI_EINVAL,
+	      "data with bytes after the blob accepted");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, ddtx_ofi_core_id("tcp;ofi_rxm",
+	      FI_SOCKADDR_IN), &out) == -FI_EINVAL, "a blob of the RDM stack accepted over MSG");
+	b.uid = 0;
+	CHECK(ddtx_ofi_blob_pack(&b, raw) == 0, "pack uid 0");
+	CHECK(ddtx_ofi_connreq_parse(raw, DDTX_OFI_BLOB_LEN, tcp, &out) == -FI_EINVAL,
+	      "uid 0 accepted");
+	/* random bytes: refused or a well-formed blob, never a crash or a read past the end */
+	for (int n = 0; n < 2000; n++) {
+		size_t len = (size_t)(rnd() % sizeof(raw));
+
+		for (size_t k = 0; k < sizeof(raw); k++)
+			raw[k] = (uint8_t)rnd();
+		if (n & 1) { /* a plausible header, so the deeper checks run */
+			memcpy(raw, "DOFI", 4);
+			raw[4] = DDTX_OFI_BLOB_VERSION;
+			len = DDTX_OFI_BLOB_LEN;
+		}
+		int r = ddtx_ofi_connreq_parse(raw, len, 0, &out);
+		CHECK(r == 0 || r == -FI_EINVAL, "parse gave %d", r);
+		if (!r)
+			CHECK(out.uid && out.core_len && out.core_len <= DDTX_OFI_CORE_ADDR_MAX,
+			      "a parsed request with uid 0 or a bad length");
+	}
 }
 
 static void test_blob(void)
@@ -289,6 +424,73 @@ static void test_keys(void)
 	CHECK(ddtx_ofi_hdr_unpack(hb, sizeof(hb), &ho) == -FI_EINVAL, "unknown flag accepted");
 }
 
+static void test_ring(void)
+{
+	struct ddtx_ofi_ring_grant g = { .key = ddtx_ofi_ikey(0x7f0000001000ull, false, 3),
+					 .ring_id = 77, .slots = 64, .slot_size = 16448 }, o;
+	uint8_t raw[DDTX_OFI_RING_GRANT_LEN], bad[DDTX_OFI_RING_GRANT_LEN];
+
+	ddtx_ofi_ring_grant_pack(&g, raw);
+	CHECK(!ddtx_ofi_ring_grant_unpack(raw, sizeof(raw), &o) && o.key == g.key &&
+	      o.ring_id == 77 && o.slots == 64 && o.slot_size == 16448, "grant round trip");
+	CHECK(ddtx_ofi_ring_grant_unpack(raw, sizeof(raw) - 1, &o) == -FI_EINVAL, "short grant");
+	struct ddtx_ofi_ring_grant hostile[] = {
+		{ .key = 42, .ring_id = 1, .slots = 64, .slot_size = 16448 },          /* app key */
+		{ .key = g.key, .ring_id = DDTX_OFI_RING_ID_MAX, .slots = 64, .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 0, .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 48, .slot_size = 16448 },      /* not 2^n */
+		{ .key = g.key, .ring_id = 1, .slots = 2 * DDTX_OFI_RING_SLOTS_MAX,
+		  .slot_size = 16448 },
+		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_HDR_LEN },
+		{ .key = g.key, .ring_id = 1, .slots = 64, .slot_size = DDTX_OFI_RING_SLOT_MAX + 1 },
+	};
+	for (size_t i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++) {
+		ddtx_ofi_ring_grant_pack(&hostile[i], bad);
+		CHECK(ddtx_ofi_ring_grant_unpack(bad, sizeof(bad), &o) == -FI_EINVAL,
+		      "hostile grant %zu accepted", i);
+	}
+	memcpy(bad, raw, sizeof(bad));
+	bad[23] = 1; /* a slot size beyond 32 bits */
+	CHECK(ddtx_ofi_ring_grant_unpack(bad, sizeof(bad), &o) == -FI_EINVAL, "huge slot size");
+
+	uint8_t c[DDTX_OFI_RING_CREDIT_LEN];
+	uint64_t v;
+	ddtx_ofi_ring_credit_pack(0x123456789ull, c);
+	CHECK(!ddtx_ofi_ring_credit_unpack(c, sizeof(c), &v) && v == 0x123456789ull, "credit");
+	CHECK(ddtx_ofi_ring_credit_unpack(c, 7, &v) == -FI_EINVAL, "short credit");
+	CHECK(ddtx_ofi_ring_credit_ok(10, 40, 20) && ddtx_ofi_ring_credit_ok(10, 40, 40),
+	      "credits due");
+	CHECK(!ddtx_ofi_ring_credit_ok(10, 40, 10) && !ddtx_ofi_ring_credit_ok(10, 40, 9) &&
+	      !ddtx_ofi_ring_credit_ok(10, 40, 41), "a credit for nothing, backwards, or for "
+	      "more than was written accepted");
+
+	/* CQ data: round trip over random values */
+	for (int i = 0; i < 1000; i++) {
+		uint32_t id = (uint32_t)(rnd() % DDTX_OFI_RING_ID_MAX), id2;
+		uint64_t seq = rnd();
+		size_t len = (size_t)(rnd() % (1u << 24)), len2;
+		uint16_t s16;
+
+		ddtx_ofi_ring_data_split(ddtx_ofi_ring_data(id, seq, len), &id2, &s16, &len2);
+		CHECK(id2 == id && s16 == (uint16_t)seq && len2 == len, "CQ data round trip");
+	}
+	/* which slots a write may name: [next, next + slots) */
+	uint64_t seq;
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 100, 500, &seq) && seq == 100, "in order");
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 163, 500, &seq) && seq == 163, "last slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 164, 500, &seq) == -FI_EINVAL,
+	      "a slot beyond the credits accepted");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 99, 500, &seq) == -FI_EINVAL,
+	      "a delivered slot accepted");
+	CHECK(!ddtx_ofi_ring_accept(65530, 64, 16448, 3, 500, &seq) && seq == 65539,
+	      "across the 16-bit wrap");
+	CHECK(!ddtx_ofi_ring_accept(100, 64, 16448, 100, 16448, &seq), "a full slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 100, 16449, &seq) == -FI_EINVAL,
+	      "longer than the slot");
+	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 100, DDTX_OFI_HDR_LEN - 1, &seq) == -FI_EINVAL,
+	      "shorter than a header");
+}
+
 int main(int argc, char **argv)
 {
 	rng = argc > 1 ? strtoull(argv[1], NULL, 0) : 0x0f15eedull;
@@ -296,10 +498,14 @@ int main(int argc, char **argv)
 		rng = 1;
 	printf("test_ofi: seed %#llx\n", (unsigned long long)rng);
 	test_caps();
+	test_msg_core();
+	test_connreq();
+	test_connreq_parse();
 	test_blob();
 	test_bound_uid();
 	test_chunk();
 	test_keys();
+	test_ring();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

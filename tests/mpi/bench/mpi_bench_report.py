@@ -4,7 +4,7 @@
 
     mpi_bench_report.py RESULTS.txt [--stacks a,b,...] [--plot FILE.png] [--json FILE]
                         [--subject mpich-ddtx] [--shm mpich-shm] [--small-block 128]
-                        [--stat min|median]
+                        [--stat min|median] [--beat STACK] [--where TEXT]
 
 RESULTS.txt holds the "RESULT stack=... case=... lat_us=... min_us=..." lines of mpi_nc_bench
 (possibly several runs per stack).  --stat min (default) uses the fastest batch of all runs, the
@@ -17,6 +17,9 @@ when several ddtx stacks ran, the best of them against the best other; then the 
     lower than every other stack;
   - small-block layouts (average block <= --small-block bytes): subject at most 5% slower than
     the best stack.
+With --beat STACK (the runs across two hosts, issue 11) the targets are instead: the subject
+faster than STACK on every case; the "vs" column is then the subject's speed-up over STACK.
+--where says where the ranks ran (the plot's title).
 Exit status 1 when a data check failed (timings never fail it).
 """
 import json
@@ -50,6 +53,8 @@ def main(argv):
     jout = None
     subject, shm, small = 'mpich-ddtx', 'mpich-shm', 128.0
     stat = 'min'
+    beat = None
+    where = '2 ranks on one host'
     it = iter(argv)
     for a in it:
         if a == '--stacks':
@@ -64,6 +69,10 @@ def main(argv):
             shm = next(it)
         elif a == '--stat':
             stat = next(it)
+        elif a == '--beat':
+            beat = shm = next(it)
+        elif a == '--where':
+            where = next(it)
         elif a == '--small-block':
             small = float(next(it))
         elif path is None:
@@ -86,7 +95,8 @@ def main(argv):
 
     ddtx_stacks = [s for s in stacks if 'ddtx' in s]
     several = len(ddtx_stacks) > 1
-    hdr = ['case', 'blocks', 'bytes', 'avg B'] + stacks + ['vs shm', 'vs best other', 'winner']
+    vs = 'vs shm' if shm == 'mpich-shm' else 'vs ' + shm
+    hdr = ['case', 'blocks', 'bytes', 'avg B'] + stacks + [vs, 'vs best other', 'winner']
     if several:
         hdr.append('best ddtx / best other')
     rows = []
@@ -123,7 +133,11 @@ def main(argv):
         rows.append(row)
         if sub is None:
             continue
-        if c == 'vec-4096x32':
+        if beat:
+            if beat in m:
+                targets.append(('%s: %s faster than %s' % (c, subject, beat), sub < m[beat],
+                                '%.1f us vs %.1f us (%.2fx)' % (sub, m[beat], m[beat] / sub)))
+        elif c == 'vec-4096x32':
             ok1 = shm in m and m[shm] / sub >= 1.5
             ok2 = all(sub < v for v in others.values())
             targets.append(('4 KiB x 32: %s >= 1.5x lower latency than %s' % (subject, shm), ok1,
@@ -181,7 +195,7 @@ def main(argv):
             ax.set_xticks([x + 0.4 - w / 2 for x in range(len(cases))])
             ax.set_xticklabels(cases, rotation=60, ha='right', fontsize=8)
             ax.legend(fontsize=8)
-            ax.set_title('MPI noncontiguous ping-pong latency (%s), 2 ranks on one host' % stat)
+            ax.set_title('MPI noncontiguous ping-pong latency (%s), %s' % (stat, where))
             fig.tight_layout()
             fig.savefig(plot, dpi=120)
             print('plot: %s' % plot)

@@ -3,18 +3,20 @@
 # MPI jobs with ranks on both "hosts" of util/hosts.sh (run inside "util/hosts.sh run"; what
 # util/run-mpi-tests.sh --hosts does): 4 ranks, 2 per host, tests/mpi/mpi_check (every byte
 # checked) over ddtx with a wire per peer (FI_DDTX_WIRE=multi: shm to the rank on the same host,
-# the ofi wire over libfabric's "net" core to the two on the other host), and ddtx's statistics
-# of every rank asserting which wire carried what.
+# the ofi wire over a libfabric core, "net" or --core, to the two on the other host), and ddtx's
+# statistics of every rank asserting which wire carried what.
 #
 #   across.sh --bin DIR --prov DIR --out DIR [--mpich PREFIX] [--only mpich,mpich-shmmod,ompi]
+#             [--core NAME]   (default: all three jobs, core "net"; the MPICH jobs also pass over
+#                             tcp and "tcp;ofi_rxm", 2026-11-25)
 #
 # Jobs:
 #   mpich         MPICH ch4:ofi (PREFIX), Hydra started on host A with the remote shell
 #                 tests/mpi/hosts/launch.sh for host B, MPIR_CVAR_NOLOCAL=1 (all traffic through
 #                 ddtx): every rank's wire shm and wire ofi both carry messages
-#   mpich-shmmod  (only when asked for) the same with MPICH's own shared memory between ranks of a
-#                 host: ddtx carries only the cross-host traffic (wire ofi; no shm wire messages).
-#                 Hangs today after its first test (pt2pt-nonblocking-anysource), not understood.
+#   mpich-shmmod  the same with MPICH's own shared memory between ranks of a host (MPICH's default,
+#                 MPIR_CVAR_NOLOCAL=0): ddtx carries only the cross-host traffic (wire ofi; no shm
+#                 wire messages).  (Its "hang" was mpi_check's: see pt2pt-nonblocking-anysource.)
 #   ompi          Open MPI 4.1, pml cm + ofi MTL over ddtx, mpirun on host A with launch.sh as
 #                 its rsh agent: the same per-rank assertion as mpich
 # Prints "PASS job: detail" or "FAIL job: detail" per job; exit status 1 if any failed.
@@ -23,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 hosts=$root/util/hosts.sh
 launch=$here/launch.sh
-BIN="" PROV="" OUT="" PREFIX="" ONLY=mpich,ompi
+BIN="" PROV="" OUT="" PREFIX="" ONLY=mpich,mpich-shmmod,ompi CORE=net
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) BIN=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --mpich) PREFIX=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
+    --core) CORE=$2; shift 2 ;;
     *) echo "across.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,10 +47,11 @@ result() { # result OK|FAIL job detail
   [ "$1" = OK ] && echo "PASS $2: $3" || { echo "FAIL $2: $3"; nfail=$((nfail + 1)); }
 }
 
-# The wire per peer over libfabric's "net" core (its own TCP RDM endpoint; tcp;ofi_rxm loses
-# messages when every rank connects to every other at once, see README "Running across hosts").
+# The wire per peer over a libfabric core: "net" by default (its own TCP RDM endpoint; tcp;ofi_rxm
+# used to lose messages when every rank connects to every other at once, see README "Running
+# across hosts"; it no longer does, and tcp's own RDM endpoint works too).
 DDTX_ENV=(FI_PROVIDER_PATH="$PROV" FI_DDTX_WIRE=multi FI_DDTX_FABRIC_WIRE=ofi
-          FI_DDTX_OFI_PROVIDER=net FI_DDTX_STATS=1 IPATH_NO_BACKTRACE=1)
+          FI_DDTX_OFI_PROVIDER="$CORE" FI_DDTX_STATS=1 IPATH_NO_BACKTRACE=1)
 
 # wires LOG FMT: per rank "r:shm_msgs/shm_bytes:ofi_msgs/ofi_bytes" from ddtx's statistics
 # (FMT: printf format of the launcher's per-rank output prefix).  The "peers" figure is not used:
@@ -88,10 +92,10 @@ mpich_job() { # mpich_job NAME NOLOCAL
   if [ -z "$PREFIX" ] || [ ! -x "$PREFIX/bin/mpiexec" ]; then
     result FAIL "$name" "no MPICH in '${PREFIX}' (util/build-mpich.sh)"; return
   fi
-  # FI_PROVIDER=ddtx,net: "net" must be named too, or libfabric never initializes the core ddtx's
-  # ofi wire runs over; MPICH then scores ddtx above net (atomic ordering, see core/getinfo.c).
+  # FI_PROVIDER=ddtx,<core>: the core must be named too, or libfabric never initializes the core
+  # ddtx's ofi wire runs over; MPICH then scores ddtx above it (atomic ordering, see core/getinfo.c).
   # -localhost: the address host B's proxies connect back to (host names do not resolve here).
-  timeout 300 "$hosts" on A env "${DDTX_ENV[@]}" FI_PROVIDER=ddtx,net MPIR_CVAR_NOLOCAL=$nolocal \
+  timeout 300 "$hosts" on A env "${DDTX_ENV[@]}" FI_PROVIDER="ddtx,$CORE" MPIR_CVAR_NOLOCAL=$nolocal \
     MPIR_CVAR_DEBUG_SUMMARY=1 \
     "$PREFIX/bin/mpiexec" -launcher rsh -launcher-exec "$launch" -localhost "$A" \
     -hosts "$A:2,$B:2" -n 4 -l "$BIN/ddtx-mpich/mpi_check" >"$log" 2>&1

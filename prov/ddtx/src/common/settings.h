@@ -53,6 +53,8 @@ struct ddtx_settings {
 					    * peers: shm (default) or none (the fabric wire) */
 	char *iface;                       /* FI_DDTX_IFACE: verbs device[:port] */
 	char *ofi_provider;                /* FI_DDTX_OFI_PROVIDER: the ofi wire's core */
+	bool ofi_ep_msg;                   /* FI_DDTX_OFI_EP_TYPE=msg: the core's FI_EP_MSG
+					    * endpoints, connected by the wire (default: rdm) */
 };
 
 extern struct ddtx_settings ddtx_settings;

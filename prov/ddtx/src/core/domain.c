@@ -177,6 +177,8 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   zero copy not ready %llu umr fallbacks %llu explorations "
 			"%llu learned threshold %llu B\n", U(s->zcopy_not_ready),
 		U(s->umr_fallbacks), U(s->explorations), U(s->learned_threshold));
+	fprintf(stderr, "ddtx stats:   ofi receive rings: msgs %llu bytes %llu\n",
+		U(s->ofi_ring_msgs), U(s->ofi_ring_bytes));
 	for (uint32_t i = 0; i < s->nwires; i++)
 		fprintf(stderr, "ddtx stats:   wire %-5s peers %llu msgs %llu bytes %llu rma ops "
 				"%llu bytes %llu\n", s->wires[i].name, U(s->wires[i].peers),

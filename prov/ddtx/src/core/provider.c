@@ -121,6 +121,9 @@ static void define_params(void)
 	fi_param_define(&ddtx_prov, "ofi_provider", FI_PARAM_STRING,
 			"ofi wire: the core libfabric provider ddtx runs over, e.g. tcp or shm "
 			"(default: tcp)");
+	fi_param_define(&ddtx_prov, "ofi_ep_type", FI_PARAM_STRING,
+			"ofi wire: the core's endpoint type: rdm (FI_EP_RDM, e.g. tcp;ofi_rxm) or "
+			"msg (FI_EP_MSG, e.g. tcp, connected by ddtx itself) (default: rdm)");
 	fi_param_define(&ddtx_prov, "fabric_wire", FI_PARAM_STRING,
 			"multi wire: the wire to peers on other hosts, e.g. ofi or verbs "
 			"(default: the first of them available)");
@@ -241,4 +244,12 @@ void ddtx_settings_load(void)
 		ddtx_settings.fabric_timeout_ms = v;
 	fi_param_get_str(&ddtx_prov, "iface", &ddtx_settings.iface);
 	fi_param_get_str(&ddtx_prov, "ofi_provider", &ddtx_settings.ofi_provider);
+	char *ep_type = NULL;
+	if (fi_param_get_str(&ddtx_prov, "ofi_ep_type", &ep_type) == 0 && ep_type) {
+		if (!strcasecmp(ep_type, "msg"))
+			ddtx_settings.ofi_ep_msg = true;
+		else if (strcasecmp(ep_type, "rdm"))
+			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_OFI_EP_TYPE=%s: neither rdm nor msg; rdm "
+				  "is used\n", ep_type);
+	}
 }

@@ -36,7 +36,7 @@ static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
 
 int ddtx_proto_ofi_core_name(const char *want, char *name, size_t len)
 {
-	return ddtx_wire_ofi_core_name(want, name, len);
+	return ddtx_wire_ofi_core_name(want, ddtx_settings.ofi_ep_msg, name, len);
 }
 
 static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
@@ -54,6 +54,7 @@ static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
 		.fabric_timeout_ms = ddtx_settings.fabric_timeout_ms,
 		.local_off = ddtx_settings.local_wire && !strcmp(ddtx_settings.local_wire, "none"),
 		.ofi_provider = ofi_core ? ofi_core : ddtx_settings.ofi_provider,
+		.ofi_ep_msg = ddtx_settings.ofi_ep_msg,
 	};
 	int ret = ddtx_wire_domain_open(&params, &pd->wire);
 	if (ret)
@@ -201,6 +202,8 @@ void ddtx_proto_domain_stats(struct ddtx_proto_domain *pd, struct fi_ddtx_stats 
 		st->wires[i].rma_ops = ws.sub[i].rma_ops;
 		st->wires[i].rma_bytes = ws.sub[i].rma_bytes;
 	}
+	st->ofi_ring_msgs = ws.ring_msgs;
+	st->ofi_ring_bytes = ws.ring_bytes;
 	st->learned_threshold = ddtx_cost_threshold(&pd->cost);
 	st->rmkey_hits = pd->rmkey_hits;
 	st->rmkey_misses = pd->rmkey_misses;

@@ -721,9 +721,9 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		return ret;
 	struct ddtx_hdr_data *h = buf.data;
 	size_t room = buf.cap - sizeof(*h);
-	/* A wire whose message holds under two minimum chunks (the ofi wire over ofi_rxm: 16 KiB)
-	 * pays more per message than the overlap of smaller chunks buys: fill each message. */
-	size_t part = room < 2 * PACK_MIN_CHUNK
+	/* A wire whose message costs more than the overlap of smaller chunks buys (caps.pack_fill:
+	 * the ofi wire), or holds under two minimum chunks: fill each message. */
+	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK
 			      ? room
 			      : DDTX_MAX(tx->accepted / PACK_PARTS, (size_t)PACK_MIN_CHUNK);
 	size_t len = DDTX_MIN(DDTX_MIN(tx->accepted - tx->sent, room), part);

@@ -57,7 +57,7 @@ bool ddtx_wire_available(const char *name)
 
 void ddtx_wire_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats)
 {
-	stats->count = 0;
+	memset(stats, 0, sizeof(*stats));
 	if (dom && dom->impl->domain_stats)
 		dom->impl->domain_stats(dom, stats);
 }

@@ -35,6 +35,8 @@ struct ddtx_wire_caps {
 	size_t addr_len;          /* length of the address blob from ddtx_wire_ep_getname() */
 	bool strided_mkeys;       /* interleaved (strided) keys exist */
 	bool recv_scatter;        /* a send can scatter into receiver-posted SGEs */
+	bool pack_fill;           /* PACK fills each message rather than cutting a payload into
+				   * chunks for overlap: a message costs more than the overlap buys */
 };
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */
@@ -48,6 +50,8 @@ struct ddtx_wire_params {
 	size_t key_segments;      /* shm: capacity of the key table's segment pool */
 	const char *iface;        /* verbs: device[:port] (FI_DDTX_IFACE); NULL = first active */
 	const char *ofi_provider; /* ofi: core provider name (FI_DDTX_OFI_PROVIDER); NULL = tcp */
+	bool ofi_ep_msg;          /* ofi: the core's FI_EP_MSG endpoints, a connection per peer
+				   * (FI_DDTX_OFI_EP_TYPE=msg); false: FI_EP_RDM */
 	const char *fabric_wire;  /* multi: the wire to other hosts (FI_DDTX_FABRIC_WIRE);
 				   * NULL = the first available of ofi, verbs */
 	bool local_off;           /* multi: same-host peers also through the fabric wire
@@ -74,6 +78,9 @@ struct ddtx_wire_stats {
 		uint64_t msgs, msg_bytes; /* messages sent (header included) */
 		uint64_t rma_ops, rma_bytes; /* writes and reads posted */
 	} sub[DDTX_WIRE_STATS_MAX];
+	/* The ofi wire (also under multi): messages written into peers' receive rings by RMA
+	 * instead of sent, header included (wire/ofi/ring.c). */
+	uint64_t ring_msgs, ring_bytes;
 };
 
 /* Access rights of a registered key, checked by the remote side of a write/read. */
@@ -239,7 +246,9 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
  */
 struct ddtx_wire_send_buf {
 	void *data;
-	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer) */
+	size_t cap;                     /* == caps.max_send_size (or less for a smaller peer; more
+					 * where the wire reaches the peer by a path with larger
+					 * messages: the ofi wire's receive ring) */
 	void *wire_priv;
 	uint64_t wire_pos;
 	uint32_t wire_route;            /* a wire per peer: the sub-wire that claimed it */
@@ -300,11 +309,12 @@ bool ddtx_wire_sent(struct ddtx_wire_ep *ep, ddtx_peer_t peer, uint64_t mark);
 
 /*
  * ofi wire: the provider name of the core that `want` (FI_DDTX_OFI_PROVIDER's syntax; NULL: the
- * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17, into name[len].
+ * default) resolves to, e.g. "tcp" -> "tcp;ofi_rxm" on libfabric 1.17 (FI_EP_RDM) or "tcp"
+ * (ep_msg: FI_EP_MSG), into name[len].
  * -FI_ENODATA when no usable core answers (the reason is logged at info level).  For fi_getinfo's
  * layered entries.
  */
-int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len);
+int ddtx_wire_ofi_core_name(const char *want, bool ep_msg, char *name, size_t len);
 
 /* Remove shared-memory files left by processes that no longer exist (called at start-up). */
 void ddtx_wire_cleanup_stale(void);

@@ -48,6 +48,9 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	c->addr_len = DDTX_MULTI_ADDR_LEN;
 	c->strided_mkeys = false;
 	c->recv_scatter = l->recv_scatter && f->recv_scatter;
+	/* PACK overlaps on the local wire; a fabric message is held to max_send_size (claim),
+	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */
+	c->pack_fill = false;
 }
 
 static int multi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)
@@ -126,7 +129,13 @@ static const struct ddtx_wire_caps *multi_domain_caps(struct ddtx_wire_domain *w
 
 static void multi_domain_stats(struct ddtx_wire_domain *wdom, struct ddtx_wire_stats *stats)
 {
-	*stats = ddtx_multi_domain_of(wdom)->stats;
+	struct ddtx_multi_domain *dom = ddtx_multi_domain_of(wdom);
+	struct ddtx_wire_stats fabric;
+
+	*stats = dom->stats;
+	ddtx_wire_domain_stats(dom->sub[DDTX_MULTI_FABRIC], &fabric);
+	stats->ring_msgs = fabric.ring_msgs;
+	stats->ring_bytes = fabric.ring_bytes;
 }
 
 /* ---- addresses ---- */

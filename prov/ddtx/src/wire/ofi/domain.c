@@ -14,13 +14,16 @@
 /* libfabric 1.17's tcp has FI_EP_RDM only through ofi_rxm ("net" is its own RDM endpoint);
  * named in full, the inner fi_getinfo asks ofi_rxm alone (no warning from other utilities). */
 #define DDTX_OFI_DEFAULT_CORE "tcp;ofi_rxm"
+/* With FI_DDTX_OFI_EP_TYPE=msg: tcp's own connected endpoints, with ddtx's connection set-up
+ * (conn.c) in place of rxm's. */
+#define DDTX_OFI_DEFAULT_MSG_CORE "tcp"
 
 static bool names_ddtx(const char *name)
 {
 	return strcasestr(name, DDTX_PROV_NAME) != NULL;
 }
 
-struct fi_info *ddtx_ofi_core_hints(const char *prov_name)
+struct fi_info *ddtx_ofi_core_hints(const char *prov_name, bool ep_msg)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -28,7 +31,7 @@ struct fi_info *ddtx_ofi_core_hints(const char *prov_name)
 		return NULL;
 	hints->caps = DDTX_OFI_CORE_CAPS;
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->ep_attr->type = FI_EP_RDM;
+	hints->ep_attr->type = ep_msg ? FI_EP_MSG : FI_EP_RDM;
 	hints->tx_attr->msg_order = FI_ORDER_SAS;
 	hints->rx_attr->msg_order = FI_ORDER_SAS;
 	hints->domain_attr->mr_mode = DDTX_OFI_MR_MODE;
@@ -45,7 +48,7 @@ struct fi_info *ddtx_ofi_core_hints(const char *prov_name)
  * The core's entries without ddtx's needs in the hints, each logged with what it lacks (the
  * hinted fi_getinfo only says "no data").  How many were found.
  */
-static int explain_refusal(const char *prov_name)
+static int explain_refusal(const char *prov_name, bool ep_msg)
 {
 	struct fi_info *hints = fi_allocinfo(), *list = NULL;
 	int n = 0;
@@ -58,7 +61,7 @@ static int explain_refusal(const char *prov_name)
 	if (hints->fabric_attr->prov_name &&
 	    !fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list)) {
 		for (struct fi_info *cur = list; cur; cur = cur->next, n++) {
-			const char *why = ddtx_ofi_unusable(cur);
+			const char *why = ddtx_ofi_unusable_as(cur, ep_msg ? FI_EP_MSG : FI_EP_RDM);
 
 			DDTX_INFO(FI_LOG_CORE, "ofi: core %s domain %s (%s) skipped: %s\n",
 				  cur->fabric_attr->prov_name, cur->domain_attr->name,
@@ -71,26 +74,26 @@ static int explain_refusal(const char *prov_name)
 	return n;
 }
 
-int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
+int ddtx_ofi_core_getinfo(const char *prov_name, bool ep_msg, struct fi_info **out)
 {
 	struct fi_info *hints, *list = NULL, *found = NULL;
 	int ret;
 
 	*out = NULL;
 	if (!prov_name || !*prov_name)
-		prov_name = DDTX_OFI_DEFAULT_CORE;
+		prov_name = ep_msg ? DDTX_OFI_DEFAULT_MSG_CORE : DDTX_OFI_DEFAULT_CORE;
 	if (names_ddtx(prov_name)) {
 		DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\" refused: ddtx cannot run over "
 			  "itself\n", prov_name);
 		return -FI_ENODATA;
 	}
-	hints = ddtx_ofi_core_hints(prov_name);
+	hints = ddtx_ofi_core_hints(prov_name, ep_msg);
 	if (!hints)
 		return -FI_ENOMEM;
 	ret = fi_getinfo(DDTX_OFI_API, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (ret) {
-		if (!explain_refusal(prov_name))
+		if (!explain_refusal(prov_name, ep_msg))
 			DDTX_INFO(FI_LOG_CORE, "ofi: core provider \"%s\": no entry (fi_getinfo: %s; "
 				  "with FI_PROVIDER set, it must name the core too, e.g. "
 				  "FI_PROVIDER=ddtx,%s)\n", prov_name, fi_strerror(-ret), prov_name);
@@ -104,7 +107,7 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 
 			if ((strcasecmp(cur->fabric_attr->prov_name, prov_name) == 0) != (pass == 0))
 				continue;
-			why = ddtx_ofi_unusable(cur);
+			why = ddtx_ofi_unusable_as(cur, ep_msg ? FI_EP_MSG : FI_EP_RDM);
 			if (!why && names_ddtx(cur->fabric_attr->prov_name))
 				why = "it is ddtx";
 			if (why)
@@ -123,10 +126,10 @@ int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out)
 	return 0;
 }
 
-int ddtx_wire_ofi_core_name(const char *want, char *name, size_t len)
+int ddtx_wire_ofi_core_name(const char *want, bool ep_msg, char *name, size_t len)
 {
 	struct fi_info *core;
-	int ret = ddtx_ofi_core_getinfo(want, &core);
+	int ret = ddtx_ofi_core_getinfo(want, ep_msg, &core);
 
 	if (ret)
 		return ret;
@@ -179,7 +182,7 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 		return -FI_ENOMEM;
 	if (params)
 		dom->params = *params;
-	ret = ddtx_ofi_core_getinfo(dom->params.ofi_provider, &dom->core);
+	ret = ddtx_ofi_core_getinfo(dom->params.ofi_provider, dom->params.ofi_ep_msg, &dom->core);
 	if (ret)
 		goto err_free;
 	ret = fi_fabric(dom->core->fabric_attr, &dom->fabric, NULL);
@@ -201,11 +204,18 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	}
 	dom->mr_local = dom->core->domain_attr->mr_mode & FI_MR_LOCAL;
 	dom->mr_virt = dom->core->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
+	/* the ring's CQ data names ring, slot and length in 8 bytes (ring.c) */
+	dom->ring = dom->core->domain_attr->cq_data_size >= sizeof(uint64_t);
 	dom->rma_order = dom->core->tx_attr->msg_order &
 			 (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW);
+	dom->ep_msg = dom->core->ep_attr->type == FI_EP_MSG;
 	dom->core_id = ddtx_ofi_core_id(dom->core->fabric_attr->prov_name,
 					dom->core->addr_format);
 	ddtx_ofi_caps_from_info(dom->core, &dom->params, &dom->caps);
+	/* Each message is a core operation, a completion and a progress round on both sides, so
+	 * PACK fills the receive ring's 64 KiB messages (docs/benchmark-results.md, branch
+	 * ofirma: filled against cut into 8 chunks). */
+	dom->caps.pack_fill = true;
 	size_t eager = rxm_eager_floor(dom->core->fabric_attr->prov_name);
 	if (eager && eager - DDTX_OFI_PAYLOAD_OFF < dom->caps.max_send_size) {
 		dom->caps.max_send_size = eager - DDTX_OFI_PAYLOAD_OFF;
@@ -218,10 +228,11 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 		;
 	dom->next_core_key &= (1ull << 62) - 1;
 	dom->next_app_key = 1;
-	DDTX_INFO(FI_LOG_CORE, "ofi: domain over %s (%s): max_sge %zu, max_rma_size %zu, "
-		  "mr_mode%s%s\n", dom->core->fabric_attr->prov_name, dom->core->domain_attr->name,
+	DDTX_INFO(FI_LOG_CORE, "ofi: domain over %s (%s, %s): max_sge %zu, max_rma_size %zu, "
+		  "mr_mode%s%s%s\n", dom->core->fabric_attr->prov_name, dom->core->domain_attr->name,
+		  dom->ep_msg ? "FI_EP_MSG" : "FI_EP_RDM",
 		  dom->caps.max_sge, dom->caps.max_rma_size, dom->mr_local ? " local" : "",
-		  dom->mr_virt ? " virt_addr" : " offsets");
+		  dom->mr_virt ? " virt_addr" : " offsets", dom->ring ? ", receive rings" : "");
 	dom->base.impl = &ddtx_ofi_wire_impl;
 	*out = &dom->base;
 	return 0;
@@ -261,6 +272,14 @@ void ddtx_ofi_domain_close(struct ddtx_wire_domain *wdom)
 	fi_freeinfo(dom->core);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
+}
+
+void ddtx_ofi_domain_stats(struct ddtx_wire_domain *wdom, struct ddtx_wire_stats *stats)
+{
+	struct ddtx_ofi_domain *dom = ddtx_odom_of(wdom);
+
+	stats->ring_msgs = __atomic_load_n(&dom->ring_msgs, __ATOMIC_RELAXED);
+	stats->ring_bytes = __atomic_load_n(&dom->ring_bytes, __ATOMIC_RELAXED);
 }
 
 const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *wdom)

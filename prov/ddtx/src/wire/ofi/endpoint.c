@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The ofi wire's endpoint: one core endpoint (FI_EP_RDM) with its AV and CQ, a slab of bounce
+ * The ofi wire's endpoint: one core endpoint (FI_EP_RDM) with its AV and CQ, or (FI_EP_MSG) a
+ * listening endpoint, a shared receive context and connections made by conn.c; a slab of bounce
  * buffers (receives posted up front, sends taken from a free list), the address blob and the
- * peer table (a peer is a core fi_addr plus the uid its messages carry).
+ * peer table (a peer is a core fi_addr or a connection, plus the uid its messages carry).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,9 @@ static int open_slab(struct ddtx_ofi_ep *ep)
 	if (posix_memalign((void **)&ep->slab, 4096, bytes))
 		return -FI_ENOMEM;
 	if (ep->dom->mr_local) {
-		ret = ddtx_ofi_local_reg(ep->dom, ep->slab, bytes, true, &ep->slab_mr);
+		/* receives, sends, and the source of ring writes (ring.c) */
+		ret = ddtx_ofi_local_reg_access(ep->dom, ep->slab, bytes,
+						FI_SEND | FI_RECV | FI_WRITE, &ep->slab_mr);
 		if (ret)
 			return ret;
 		ep->slab_desc = fi_mr_desc(ep->slab_mr);
@@ -66,6 +69,45 @@ static int open_slab(struct ddtx_ofi_ep *ep)
 	return 0;
 }
 
+static int copy_addr(void **to, size_t *to_len, const void *from, size_t len)
+{
+	free(*to);
+	*to = NULL;
+	*to_len = 0;
+	if (!from)
+		return 0;
+	*to = malloc(len);
+	if (!*to)
+		return -FI_ENOMEM;
+	memcpy(*to, from, len);
+	*to_len = len;
+	return 0;
+}
+
+struct fi_info *ddtx_ofi_info_addrs(struct ddtx_ofi_domain *dom, const void *src, size_t srclen,
+				    const void *dest, size_t destlen)
+{
+	struct fi_info *info = fi_dupinfo(dom->core);
+
+	if (info && (copy_addr(&info->src_addr, &info->src_addrlen, src, srclen) ||
+		     copy_addr(&info->dest_addr, &info->dest_addrlen, dest, destlen))) {
+		fi_freeinfo(info);
+		info = NULL;
+	}
+	return info;
+}
+
+int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep)
+{
+	struct fi_cq_attr cq_attr = {
+		.format = FI_CQ_FORMAT_DATA, /* a ring write's remote CQ data (ring.c) */
+		.size = 4 * (DDTX_OFI_RX_BUFS + DDTX_OFI_TX_BUFS),
+		.wait_obj = FI_WAIT_NONE,
+	};
+
+	return fi_cq_open(ep->dom->domain, &cq_attr, &ep->cq, NULL);
+}
+
 /*
  * The core endpoint, at src (a core address, NULL: the core's default) and its blob.  A name
  * (name.c) needs the core's fi_info with that src_addr, so the info is copied for it.
@@ -75,27 +117,16 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 	struct ddtx_ofi_domain *dom = ep->dom;
 	struct fi_info *info = dom->core;
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
-	struct fi_cq_attr cq_attr = {
-		.format = FI_CQ_FORMAT_MSG,
-		.size = 4 * (DDTX_OFI_RX_BUFS + DDTX_OFI_TX_BUFS),
-		.wait_obj = FI_WAIT_NONE,
-	};
 	uint8_t name[256];
 	size_t len = sizeof(name);
 	int ret;
 
+	if (dom->ep_msg)
+		return ddtx_ofi_conn_open(ep, src, srclen);
 	if (src) {
-		info = fi_dupinfo(dom->core);
+		info = ddtx_ofi_info_addrs(dom, src, srclen, NULL, 0);
 		if (!info)
 			return -FI_ENOMEM;
-		free(info->src_addr);
-		info->src_addr = malloc(srclen);
-		if (!info->src_addr) {
-			fi_freeinfo(info);
-			return -FI_ENOMEM;
-		}
-		memcpy(info->src_addr, src, srclen);
-		info->src_addrlen = srclen;
 	}
 	ret = fi_endpoint(dom->domain, info, &ep->ep, NULL);
 	if (info != dom->core)
@@ -103,7 +134,7 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 	if (!ret)
 		ret = fi_av_open(dom->domain, &av_attr, &ep->av, NULL);
 	if (!ret)
-		ret = fi_cq_open(dom->domain, &cq_attr, &ep->cq, NULL);
+		ret = ddtx_ofi_cq_open(ep);
 	if (!ret)
 		ret = fi_ep_bind(ep->ep, &ep->av->fid, 0);
 	if (!ret)
@@ -117,13 +148,20 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 			  dom->core->fabric_attr->prov_name, fi_strerror(-ret));
 		return ret;
 	}
+	return ddtx_ofi_ep_set_addr(ep, name, len, src != NULL);
+}
+
+int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bound)
+{
+	struct ddtx_ofi_domain *dom = ep->dom;
+
 	if (!len || len > DDTX_OFI_CORE_ADDR_MAX) {
 		DDTX_WARN(FI_LOG_EP_CTRL, "ofi: the core's address has %zu bytes, the blob holds "
 			  "%d\n", len, DDTX_OFI_CORE_ADDR_MAX);
 		return -FI_EOPNOTSUPP;
 	}
 	ddtx_ofi_addr_canon(dom->core->addr_format, name, len);
-	if (src)
+	if (bound)
 		ep->uid = ddtx_ofi_bound_uid(dom->core_id, name, len);
 	struct ddtx_ofi_blob b = { .core_id = dom->core_id, .uid = ep->uid,
 				   .core_len = (uint8_t)len };
@@ -133,6 +171,8 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 
 static void close_core(struct ddtx_ofi_ep *ep)
 {
+	if (ep->dom->ep_msg)
+		ddtx_ofi_conn_close(ep);     /* the connections first: they use the CQ and SRX */
 	if (ep->ep)
 		fi_close(&ep->ep->fid);
 	if (ep->av)
@@ -186,6 +226,7 @@ void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 	close_core(ep);
 	/* after the core endpoint: nothing completes into an op any more */
 	ddtx_ofi_rma_fini(ep);
+	ddtx_ofi_ring_fini(ep);
 	if (ep->slab_mr)
 		fi_close(&ep->slab_mr->fid);
 	for (size_t i = 0; i < ep->npeers; i++)
@@ -217,6 +258,7 @@ int ddtx_ofi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handl
 	ddtx_list_init(&ep->done);
 	ddtx_list_init(&ep->ctrl);
 	ddtx_list_init(&ep->ops);
+	ddtx_list_init(&ep->conns);
 	ret = open_slab(ep);
 	if (!ret)
 		ret = open_core(ep, NULL, 0);
@@ -294,7 +336,9 @@ int ddtx_ofi_peer_insert(struct ddtx_wire_ep *wep, const void *addr, size_t len,
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -FI_ENOMEM;
-	ret = fi_av_insert(ep->av, b.core_addr, 1, &p->fi_addr, 0, NULL);
+	/* FI_EP_MSG: no AV, the peer is reached by its connection (conn.c) */
+	p->fi_addr = FI_ADDR_UNSPEC;
+	ret = ep->av ? fi_av_insert(ep->av, b.core_addr, 1, &p->fi_addr, 0, NULL) : 1;
 	if (ret != 1) {
 		DDTX_WARN(FI_LOG_AV, "ofi: the core refused a peer's address: %s\n",
 			  fi_strerror(ret < 0 ? -ret : FI_EINVAL));

@@ -55,8 +55,8 @@ static int core_reg(struct ddtx_ofi_domain *dom, const struct iovec *iov, uint64
 	return fi_mr_regattr(dom->domain, &attr, 0, out);
 }
 
-int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool write,
-		       struct fid_mr **out)
+int ddtx_ofi_local_reg_access(struct ddtx_ofi_domain *dom, void *addr, size_t len,
+			      uint64_t access, struct fid_mr **out)
 {
 	struct iovec iov = { addr, len };
 	int ret;
@@ -66,11 +66,18 @@ int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool
 		pthread_mutex_lock(&dom->lock);
 		uint64_t key = dom->next_core_key++ & ((1ull << 62) - 1);
 		pthread_mutex_unlock(&dom->lock);
-		ret = core_reg(dom, &iov, write ? FI_RECV | FI_READ : FI_SEND | FI_WRITE, key, out);
+		ret = core_reg(dom, &iov, access, key, out);
 		if (ret != -FI_ENOKEY)
 			break;
 	}
 	return ret;
+}
+
+int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool write,
+		       struct fid_mr **out)
+{
+	return ddtx_ofi_local_reg_access(dom, addr, len, write ? FI_RECV | FI_READ :
+							   FI_SEND | FI_WRITE, out);
 }
 
 int ddtx_ofi_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,

@@ -33,7 +33,7 @@ static int core_addr_of(struct ddtx_ofi_domain *dom, const struct ddtx_name_addr
 
 	if (!has_node && !source)
 		return -FI_EADDRNOTAVAIL;
-	hints = ddtx_ofi_core_hints(dom->core->fabric_attr->prov_name);
+	hints = ddtx_ofi_core_hints(dom->core->fabric_attr->prov_name, dom->ep_msg);
 	if (!hints)
 		return -FI_ENOMEM;
 	hints->addr_format = dom->core->addr_format;

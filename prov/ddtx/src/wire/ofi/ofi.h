@@ -8,9 +8,11 @@
  *  endpoint.c  the core endpoint, AV, CQ, receive buffers, address blob, peers
  *  send.c      messages through registered bounce buffers (send, claim/commit)
  *  rma.c       writes and reads: key resolution, chunking to the core's limits, completions
+ *  ring.c      the receive ring: messages written into the receiver's registered slots
  *  progress.c  the CQ: receives, control messages, completions and errors
  *  liveness.c  probes of peers that work waits on; a peer gone fails its operations
  *  name.c      service names: bind at and resolve to the core's address of (node, service)
+ *  conn.c      a core with FI_EP_MSG only: listening, connecting, accepting, the race, shutdown
  *  wire_ofi.c  the ddtx_wire_impl table
  *
  * Pure helpers (blob, caps, chunking, key encoding) are in blob.h and ofi_pure.h.
@@ -41,12 +43,18 @@
 #define DDTX_OFI_TX_BUFS 128              /* send bounce buffers per endpoint */
 #define DDTX_OFI_KEY_BUCKETS 4096
 #define DDTX_OFI_CQ_BATCH 16
+#define DDTX_OFI_EQ_EVERY 16              /* FI_EP_MSG: EQ reads, 1 per this many progress calls */
 /* Bounce buffers one peer's unfinished sends may hold: a peer whose host vanished keeps its
  * sends unfinished (the core gives them back only at close); the rest serve the other peers. */
 #define DDTX_OFI_TX_PER_PEER (DDTX_OFI_TX_BUFS / 2)
 /* Peers an endpoint accepts (inserted or learnt from messages): a large job's every rank fits;
  * a flood of forged sender addresses does not grow the table past it. */
 #define DDTX_OFI_MAX_PEERS (1u << 20)
+/* The receive ring an endpoint grants each peer that sends to it (ring.c): slots of the
+ * largest message a bounce buffer holds (64 KiB, where tcp;ofi_rxm sends at most 16 KiB),
+ * as many as fit in 1 MiB (16), at most 64. */
+#define DDTX_OFI_RING_SLOTS 64u
+#define DDTX_OFI_RING_BYTES (1u << 20)
 
 struct ddtx_ofi_domain {
 	struct ddtx_wire_domain base;
@@ -56,6 +64,7 @@ struct ddtx_ofi_domain {
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	uint32_t core_id;                 /* ddtx_ofi_core_id of the core */
+	bool ep_msg;                      /* FI_EP_MSG: a connection per peer (conn.c) */
 	bool mr_local;                    /* FI_MR_LOCAL: descriptors for local buffers */
 	bool mr_virt;                     /* FI_MR_VIRT_ADDR: remote addresses are virtual */
 	uint64_t rma_order;               /* the core's FI_ORDER_{RAR,RAW,WAR,WAW} */
@@ -65,6 +74,8 @@ struct ddtx_ofi_domain {
 	uint64_t next_core_key;           /* core keys of app keys (bit 63 clear) */
 	uint16_t next_tag;                /* internal keys' tag */
 	size_t live;
+	bool ring;                        /* the core has remote CQ data: receive rings (ring.c) */
+	uint64_t ring_msgs, ring_bytes;   /* messages written into peers' rings (atomic adds) */
 };
 
 struct ddtx_ofi_mr {
@@ -88,6 +99,8 @@ struct ddtx_ofi_buf {
 	size_t len;                       /* bytes to send (header included) */
 	bool inflight;                    /* send: handed to the core (or deferred), not done */
 	uint64_t seq;                     /* send: its number among the peer's messages */
+	bool ring;                        /* send: written into the peer's receive ring */
+	uint64_t ring_seq;                /* ... as its ring message number ring_seq */
 	uint8_t *data;                    /* DDTX_OFI_BUF_SIZE bytes in the endpoint's slab */
 };
 
@@ -103,6 +116,39 @@ struct ddtx_ofi_peer {
 	uint64_t probe_ns;                /* when we probed it, unanswered since; 0: none */
 	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
+	struct ddtx_ofi_conn *conn;       /* FI_EP_MSG: the connection to it, NULL: none yet */
+	uint32_t refusals;                /* FI_EP_MSG: our requests it refused */
+	struct ddtx_ofi_ring_tx *ring_tx; /* its receive ring for our messages, once granted */
+	struct ddtx_ofi_ring_rx *ring_rx; /* the ring we granted it */
+	bool ring_offered;                /* tried once: a failed grant is not retried */
+};
+
+/* A connection to a peer (conn.c, FI_EP_MSG); the core endpoint's context. */
+struct ddtx_ofi_conn {
+	struct ddtx_list_entry entry;     /* ep->conns, until the endpoint closes */
+	struct fid_ep *ep;
+	ddtx_peer_t peer;
+	enum ddtx_ofi_conn_state state;
+};
+
+/* A peer's receive ring as its sender sees it: where the next message goes, credits. */
+struct ddtx_ofi_ring_tx {
+	struct ddtx_ofi_ring_grant grant;
+	uint64_t posted;                  /* ring messages posted (or deferred) so far */
+	uint64_t acked;                   /* ... delivered by the peer, as its credits say */
+	uint32_t claims;                  /* buffers claimed for the ring, not committed yet */
+};
+
+/* The ring we granted a peer: registered slots, and what the peer wrote into them. */
+struct ddtx_ofi_ring_rx {
+	struct ddtx_wire_mr *mr;
+	uint8_t *mem;
+	uint32_t slots, slot_size;
+	bool started;                     /* RING_START seen: its earlier messages delivered */
+	bool draining;                    /* delivering (on_recv may progress again) */
+	uint64_t next;                    /* sequence number to deliver next */
+	uint64_t credited;                /* delivered count last sent as a credit */
+	uint32_t *held;                   /* per slot: length written and not delivered, or 0 */
 };
 
 /* A remote app key's translation as learnt from KEY_REP. */
@@ -155,9 +201,13 @@ struct ddtx_ofi_ep {
 	struct ddtx_ofi_domain *dom;
 	struct ddtx_wire_handlers handlers;
 	void *handler_arg;
-	struct fid_ep *ep;
-	struct fid_av *av;
-	struct fid_cq *cq;
+	struct fid_ep *ep;                /* RDM: the endpoint; MSG: the shared receive context */
+	struct fid_av *av;                /* RDM only */
+	struct fid_cq *cq;                /* every completion (MSG: of all connections) */
+	struct fid_eq *eq;                /* MSG: connection events */
+	struct fid_pep *pep;              /* MSG: where peers connect (its address is the blob's) */
+	struct ddtx_list conns;           /* MSG: every connection opened */
+	uint32_t eq_polls;                /* MSG: progress calls (the EQ is read 1 in EQ_EVERY) */
 	uint64_t uid;
 	uint8_t blob[DDTX_OFI_BLOB_LEN];
 	/* bounce buffers: one slab, one registration */
@@ -201,12 +251,13 @@ extern const struct ddtx_wire_impl ddtx_ofi_wire_impl;
 
 /* domain.c */
 /* The hints every core fi_getinfo of the wire uses (caps, ordering, mr_mode, the core's name). */
-struct fi_info *ddtx_ofi_core_hints(const char *prov_name);
-int ddtx_ofi_core_getinfo(const char *prov_name, struct fi_info **out);
+struct fi_info *ddtx_ofi_core_hints(const char *prov_name, bool ep_msg);
+int ddtx_ofi_core_getinfo(const char *prov_name, bool ep_msg, struct fi_info **out);
 bool ddtx_ofi_available(void);
 int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out);
 void ddtx_ofi_domain_close(struct ddtx_wire_domain *dom);
 const struct ddtx_wire_caps *ddtx_ofi_domain_caps(struct ddtx_wire_domain *dom);
+void ddtx_ofi_domain_stats(struct ddtx_wire_domain *dom, struct ddtx_wire_stats *stats);
 int ddtx_ofi_addr_check(struct ddtx_wire_domain *dom, const void *addr, size_t len);
 
 /* mr.c */
@@ -219,6 +270,9 @@ int ddtx_ofi_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, 
 void ddtx_ofi_key_lookup(struct ddtx_ofi_domain *dom, uint64_t key, struct ddtx_ofi_key_rep *rep);
 int ddtx_ofi_local_reg(struct ddtx_ofi_domain *dom, void *addr, size_t len, bool write,
 		       struct fid_mr **out);
+/* The same with the core access bits given (the bounce buffers: sends, receives, writes). */
+int ddtx_ofi_local_reg_access(struct ddtx_ofi_domain *dom, void *addr, size_t len,
+			      uint64_t access, struct fid_mr **out);
 
 /* endpoint.c */
 int ddtx_ofi_ep_open(struct ddtx_wire_domain *dom, const struct ddtx_wire_handlers *handlers,
@@ -235,6 +289,29 @@ int ddtx_ofi_post_recv(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
 
 /* Close and open again the core endpoint at src (bind, name.c): only before any peer. */
 int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+/* A copy of the core's fi_info with src_addr and dest_addr replaced (NULL: none). */
+struct fi_info *ddtx_ofi_info_addrs(struct ddtx_ofi_domain *dom, const void *src, size_t srclen,
+				    const void *dest, size_t destlen);
+/* The endpoint's CQ (every completion of its core endpoint or connections). */
+int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep);
+/* The blob of the core address name[len] (bound: a uid computed from it, name.c). */
+int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bound);
+
+/* conn.c (FI_EP_MSG) */
+/* EQ, passive endpoint listening at src (NULL: the core's default), shared receive context and
+ * CQ; ep->ep is the receive context, so receives are posted as on an RDM endpoint. */
+int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+void ddtx_ofi_conn_close(struct ddtx_ofi_ep *ep);
+/*
+ * The core endpoint that reaches peer: the RDM endpoint, or the peer's connection (a request is
+ * sent on first use).  -FI_EAGAIN while the connection is being set up, -FI_EIO when the peer
+ * cannot be reached.
+ */
+int ddtx_ofi_conn_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, struct fid_ep **out);
+/* The peer's connection is being set up: its messages wait, the others' do not. */
+bool ddtx_ofi_conn_waiting(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+/* Connection events: requests, established, refused, shut down.  How many were handled. */
+int ddtx_ofi_conn_progress(struct ddtx_ofi_ep *ep);
 
 /* name.c */
 int ddtx_ofi_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
@@ -286,6 +363,23 @@ struct ddtx_ofi_ctrl {
 	size_t len;
 	uint8_t payload[DDTX_OFI_KEY_REP_LEN];
 };
+
+/* ring.c */
+/* The sender's side: may a message to p take a ring slot now (0, -FI_EAGAIN: no credit)? */
+int ddtx_ofi_ring_admit(const struct ddtx_ofi_peer *p);
+/* Post b as a ring write (fi_writemsg with remote CQ data) or a send (b->ring false). */
+int ddtx_ofi_ring_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
+/* The receiver's side: a message from a peer that has no ring yet (grant one if we can). */
+void ddtx_ofi_ring_offer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+/* A ring control message (GRANT, START, CREDIT) from peer: messages it let us deliver, or
+ * -FI_EINVAL (malformed or unexpected: dropped). */
+int ddtx_ofi_ring_ctrl_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
+			  const uint8_t *payload, size_t len);
+/* A remote write's completion with CQ data: a ring message; returns messages delivered. */
+int ddtx_ofi_ring_write_in(struct ddtx_ofi_ep *ep, uint64_t data);
+void ddtx_ofi_ring_fini(struct ddtx_ofi_ep *ep);
+/* One message from peer for on_recv, after its header (shared with progress.c). */
+int ddtx_ofi_deliver(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, const uint8_t *data, size_t len);
 
 /* progress.c */
 int ddtx_ofi_ep_progress(struct ddtx_wire_ep *ep);

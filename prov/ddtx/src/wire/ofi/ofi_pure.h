@@ -33,6 +33,9 @@
 
 /* Caps from a core's fi_info; params->max_sge caps max_sge.  NULL when info is unusable. */
 const char *ddtx_ofi_unusable(const struct fi_info *core);
+/* The same for an endpoint type: FI_EP_RDM, or FI_EP_MSG (conn.c; needs a shared receive
+ * context).  ddtx_ofi_unusable(core) is ddtx_ofi_unusable_as(core, FI_EP_RDM). */
+const char *ddtx_ofi_unusable_as(const struct fi_info *core, enum fi_ep_type want);
 void ddtx_ofi_caps_from_info(const struct fi_info *core, const struct ddtx_wire_params *params,
 			     struct ddtx_wire_caps *caps);
 
@@ -80,6 +83,9 @@ enum {
 	DDTX_OFI_MSG_KEY_REP = 3,  /* the answer */
 	DDTX_OFI_MSG_PROBE = 4,    /* are you there?  (no payload; liveness.c) */
 	DDTX_OFI_MSG_ANSWER = 5,   /* yes (no payload) */
+	DDTX_OFI_MSG_RING_GRANT = 6, /* write your messages into this receive ring (ring.c) */
+	DDTX_OFI_MSG_RING_START = 7, /* my last message sent, not written: the ring follows it */
+	DDTX_OFI_MSG_RING_CREDIT = 8, /* ring messages delivered so far (their slots are free) */
 };
 #define DDTX_OFI_F_ADDR 1u        /* the sender's blob follows the header */
 
@@ -111,5 +117,78 @@ int ddtx_ofi_key_rep_unpack(const void *in, size_t len, struct ddtx_ofi_key_rep 
  */
 int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uint64_t len,
 			   uint32_t access, uint64_t *core_addr);
+
+/*
+ * Connections (conn.c, a core with FI_EP_MSG): one per pair of endpoints, opened by the first to
+ * send, its request carrying the requester's blob (connreq_parse: exactly one blob of our core,
+ * uid not 0).  A request that finds our own request to that peer on its way is the simultaneous
+ * connect: the request of the larger uid wins on both sides, so exactly one connection is left.
+ */
+enum ddtx_ofi_conn_state {
+	DDTX_OFI_CONN_NONE,        /* no connection to the peer */
+	DDTX_OFI_CONN_CONNECTING,  /* we asked (fi_connect), no answer yet */
+	DDTX_OFI_CONN_ACCEPTING,   /* it asked, we accepted, not yet up */
+	DDTX_OFI_CONN_UP,          /* connected: sends and writes go through it */
+	DDTX_OFI_CONN_LOSER,       /* our request that lost the race: closed when answered */
+	DDTX_OFI_CONN_DOWN,        /* shut down or failed */
+};
+enum ddtx_ofi_connreq_verdict {
+	DDTX_OFI_CONNREQ_ACCEPT,          /* the peer's connection */
+	DDTX_OFI_CONNREQ_ACCEPT_REPLACE,  /* the peer's, and ours on its way is given up */
+	DDTX_OFI_CONNREQ_ACCEPT_EXTRA,    /* our own request to ourselves: accepted beside it */
+	DDTX_OFI_CONNREQ_REJECT,          /* ours wins, or we have one, or the peer is dead */
+};
+/* What to do with a request from their_uid while our connection to it is in state ours. */
+enum ddtx_ofi_connreq_verdict ddtx_ofi_connreq_decide(uint64_t our_uid, uint64_t their_uid,
+						      enum ddtx_ofi_conn_state ours, bool peer_dead);
+/* Our request was refused for the refusals-th time: ask again (true) or take the peer as gone. */
+#define DDTX_OFI_CONN_RETRIES 8
+bool ddtx_ofi_refusal_retry(uint64_t our_uid, uint64_t their_uid, uint32_t refusals);
+/* A connection request's data: 0 and the requester's blob, or -FI_EINVAL. */
+int ddtx_ofi_connreq_parse(const void *data, size_t len, uint32_t core_id,
+			   struct ddtx_ofi_blob *b);
+
+/*
+ * The receive ring (ring.c): a receiver's registered slots, one ring per sender, into which
+ * the sender writes its messages (fi_writemsg with FI_REMOTE_CQ_DATA) instead of sending them.
+ * RING_GRANT describes it: the internal key over the ring (offset addressing, slot i at
+ * i * slot_size), the ring's number at the receiver (which the CQ data names, since a remote
+ * write's completion has no source address), the slot count (a power of two) and size.
+ */
+#define DDTX_OFI_RING_SLOTS_MAX 1024u
+/* The largest ring message: a bounce buffer's bytes without the blob (header + payload). */
+#define DDTX_OFI_RING_SLOT_MAX (DDTX_OFI_BUF_SIZE - DDTX_OFI_BLOB_LEN)
+#define DDTX_OFI_RING_ID_MAX (1u << 24)  /* ring numbers the CQ data can name */
+struct ddtx_ofi_ring_grant {
+	uint64_t key;
+	uint32_t ring_id;
+	uint32_t slots;
+	uint32_t slot_size;
+};
+#define DDTX_OFI_RING_GRANT_LEN 24
+#define DDTX_OFI_RING_CREDIT_LEN 8
+void ddtx_ofi_ring_grant_pack(const struct ddtx_ofi_ring_grant *g, void *out);
+/*
+ * A peer's grant, checked: an internal key, ring_id below DDTX_OFI_RING_ID_MAX, slots a power
+ * of two in 1..DDTX_OFI_RING_SLOTS_MAX, slot_size from a header to DDTX_OFI_RING_SLOT_MAX.
+ */
+int ddtx_ofi_ring_grant_unpack(const void *in, size_t len, struct ddtx_ofi_ring_grant *g);
+void ddtx_ofi_ring_credit_pack(uint64_t delivered, void *out);
+int ddtx_ofi_ring_credit_unpack(const void *in, size_t len, uint64_t *delivered);
+
+/* The remote CQ data of a ring write: ring number (24 bits), sequence number modulo 2^16, and
+ * the message's length (24 bits). */
+uint64_t ddtx_ofi_ring_data(uint32_t ring_id, uint64_t seq, size_t len);
+void ddtx_ofi_ring_data_split(uint64_t data, uint32_t *ring_id, uint16_t *seq16, size_t *len);
+/*
+ * At the receiver: the sequence number of a write whose CQ data says seq16 and len, given the
+ * next sequence number to deliver (next) and the ring's geometry.  Only slots the sender may
+ * hold are accepted: [next, next + slots).  -FI_EINVAL for a length outside [header,
+ * slot_size] or a sequence number outside that window.
+ */
+int ddtx_ofi_ring_accept(uint64_t next, uint32_t slots, uint32_t slot_size, uint16_t seq16,
+			 size_t len, uint64_t *seq);
+/* At the sender: is a credit of `delivered` possible (acked < delivered <= posted)? */
+bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered);
 
 #endif /* DDTX_WIRE_OFI_PURE_H */

@@ -53,6 +53,13 @@ static void ctrl_flush(struct ddtx_ofi_ep *ep)
 	}
 }
 
+int ddtx_ofi_deliver(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, const uint8_t *data, size_t len)
+{
+	if (ep->handlers.on_recv)
+		ep->handlers.on_recv(ep->handler_arg, peer, data, len);
+	return 1;
+}
+
 /* One received message; 1 if it was delivered to on_recv. */
 static int handle_msg(struct ddtx_ofi_ep *ep, const uint8_t *data, size_t len)
 {
@@ -81,9 +88,18 @@ static int handle_msg(struct ddtx_ofi_ep *ep, const uint8_t *data, size_t len)
 	len -= off;
 	switch (h.type) {
 	case DDTX_OFI_MSG_DATA:
-		if (ep->handlers.on_recv)
-			ep->handlers.on_recv(ep->handler_arg, peer, data, len);
-		return 1;
+		if (!ep->peers[peer]->ring_offered)
+			ddtx_ofi_ring_offer(ep, peer);
+		return ddtx_ofi_deliver(ep, peer, data, len);
+	case DDTX_OFI_MSG_RING_GRANT:
+	case DDTX_OFI_MSG_RING_START:
+	case DDTX_OFI_MSG_RING_CREDIT: {
+		int n = ddtx_ofi_ring_ctrl_in(ep, peer, h.type, data, len);
+
+		if (n < 0)
+			goto bad;
+		return n;
+	}
 	case DDTX_OFI_MSG_KEY_REQ: {
 		struct ddtx_ofi_key_rep rep;
 		uint8_t out[DDTX_OFI_KEY_REP_LEN];
@@ -173,7 +189,9 @@ static int complete(struct ddtx_ofi_ep *ep, void *ctx, size_t len, int status)
 			else if (b->status != -FI_ECANCELED)
 				DDTX_WARN(FI_LOG_EP_DATA, "ofi: receive failed: %s\n",
 					  fi_strerror(-b->status));
-			if (b->status != -FI_ECANCELED)
+			/* canceled: at close on RDM; on FI_EP_MSG also a connection's message cut
+			 * short when it went down, and the shared buffer serves the others */
+			if (b->status != -FI_ECANCELED || ep->dom->ep_msg)
 				repost(ep, b);
 		}
 		break;
@@ -203,18 +221,26 @@ static int complete(struct ddtx_ofi_ep *ep, void *ctx, size_t len, int status)
 int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 {
 	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
-	struct fi_cq_msg_entry cqe[DDTX_OFI_CQ_BATCH];
+	struct fi_cq_data_entry cqe[DDTX_OFI_CQ_BATCH];
 	int n = 0;
 
 	if (!ep)
 		return 0;
+	n += ddtx_ofi_conn_progress(ep);
 	n += ddtx_ofi_rma_report(ep);
 	for (;;) {
 		ssize_t got = fi_cq_read(ep->cq, cqe, DDTX_OFI_CQ_BATCH);
 
 		if (got > 0) {
-			for (ssize_t i = 0; i < got; i++)
-				n += complete(ep, cqe[i].op_context, cqe[i].len, 0);
+			for (ssize_t i = 0; i < got; i++) {
+				/* a peer's write into our ring: no context of ours (NULL on
+				 * tcp;ofi_rxm, the peer's message id on shm: not looked at) */
+				if ((cqe[i].flags & (FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA)) ==
+				    (FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA))
+					n += ddtx_ofi_ring_write_in(ep, cqe[i].data);
+				else
+					n += complete(ep, cqe[i].op_context, cqe[i].len, 0);
+			}
 			continue;
 		}
 		if (got == -FI_EAVAIL) {
@@ -222,6 +248,12 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 
 			if (fi_cq_readerr(ep->cq, &err, 0) != 1)
 				break;
+			if (err.flags & FI_REMOTE_WRITE) {
+				/* a peer's failed write into our ring: its context is not ours */
+				DDTX_WARN(FI_LOG_EP_DATA, "ofi: a ring write failed here: %s\n",
+					  fi_strerror(err.err ? err.err : FI_EIO));
+				continue;
+			}
 			n += complete(ep, err.op_context, err.len, -(int)(err.err ? err.err : FI_EIO));
 			continue;
 		}

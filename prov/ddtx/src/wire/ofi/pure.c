@@ -8,6 +8,11 @@
 
 const char *ddtx_ofi_unusable(const struct fi_info *core)
 {
+	return ddtx_ofi_unusable_as(core, FI_EP_RDM);
+}
+
+const char *ddtx_ofi_unusable_as(const struct fi_info *core, enum fi_ep_type want)
+{
 	if (!core || !core->ep_attr || !core->tx_attr || !core->rx_attr || !core->domain_attr ||
 	    !core->fabric_attr)
 		return "incomplete fi_info";
@@ -17,10 +22,16 @@ const char *ddtx_ofi_unusable(const struct fi_info *core)
 		return "lacks FI_RMA (the zero-copy schemes' writes and reads)";
 	if ((core->caps & DDTX_OFI_CORE_CAPS) != DDTX_OFI_CORE_CAPS)
 		return "lacks FI_READ, FI_WRITE or their remote side (FI_REMOTE_READ/WRITE)";
-	if (core->ep_attr->type != FI_EP_RDM)
-		return core->ep_attr->type == FI_EP_MSG ?
-		       "FI_EP_MSG only (ddtx has no connection set-up of its own for it)" :
-		       "not FI_EP_RDM (reliable datagrams)";
+	if (core->ep_attr->type != want) {
+		if (core->ep_attr->type == FI_EP_MSG)
+			return "FI_EP_MSG (connections): used with FI_DDTX_OFI_EP_TYPE=msg";
+		if (core->ep_attr->type == FI_EP_RDM)
+			return "FI_EP_RDM: used with FI_DDTX_OFI_EP_TYPE=rdm (the default)";
+		return "neither FI_EP_RDM nor FI_EP_MSG";
+	}
+	/* conn.c posts receive buffers once for all connections, into a shared receive context */
+	if (want == FI_EP_MSG && !core->domain_attr->max_ep_srx_ctx)
+		return "FI_EP_MSG without a shared receive context (fi_srx_context)";
 	if (core->domain_attr->mr_mode & ~(uint64_t)(DDTX_OFI_MR_MODE | FI_MR_BASIC | FI_MR_SCALABLE))
 		return "requires mr_mode bits the ofi wire does not honour (FI_MR_PROV_KEY, "
 		       "FI_MR_ENDPOINT, FI_MR_RAW, FI_MR_HMEM...)";
@@ -150,7 +161,7 @@ int ddtx_ofi_hdr_unpack(const void *in, size_t len, struct ddtx_ofi_hdr *h)
 {
 	const uint8_t *p = in;
 
-	if (len < DDTX_OFI_HDR_LEN || p[0] < DDTX_OFI_MSG_DATA || p[0] > DDTX_OFI_MSG_KEY_REP ||
+	if (len < DDTX_OFI_HDR_LEN || p[0] < DDTX_OFI_MSG_DATA || p[0] > DDTX_OFI_MSG_RING_CREDIT ||
 	    (p[1] & ~DDTX_OFI_F_ADDR))
 		return -FI_EINVAL;
 	for (int i = 2; i < 8; i++)
@@ -211,4 +222,108 @@ int ddtx_ofi_key_translate(const struct ddtx_ofi_key_rep *r, uint64_t raddr, uin
 		return -FI_EACCES;
 	*core_addr = r->core_base + (raddr - r->iova);
 	return 0;
+}
+
+enum ddtx_ofi_connreq_verdict ddtx_ofi_connreq_decide(uint64_t our_uid, uint64_t their_uid,
+						      enum ddtx_ofi_conn_state ours, bool peer_dead)
+{
+	if (their_uid == our_uid)
+		return DDTX_OFI_CONNREQ_ACCEPT_EXTRA;      /* ourselves: both ends are ours */
+	if (peer_dead)
+		return DDTX_OFI_CONNREQ_REJECT;
+	switch (ours) {
+	case DDTX_OFI_CONN_NONE:
+		return DDTX_OFI_CONNREQ_ACCEPT;
+	case DDTX_OFI_CONN_CONNECTING:
+		/* both sides asked at once: the request of the larger uid wins on both sides */
+		return their_uid > our_uid ? DDTX_OFI_CONNREQ_ACCEPT_REPLACE : DDTX_OFI_CONNREQ_REJECT;
+	default:
+		return DDTX_OFI_CONNREQ_REJECT;            /* a second connection: not needed */
+	}
+}
+
+bool ddtx_ofi_refusal_retry(uint64_t our_uid, uint64_t their_uid, uint32_t refusals)
+{
+	/* A peer of a larger uid refuses our request only while its own is on its way to us
+	 * (connreq_decide); a smaller one never does, unless it has given us up. */
+	return their_uid > our_uid && refusals < DDTX_OFI_CONN_RETRIES;
+}
+
+int ddtx_ofi_connreq_parse(const void *data, size_t len, uint32_t core_id,
+			   struct ddtx_ofi_blob *b)
+{
+	if (len != DDTX_OFI_BLOB_LEN || ddtx_ofi_blob_unpack(data, len, core_id, b) || !b->uid)
+		return -FI_EINVAL;
+	return 0;
+}
+
+void ddtx_ofi_ring_grant_pack(const struct ddtx_ofi_ring_grant *g, void *out)
+{
+	uint8_t *p = out;
+
+	put64(p, g->key);
+	put64(p + 8, (uint64_t)g->ring_id | (uint64_t)g->slots << 32);
+	put64(p + 16, g->slot_size);
+}
+
+int ddtx_ofi_ring_grant_unpack(const void *in, size_t len, struct ddtx_ofi_ring_grant *g)
+{
+	const uint8_t *p = in;
+	uint64_t w, size;
+
+	if (len != DDTX_OFI_RING_GRANT_LEN)
+		return -FI_EINVAL;
+	g->key = get64(p);
+	w = get64(p + 8);
+	size = get64(p + 16);
+	g->ring_id = (uint32_t)w;
+	g->slots = (uint32_t)(w >> 32);
+	if (!(g->key & DDTX_OFI_IKEY_BIT) || g->ring_id >= DDTX_OFI_RING_ID_MAX || !g->slots ||
+	    g->slots > DDTX_OFI_RING_SLOTS_MAX || (g->slots & (g->slots - 1)) ||
+	    size <= DDTX_OFI_HDR_LEN || size > DDTX_OFI_RING_SLOT_MAX)
+		return -FI_EINVAL;
+	g->slot_size = (uint32_t)size;
+	return 0;
+}
+
+void ddtx_ofi_ring_credit_pack(uint64_t delivered, void *out)
+{
+	put64(out, delivered);
+}
+
+int ddtx_ofi_ring_credit_unpack(const void *in, size_t len, uint64_t *delivered)
+{
+	if (len != DDTX_OFI_RING_CREDIT_LEN)
+		return -FI_EINVAL;
+	*delivered = get64(in);
+	return 0;
+}
+
+uint64_t ddtx_ofi_ring_data(uint32_t ring_id, uint64_t seq, size_t len)
+{
+	return (uint64_t)(ring_id & (DDTX_OFI_RING_ID_MAX - 1)) << 40 |
+	       (seq & 0xffff) << 24 | (len & 0xffffff);
+}
+
+void ddtx_ofi_ring_data_split(uint64_t data, uint32_t *ring_id, uint16_t *seq16, size_t *len)
+{
+	*ring_id = (uint32_t)(data >> 40);
+	*seq16 = (uint16_t)(data >> 24);
+	*len = (size_t)(data & 0xffffff);
+}
+
+int ddtx_ofi_ring_accept(uint64_t next, uint32_t slots, uint32_t slot_size, uint16_t seq16,
+			 size_t len, uint64_t *seq)
+{
+	uint16_t ahead = (uint16_t)(seq16 - (uint16_t)next);
+
+	if (len < DDTX_OFI_HDR_LEN || len > slot_size || ahead >= slots)
+		return -FI_EINVAL;
+	*seq = next + ahead;
+	return 0;
+}
+
+bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered)
+{
+	return delivered > acked && delivered <= posted;
 }

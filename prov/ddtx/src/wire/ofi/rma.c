@@ -137,7 +137,8 @@ static int op_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 			.context = &wr->ctx,
 		};
 		size_t idx = c->first, off = c->first_off, left = c->bytes;
-		ssize_t ret;
+		struct fid_ep *tx;
+		ssize_t ret = ddtx_ofi_conn_get(ep, op->peer, &tx);
 
 		for (size_t i = 0; i < c->n; idx++, off = 0) {
 			size_t take = DDTX_MIN(op->local[idx].iov_len - off, left);
@@ -161,8 +162,9 @@ static int op_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_op *op)
 		msg.desc = ep->dom->mr_local ? desc : NULL;
 		wr->op = op;
 		wr->kind = DDTX_OFI_WR;
-		ret = op->write ? fi_writemsg(ep->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
-				: fi_readmsg(ep->ep, &msg, FI_COMPLETION);
+		if (!ret)
+			ret = op->write ? fi_writemsg(tx, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)
+					: fi_readmsg(tx, &msg, FI_COMPLETION);
 		if (ret == -FI_EAGAIN)
 			return -FI_EAGAIN;
 		if (ret) {

@@ -14,8 +14,11 @@
 struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep)
 {
 	struct ddtx_list_entry *e = ddtx_list_pop_front(&ep->tx_free);
+	struct ddtx_ofi_buf *b = e ? ddtx_container_of(e, struct ddtx_ofi_buf, entry) : NULL;
 
-	return e ? ddtx_container_of(e, struct ddtx_ofi_buf, entry) : NULL;
+	if (b)
+		b->ring = false; /* sent, unless a data message's route says otherwise */
+	return b;
 }
 
 void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
@@ -30,12 +33,15 @@ void ddtx_ofi_tx_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 	ddtx_ofi_tx_put(ep, b);
 }
 
-/* A data message to p may take a buffer: p is alive and within its share of the pool. */
+/* A data message to p may take a buffer: p is alive and within its share of the pool, and
+ * holds a credit of its receive ring if it granted one. */
 static int tx_admit(const struct ddtx_ofi_peer *p)
 {
 	if (p->dead)
 		return -FI_EIO;
-	return p->tx_inflight < DDTX_OFI_TX_PER_PEER ? 0 : -FI_EAGAIN;
+	if (p->tx_inflight >= DDTX_OFI_TX_PER_PEER)
+		return -FI_EAGAIN;
+	return p->ring_tx ? ddtx_ofi_ring_admit(p) : 0;
 }
 
 uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddtx_peer_t peer,
@@ -58,14 +64,18 @@ uint8_t *ddtx_ofi_tx_prepare(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, ddt
 
 static int post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 {
+	if (b->ring)
+		return ddtx_ofi_ring_post(ep, b);
 	struct iovec iov = { b->data + b->start, b->len };
 	void *desc = ep->slab_desc;
 	struct fi_msg msg = {
 		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
 		.addr = ep->peers[b->peer]->fi_addr, .context = &b->ctx,
 	};
+	struct fid_ep *tx;
+	int ret = ddtx_ofi_conn_get(ep, b->peer, &tx);
 
-	return (int)fi_sendmsg(ep->ep, &msg, 0);
+	return ret ? ret : (int)fi_sendmsg(tx, &msg, 0);
 }
 
 int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
@@ -75,6 +85,8 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 	(void)defer;
 	b->inflight = true;
 	b->seq = ++ep->peers[b->peer]->tx_seq;
+	if (b->ring)
+		b->ring_seq = ep->peers[b->peer]->ring_tx->posted++;
 	ep->peers[b->peer]->tx_inflight++;
 	if (ddtx_list_empty(&ep->tx_deferred))
 		ret = post(ep, b);
@@ -93,11 +105,19 @@ int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
 
 void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep)
 {
-	while (!ddtx_list_empty(&ep->tx_deferred)) {
-		struct ddtx_list_entry *e = ddtx_list_first(&ep->tx_deferred);
+	struct ddtx_list_entry *e, *tmp;
+
+	ddtx_list_foreach_safe(&ep->tx_deferred, e, tmp)
+	{
 		struct ddtx_ofi_buf *b = ddtx_container_of(e, struct ddtx_ofi_buf, entry);
+		int ret;
+
+		/* A connection being set up (FI_EP_MSG) holds back its own peer's messages (all of
+		 * them: their order is kept), not the others'. */
+		if (!ep->peers[b->peer]->dead && ddtx_ofi_conn_waiting(ep, b->peer))
+			continue;
 		/* not to a peer that is gone: the core would hold the buffer */
-		int ret = ep->peers[b->peer]->dead ? -FI_EIO : post(ep, b);
+		ret = ep->peers[b->peer]->dead ? -FI_EIO : post(ep, b);
 
 		if (ret == -FI_EAGAIN)
 			return;
@@ -134,6 +154,7 @@ int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, s
 	if (!b)
 		return -FI_EAGAIN;
 	dst = ddtx_ofi_tx_prepare(ep, b, peer, DDTX_OFI_MSG_DATA);
+	b->ring = p->ring_tx != NULL;
 	if (hdr_len)
 		memcpy(dst, hdr, hdr_len);
 	dst += hdr_len;
@@ -164,8 +185,16 @@ int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_l
 	if (!b)
 		return -FI_EAGAIN;
 	b->peer = peer;
+	/* No progress runs between claim and commit (wire.h): the route cannot change. */
+	b->ring = p->ring_tx != NULL;
+	if (b->ring)
+		p->ring_tx->claims++;
 	buf->data = b->data + DDTX_OFI_PAYLOAD_OFF;
-	buf->cap = ep->dom->caps.max_send_size;
+	/* A ring message may fill its slot (ring.c), within our bounce buffer whatever the grant
+	 * says. */
+	buf->cap = b->ring ? DDTX_MIN((size_t)p->ring_tx->grant.slot_size - DDTX_OFI_HDR_LEN,
+				      (size_t)DDTX_OFI_BUF_SIZE - DDTX_OFI_PAYLOAD_OFF)
+			   : ep->dom->caps.max_send_size;
 	buf->wire_priv = b;
 	buf->wire_pos = peer;
 	return 0;
@@ -178,6 +207,8 @@ void ddtx_ofi_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *b
 
 	/* The header is written now: its blob flag is the peer's state at commit time. */
 	ddtx_ofi_tx_prepare(ep, b, (ddtx_peer_t)buf->wire_pos, DDTX_OFI_MSG_DATA);
+	if (b->ring)
+		ep->peers[b->peer]->ring_tx->claims--;
 	b->len = DDTX_OFI_PAYLOAD_OFF - b->start + DDTX_MIN(len, buf->cap);
 	(void)ddtx_ofi_tx_post(ep, b, true);
 }

@@ -13,6 +13,7 @@ const struct ddtx_wire_impl ddtx_ofi_wire_impl = {
 	.domain_open = ddtx_ofi_domain_open,
 	.domain_close = ddtx_ofi_domain_close,
 	.domain_caps = ddtx_ofi_domain_caps,
+	.domain_stats = ddtx_ofi_domain_stats,
 	.addr_check = ddtx_ofi_addr_check,
 	.mr_reg = ddtx_ofi_mr_reg,
 	.mr_dereg = ddtx_ofi_mr_dereg,
