@@ -112,6 +112,9 @@ struct fi_ddtx_stats {
 	 * receiver's receive ring by RMA with remote CQ data instead of sent, which spares
 	 * tcp;ofi_rxm's copy of each message on both sides (fi_ddtx(7), "ofi wire"). */
 	uint64_t ofi_ring_msgs, ofi_ring_bytes;
+	/* Pull on the shm wire: rendezvous the receiver read from the sender's block, and those
+	 * of them it split (it read the first part while the sender wrote the rest). */
+	uint64_t pulls, pull_splits;
 };
 
 /*

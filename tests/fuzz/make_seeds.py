@@ -6,10 +6,10 @@ message; see fuzz_proto.c for the selector's bits.  Headers follow prov/ddtx/src
 import os
 import struct
 
-V = 6  # DDTX_PROTO_VERSION (the fuzzer sets it anyway, unless a selector has bit 6)
+V = 7  # DDTX_PROTO_VERSION (the fuzzer sets it anyway, unless a selector has bit 6)
 PACK, SGL, UMR = 1, 2, 3
 TAGGED, CQ_DATA, LAST, ACK_REQ, CACHED, WARM = 1, 2, 4, 8, 16, 32
-RMA_EVENT, READ, MORE, IPC, PULL, PULLED = 64, 128, 256, 512, 1024, 2048
+RMA_EVENT, READ, MORE, IPC, PULL, PULLED, SPLIT = 64, 128, 256, 512, 1024, 2048, 4096
 ATOMIC_WRITE, ATOMIC_FETCH, ATOMIC_COMPARE = 0, 1, 2   # engine/atomic_exec.h
 FI_MIN, FI_SUM, FI_BOR, FI_ATOMIC_READ, FI_CSWAP, FI_CSWAP_LE, FI_MSWAP = 0, 2, 6, 10, 12, 14, 18
 FI_INT8, FI_UINT64, FI_DOUBLE, FI_LONG_DOUBLE_COMPLEX, FI_UINT128 = 0, 7, 9, 13, 15
@@ -43,9 +43,9 @@ def cts(acc, off, scheme, flags=0, chunk=0, wset=0, descs=()):
     return m + b"".join(struct.pack("<QQ", k, n) for k, n in descs)
 
 
-def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0, pull_key=0):
-    return base(2, flags) + struct.pack("<QQQIIQQQQ", 0, 0, total, tx_id, scheme, nblocks, minb, avgb,
-                                        pull_key)
+def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0, pull_key=0, pull_addr=0):
+    return base(2, flags) + struct.pack("<QQQIIQQQQQ", 0, 0, total, tx_id, scheme, nblocks, minb,
+                                        avgb, pull_key, pull_addr)
 
 
 def eager(payload, tag=0, flags=0, tx_id=0):
@@ -74,6 +74,12 @@ seeds = {
     # and it asks for writes), and a PULLED CTS for a send that offered no pull
     "rts_pull": rec(1, rts(65536, SGL, 1, 65536, 65536, flags=PULL, pull_key=0xdead0003)),
     "cts_pulled": rec(live(3), cts(65536, 0, SGL, LAST | PULLED)),
+    # split pull (protocol 7): a SPLIT CTS for the tail, then the PULLED for the head; an RTS
+    # whose pull address wraps
+    "cts_split": rec(live(3), cts(65536, 40960, SGL, LAST | SPLIT, descs=[(0x7a, 24576)]))
+    + rec(live(3), cts(65536, 0, SGL, LAST | PULLED)),
+    "rts_pull_wraps": rec(1, rts(65536, SGL, 1, 65536, 65536, flags=PULL, pull_key=0xdead0004,
+                                 pull_addr=2**64 - 4096)),
     "list_req": rec(live(8), base(8) + struct.pack("<II", 0, 0)),
     "rma_data": rec(live(6), base(6, CQ_DATA) + struct.pack("<QQQQQ", 42, 4096, 0, 0, 4096)),
     "eager": rec(0, eager(b"hello", 0)) + rec(0, eager(b"tagged", 7, TAGGED, 3)),

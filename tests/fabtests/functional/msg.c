@@ -561,6 +561,113 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- contiguous sends in flight from fresh buffers: pulled at once (issue 12) ----------- */
+
+/*
+ * PULL_WINDOW contiguous sends posted back to back, each from a buffer never used before, into
+ * receives posted the same way (fabtests' bandwidth test meets each new size so): every one is
+ * read by the receiver (SGL) from the first, without waiting for the registration thread
+ * (before, the first messages of every new buffer went by PACK: 64 of 210 at 1 MiB), and
+ * arrives intact; at this size (from FI_DDTX_PULL_SPLIT) each pull is split, the sender
+ * writing the tail while the receiver reads the head.  Then one message under the split size:
+ * the receive is reported by the very first fi_cq_read after its RTS is in the ring (the
+ * read's completion is delivered in the same progress call, not one application poll later).
+ * The barriers here do not progress the endpoints.
+ */
+#define PULL_WINDOW 16
+#define PULL_SIZE (256 * 1024 + 5)
+#define PULL_ONE_SIZE (48 * 1024 + 3)
+
+/* FI_DDTX_PULL_SPLIT as the provider reads it (default 96 KiB; 0: never split). */
+static size_t pull_split_size(void)
+{
+	const char *v = getenv("FI_DDTX_PULL_SPLIT");
+	return v ? (size_t)strtoull(v, NULL, 0) : 98304;
+}
+
+static int t_pull_window(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	uint8_t *buf[PULL_WINDOW];
+	for (int i = 0; i < PULL_WINDOW; i++)
+		buf[i] = fx_alloc(PULL_SIZE + 64);
+	struct fi_ddtx_stats s0, s1;
+	struct fx_comp c[PULL_WINDOW];
+	fx_stats(&fx, &s0);
+	if (ctx->rank == 1) {
+		for (int i = 0; i < PULL_WINDOW; i++) {
+			memset(buf[i], 0xA5, PULL_SIZE + 64);
+			FX_OK(&fx, fi_recv(fx.ep, buf[i], PULL_SIZE, NULL, FI_ADDR_UNSPEC, buf[i]));
+		}
+	}
+	fx_pbarrier(ctx, NULL);
+	if (ctx->rank == 0) {
+		for (int i = 0; i < PULL_WINDOW; i++) {
+			fx_fill(buf[i], PULL_SIZE, 9100 + (uint64_t)i, 0);
+			FX_OK(&fx, fi_send(fx.ep, buf[i], PULL_SIZE, NULL, fx.peers[1], buf[i]));
+		}
+		fx_wait(&fx, PULL_WINDOW, c, 30000);
+	} else {
+		fx_wait(&fx, PULL_WINDOW, c, 30000);
+		for (int i = 0; i < PULL_WINDOW; i++) {
+			FT_CHECK(c[i].len == PULL_SIZE, "received %zu", c[i].len);
+			int k = 0;
+			while (k < PULL_WINDOW && buf[k] != c[i].op_context)
+				k++;
+			FT_CHECK(k < PULL_WINDOW, "completion with an unknown context");
+			FX_CHECK_PATTERN(buf[k], PULL_SIZE, 9100 + (uint64_t)k, 0, "message %d", k);
+			for (size_t j = PULL_SIZE; j < PULL_SIZE + 64; j++)
+				FT_CHECK(buf[k][j] == 0xA5, "message %d: byte %zu past the end written",
+					 k, j);
+		}
+		fx_stats(&fx, &s1);
+		unsigned long long pack = s1.ops[FI_DDTX_SCHEME_PACK] - s0.ops[FI_DDTX_SCHEME_PACK];
+		unsigned long long sgl = s1.ops[FI_DDTX_SCHEME_SGL] - s0.ops[FI_DDTX_SCHEME_SGL];
+		unsigned long long pulls = s1.pulls - s0.pulls, splits = s1.pull_splits - s0.pull_splits;
+		printf("  %d fresh buffers in flight: sgl %llu pack %llu; pulls %llu split %llu\n",
+		       PULL_WINDOW, sgl, pack, pulls, splits);
+		FT_CHECK(sgl == PULL_WINDOW && pack == 0, "%llu of %d by sgl, %llu by pack", sgl,
+			 PULL_WINDOW, pack);
+		size_t split = pull_split_size();
+		unsigned long long want = split && PULL_SIZE >= split ? PULL_WINDOW : 0;
+		FT_CHECK(pulls == PULL_WINDOW && splits == want, "%llu pulls, %llu split, expected "
+			 "%d and %llu", pulls, splits, PULL_WINDOW, want);
+	}
+
+	/* One receive, one fi_cq_read once the RTS is in the ring. */
+	fx_pbarrier(ctx, &fx);
+	if (ctx->rank == 1) {
+		memset(buf[0], 0xA5, PULL_ONE_SIZE);
+		FX_OK(&fx, fi_recv(fx.ep, buf[0], PULL_ONE_SIZE, NULL, FI_ADDR_UNSPEC, buf[0]));
+	}
+	fx_pbarrier(ctx, NULL);
+	if (ctx->rank == 0) {
+		fx_fill(buf[0], PULL_ONE_SIZE, 9200, 0);
+		FX_OK(&fx, fi_send(fx.ep, buf[0], PULL_ONE_SIZE, NULL, fx.peers[1], buf[0]));
+	}
+	fx_pbarrier(ctx, NULL); /* the sender's fi_send put its RTS in the receiver's ring */
+	if (ctx->rank == 0) {
+		fx_wait(&fx, 1, c, 30000);
+	} else {
+		int r = fx_read(&fx, c);
+		FT_CHECK(r == 1, "first fi_cq_read after the RTS returned %d (%s)", r,
+			 fi_strerror(-r));
+		FT_CHECK(c[0].op_context == buf[0] && c[0].len == PULL_ONE_SIZE, "completion of "
+			 "%zu bytes", c[0].len);
+		FX_CHECK_PATTERN(buf[0], PULL_ONE_SIZE, 9200, 0, "the last message");
+		fx_stats(&fx, &s1);
+		FT_CHECK(s1.last_scheme == FI_DDTX_SCHEME_SGL, "last message moved by %s",
+			 fx_scheme_name((int)s1.last_scheme));
+	}
+	fx_pbarrier(ctx, &fx);
+	for (int i = 0; i < PULL_WINDOW; i++)
+		free(buf[i]);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- FI_MULTI_RECV --------------------------------------------------------------------- */
 
 struct mr_case {
@@ -1368,6 +1475,7 @@ static const struct fx_test tests[] = {
 	{"delivery_complete", 2, 60, t_delivery, NULL},
 	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
 	{"contig_sizes", 2, 120, t_contig_sizes, NULL},
+	{"pull_window", 2, 60, t_pull_window, NULL},
 	{"msg_256m_pack", 2, 120, t_big, (void *)&big_pack},
 	{"msg_256m_sgl", 2, 120, t_big, (void *)&big_sgl},
 	{"msg_256m_umr", 2, 120, t_big, (void *)&big_umr},

@@ -59,12 +59,11 @@ static void victim_posts_recv(size_t len, void *ctx)
 	CHECK(ret == 0, "recv: %zd", ret);
 }
 
-/* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
-static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
+/* The victim sends iov[0, count) to the attacker (fi_addr 0); returns the RTS it sent. */
+static struct ddtx_hdr_rts victim_rndv_sendv(void *ctx, const struct iovec *iov, size_t count)
 {
-	struct iovec iov = {big, len};
 	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, ctx, 0, false);
+	ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, count, 0, 0, 0, ctx, 0, false);
 	pthread_mutex_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(&H.attacker);
@@ -75,6 +74,13 @@ static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
 	if (rts)
 		copy = *rts;
 	return copy;
+}
+
+/* The victim sends len bytes of big[] to the attacker (fi_addr 0); returns the RTS it sent. */
+static struct ddtx_hdr_rts victim_rndv_send(void *ctx, size_t len)
+{
+	struct iovec iov = {big, len};
+	return victim_rndv_sendv(ctx, &iov, 1);
 }
 
 /* A CTS with one descriptor (or none when ndesc is 0). */
@@ -290,12 +296,14 @@ static void t_pull(void)
 	ddtx_wire_mr_dereg(H.attacker.wd, whole);
 }
 
-/* A PULLED CTS for a send that offered no pull fails that send (it was not read). */
+/* A PULLED CTS for a send that offered no pull fails that send (it was not read).  Two blocks:
+ * only a one-block send offers a pull (a contiguous one does from its first send). */
 static void t_pulled_forged(void)
 {
 	int ctx, err = 0;
-	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, sizeof(big));
-	CHECK(!(rts.base.flags & DDTX_HDR_PULL), "a first send offered a pull (layout not ready)");
+	struct iovec two[2] = {{big, sizeof(big) / 4}, {big + sizeof(big) / 2, sizeof(big) / 4}};
+	struct ddtx_hdr_rts rts = victim_rndv_sendv(&ctx, two, 2);
+	CHECK(!(rts.base.flags & DDTX_HDR_PULL), "a send of two blocks offered a pull");
 	send_cts(rts.tx_id, rts.total_len, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0,
 		 0, 0, 0, 0);
 	progress_n(4);
@@ -303,7 +311,77 @@ static void t_pulled_forged(void)
 	      err);
 }
 
-/* An RTS whose layout summary describes no layout is dropped; the receive stays posted. */
+/*
+ * A split pull (the attacker plays the receiver): a SPLIT CTS asks the victim's send to write the
+ * tail, and the send completes only once the PULLED for the head comes too, not at its DONE;
+ * a second PULLED names no send any more.  SPLIT CTS that no receiver following the protocol
+ * sends (at offset 0, together with PULLED, to a send that offered no pull) fail that send.
+ */
+static void t_split(void)
+{
+	enum { LEN = sizeof(big), HEAD = LEN / 2 + 8192 };
+	static uint8_t dst[LEN];
+	for (size_t i = 0; i < LEN; i++)
+		big[i] = (uint8_t)(i * 13 + 1);
+	memset(dst, 0, LEN);
+	struct iovec tail_iov = {dst + HEAD, LEN - HEAD};
+	struct ddtx_wire_mr *tail = NULL;
+	CHECK(ddtx_wire_mr_reg(H.attacker.wd, &tail_iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
+			       DDTX_ACC_REMOTE_WRITE, &tail) == 0, "attacker mr_reg");
+	if (!tail)
+		return;
+	int ctx, err = -1;
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, LEN);
+	CHECK(rts.base.flags & DDTX_HDR_PULL, "a contiguous send offered no pull");
+	send_cts(rts.tx_id, LEN, HEAD, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_SPLIT, 0, 0, 1,
+		 tail->key, LEN - HEAD);
+	progress_n(4);
+	const struct ddtx_hdr_done *done = hostile_peer_last(&H.attacker, DDTX_MSG_DONE, NULL);
+	CHECK(done && done->offset == HEAD && done->status == 0, "no DONE for the tail");
+	CHECK(!memcmp(dst + HEAD, big + HEAD, LEN - HEAD) && dst[HEAD - 1] == 0,
+	      "the tail was not written exactly");
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "the send completed before the head was read");
+	send_cts(rts.tx_id, LEN, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0, 0, 0, 0,
+		 0);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0, "split send: %zu completions, "
+	      "error %d", hostile_count(&H, &ctx, NULL), err);
+	send_cts(rts.tx_id, LEN, 0, FI_DDTX_SCHEME_SGL, DDTX_HDR_LAST | DDTX_HDR_PULLED, 0, 0, 0, 0,
+		 0);
+	progress_n(4);
+	CHECK(hostile_count(&H, &ctx, NULL) == 1, "a second PULLED completed the send again");
+	printf("  split: tail written, completed at PULLED, a second PULLED dropped\n");
+	ddtx_wire_mr_dereg(H.attacker.wd, tail);
+
+	static const struct {
+		const char *what;
+		uint64_t offset;
+		uint16_t flags;
+		bool two_blocks;
+	} bad[] = {
+		{"offset 0", 0, DDTX_HDR_LAST | DDTX_HDR_SPLIT, false},
+		{"offset past the message", LEN, DDTX_HDR_LAST | DDTX_HDR_SPLIT, false},
+		{"with PULLED", HEAD, DDTX_HDR_LAST | DDTX_HDR_SPLIT | DDTX_HDR_PULLED, false},
+		{"no pull offered", HEAD, DDTX_HDR_LAST | DDTX_HDR_SPLIT, true},
+	};
+	int ctxs[sizeof(bad) / sizeof(bad[0])];
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		struct iovec two[2] = {{big, LEN / 4}, {big + LEN / 2, LEN / 4}};
+		struct iovec one = {big, LEN};
+		struct ddtx_hdr_rts r = bad[k].two_blocks ? victim_rndv_sendv(&ctxs[k], two, 2) :
+							    victim_rndv_sendv(&ctxs[k], &one, 1);
+		send_cts(r.tx_id, r.total_len, bad[k].offset, FI_DDTX_SCHEME_SGL, bad[k].flags, 0, 0,
+			 1, 0xdead0003, 4096);
+		progress_n(4);
+		err = 0;
+		CHECK(hostile_count(&H, &ctxs[k], &err) == 1 && err == FI_EIO,
+		      "SPLIT %s: send error %d, expected FI_EIO", bad[k].what, err);
+		printf("  SPLIT %s: the send failed (%s)\n", bad[k].what, fi_strerror(err));
+	}
+}
+
+/* An RTS whose layout summary describes no layout, or whose pull address wraps, is dropped;
+ * the receive stays posted. */
 static void t_rts_summary(void)
 {
 	static const uint64_t bad[][4] = {
@@ -329,6 +407,17 @@ static void t_rts_summary(void)
 		rts.avg_block = bad[i][3];
 		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
 	}
+	/* A pull whose address range wraps around. */
+	struct ddtx_hdr_rts wrap;
+	memset(&wrap, 0, sizeof(wrap));
+	hdr(&wrap.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
+	wrap.tx_id = 9;
+	wrap.scheme = FI_DDTX_SCHEME_SGL;
+	wrap.total_len = wrap.min_block = wrap.avg_block = 4096 * 8;
+	wrap.nblocks = 1;
+	wrap.pull_key = 1;
+	wrap.pull_addr = UINT64_MAX - 4096;
+	CHECK(hostile_send(&H, &H.attacker, &wrap, sizeof(wrap)) == 0, "attacker send");
 	progress_n(3);
 	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a malformed RTS matched the receive");
 	/* The receive is still there for a well-formed message. */
@@ -1129,6 +1218,7 @@ int main(int argc, char **argv)
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},
 		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
+		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},

@@ -24,6 +24,8 @@ struct ddtx_settings {
 	size_t threshold;                  /* FI_DDTX_THRESHOLD: 0 = learned; else auto picks zero
 					    * copy when the average block is at least this */
 	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
+	size_t pull_split;                 /* FI_DDTX_PULL_SPLIT: smallest pull shared with the
+					    * sender's writes (0: never) */
 	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */
 	size_t max_mkey_entries;           /* FI_DDTX_MAX_MKEY_ENTRIES (shm wire) */
 	size_t ring_slots;                 /* FI_DDTX_SHM_RING_SLOTS */

@@ -14,6 +14,7 @@ struct ddtx_settings ddtx_settings = {
 	.scheme = DDTX_SCHEME_SETTING_AUTO,
 	.threshold = 0,
 	.eager_size = 16384,
+	.pull_split = 98304,
 	.max_sge = 0,
 	.max_mkey_entries = 0,
 	.ring_slots = 256,
@@ -67,6 +68,9 @@ static void define_params(void)
 			"(default: 0, learned)");
 	fi_param_define(&ddtx_prov, "eager_size", FI_PARAM_SIZE_T,
 			"Largest message sent eagerly through the peer's ring (default: 16384)");
+	fi_param_define(&ddtx_prov, "pull_split", FI_PARAM_SIZE_T,
+			"shm wire: smallest contiguous message the receiver reads in part while the "
+			"sender writes the rest; 0: the receiver reads all (default: 98304)");
 	fi_param_define(&ddtx_prov, "max_sge", FI_PARAM_SIZE_T,
 			"Scatter-gather entries per work request; 0 = wire default (shm: 30)");
 	fi_param_define(&ddtx_prov, "max_mkey_entries", FI_PARAM_SIZE_T,
@@ -201,6 +205,7 @@ void ddtx_settings_load(void)
 	load_hmem_copy();
 	load_size("threshold", &ddtx_settings.threshold);
 	load_size("eager_size", &ddtx_settings.eager_size);
+	load_size("pull_split", &ddtx_settings.pull_split);
 	load_size("max_sge", &ddtx_settings.max_sge);
 	load_size("max_mkey_entries", &ddtx_settings.max_mkey_entries);
 	load_size("shm_ring_slots", &ddtx_settings.ring_slots);

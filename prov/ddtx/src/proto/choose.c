@@ -18,6 +18,12 @@ static enum fi_ddtx_scheme forced_scheme(const struct ddtx_wire_caps *caps)
 	return ddtx_scheme_forced(&ddtx_settings, caps);
 }
 
+/* A read is one process_vm_readv on the shm wire; a forced scheme keeps its messages. */
+static bool pull_wire(const struct ddtx_proto_ep *pep)
+{
+	return forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && !strcmp(pep->caps->name, "shm");
+}
+
 static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
 {
 	return (1u << FI_DDTX_SCHEME_SGL) | (caps->max_mkey_entries ? 1u << FI_DDTX_SCHEME_UMR : 0);
@@ -101,7 +107,21 @@ static bool ready_for(struct ddtx_proto_ep *pep, struct ddtx_layout *l, bool for
 	return false;
 }
 
-enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
+/*
+ * A pull needs no registered layout on either side: the sender offers a key made for this one
+ * send (send.c) and the receiver reads into its buffer as it is.  Waiting for the registration
+ * thread moved the first messages of every new buffer by PACK (issue 12: fabtests'
+ * tagged_bw at 1 MiB posts a window of 64 sends, and 64 of its 210 went by PACK: 0.78-0.86x
+ * shm's bandwidth), and the thread took one of the host's two cores meanwhile.
+ */
+static bool pull_possible(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
+			  bool can_pull)
+{
+	return can_pull && st->nblocks == 1 && pull_wire(pep);
+}
+
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
+					bool can_pull)
 {
 	const struct ddtx_wire_caps *caps = pep->caps;
 	enum fi_ddtx_scheme f = forced_scheme(caps);
@@ -113,6 +133,8 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 	if (!l || !worth_zcopy(pep, &l->st))
 		return FI_DDTX_SCHEME_PACK;
 	if (!ddtx_layout_ready(l)) {
+		if (pull_possible(pep, &l->st, can_pull))
+			return FI_DDTX_SCHEME_SGL;
 		request_if_reused(pep, l);
 		return FI_DDTX_SCHEME_PACK;
 	}
@@ -130,11 +152,6 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
  */
 #define EAGER_ALWAYS 1024
 #define EAGER_SAMPLE 16   /* one delivery in EAGER_SAMPLE is timed: two clock reads */
-
-static bool pull_wire(const struct ddtx_proto_ep *pep)
-{
-	return forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && !strcmp(pep->caps->name, "shm");
-}
 
 /*
  * A pull not yet timed, predicted from the eager timings once there are a few (issue 12): it
@@ -210,7 +227,7 @@ size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pr
 }
 
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
-				       const struct ddtx_layout_stats *sender,
+				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored)
 {
 	struct ddtx_proto_domain *pd = pep->pd;
@@ -225,10 +242,13 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	/* Blocks on both sides cost: the gather and the scatter. */
 	size_t blocks = sender->nblocks + (receiver ? receiver->st.nblocks : sender->nblocks);
 	bool want = receiver && worth_zcopy(pep, &receiver->st);
+	/* An offered pull into one block reads without registering (see pull_possible). */
+	bool pull = pull_offered && receiver && receiver->st.nblocks <= 1 &&
+		    pull_possible(pep, sender, true);
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
-	if (want && !ddtx_layout_ready(receiver))
+	if (want && !pull && !ddtx_layout_ready(receiver))
 		request_if_reused(pep, receiver);
-	if (!sender_ready || !ready_for(pep, receiver, false)) {
+	if (!sender_ready || !(pull || ready_for(pep, receiver, false))) {
 		if (want)
 			pd->zcopy_not_ready++;
 		return FI_DDTX_SCHEME_PACK;
@@ -272,6 +292,28 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st)
 {
 	return proposed == FI_DDTX_SCHEME_SGL && st->nblocks == 1 && pull_wire(pep);
+}
+
+/*
+ * A split pull (issue 12): a pull copies on the receiver's core alone while the sender's
+ * polls, and libfabric's shm does the same, so ddtx's bandwidth could only equal shm's.  From
+ * FI_DDTX_PULL_SPLIT bytes on (96 KiB: fabtests' tagged pingpong split took 4.36 us at
+ * 64 KiB against 3.86 whole, 4.72 against 4.89 at 96 KiB, 30.0 against 52.5 at 1 MiB), the
+ * receiver first asks the sender to write the tail of the message (an SGL CTS for it) and
+ * reads the head meanwhile: two cores copy.  The receiver's share is half plus SPLIT_LEAD,
+ * what it reads while its CTS travels and the sender looks the key up (about 0.5 us at the
+ * ~20 GB/s one core copies here), in whole pages.
+ */
+#define SPLIT_LEAD 8192
+#define SPLIT_ALIGN 4096
+
+size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes, size_t receiver_blocks)
+{
+	size_t min = ddtx_settings.pull_split;
+	if (!min || bytes < min || receiver_blocks > 1 || !pull_wire(pep))
+		return bytes;
+	size_t head = (bytes / 2 + SPLIT_LEAD) & ~(size_t)(SPLIT_ALIGN - 1);
+	return head && head < bytes ? head : bytes;
 }
 
 /*

@@ -22,8 +22,9 @@
 
 /* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event;
  * 4: the first PACK chunk in the RTS; 5: RTS and ACK with DDTX_HDR_IPC (CUDA IPC offer and its
- * answer); 6: pull (RTS.pull_key, CTS with PULLED) */
-#define DDTX_PROTO_VERSION 6
+ * answer); 6: pull (RTS.pull_key, CTS with PULLED); 7: split pull (CTS with SPLIT),
+ * RTS.pull_addr (the pull's key comes from the registration cache) */
+#define DDTX_PROTO_VERSION 7
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -53,7 +54,10 @@ enum ddtx_msg_type {
 #define DDTX_HDR_IPC (1u << 9)      /* RTS: a CUDA IPC offer follows instead of a first chunk;
 				     * ACK: the receiver copied the payload through it */
 #define DDTX_HDR_PULL (1u << 10)    /* RTS: pull_key names the sender's one block, readable */
-#define DDTX_HDR_PULLED (1u << 11)  /* CTS: the receiver read the payload; the send is done */
+#define DDTX_HDR_PULLED (1u << 11)  /* CTS: the receiver read the payload (with SPLIT before:
+				     * its part); the send is done once its writes are */
+#define DDTX_HDR_SPLIT (1u << 12)   /* CTS (SGL, first, to a PULL): the receiver reads the bytes
+				     * before offset itself; the batch asks for the rest */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -81,7 +85,8 @@ struct ddtx_hdr_rts {
 	uint64_t nblocks;    /* the sender's layout summary (engine/iov.h) */
 	uint64_t min_block;
 	uint64_t avg_block;
-	uint64_t pull_key;   /* with PULL: key (internal space, offset addressing) of the payload */
+	uint64_t pull_key;   /* with PULL: key (internal space) over the payload */
+	uint64_t pull_addr;  /* with PULL: the key's address of the payload's first byte */
 };
 
 /* One receiver descriptor: a key (internal space, offset addressing) covering len bytes. */
@@ -209,7 +214,7 @@ struct ddtx_hdr_atomic_resp {
 _Static_assert(sizeof(struct ddtx_hdr_base) == 8, "hdr_base layout");
 _Static_assert(DDTX_MSG_TYPE_MAX <= DDTX_WIRE_MSG_OWN, "a type wires keep for themselves");
 _Static_assert(sizeof(struct ddtx_hdr_eager) == 40, "hdr_eager layout");
-_Static_assert(sizeof(struct ddtx_hdr_rts) == 72, "hdr_rts layout");
+_Static_assert(sizeof(struct ddtx_hdr_rts) == 80, "hdr_rts layout");
 _Static_assert(sizeof(struct ddtx_desc) == 16, "desc layout");
 _Static_assert(sizeof(struct ddtx_hdr_cts) == 56, "hdr_cts layout");
 _Static_assert(sizeof(struct ddtx_hdr_list_req) == 16, "hdr_list_req layout");

@@ -44,7 +44,7 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 	 * A sender never offers a pull and a CUDA IPC offer together. */
 	if ((rts->base.flags & DDTX_HDR_PULL) &&
 	    (rts->scheme != FI_DDTX_SCHEME_SGL || rts->nblocks != 1 ||
-	     (rts->base.flags & DDTX_HDR_IPC)))
+	     (rts->base.flags & DDTX_HDR_IPC) || rts->pull_addr + rts->total_len < rts->pull_addr))
 		return "pull";
 	return NULL;
 }
@@ -97,11 +97,21 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 {
 	if (len < sizeof(*cts) || cts->ndesc > (len - sizeof(*cts)) / sizeof(struct ddtx_desc))
 		return "ndesc";
-	/* PULLED ends a pull this send offered, as its first and only CTS. */
+	/* PULLED ends a pull this send offered, as its first and only CTS, or after the SPLIT
+	 * CTS of a split one (once: split_pending), with the same accepted length. */
+	bool split_read = tx->split_pending && tx->state == DDTX_TX_ZCOPY;
 	if ((cts->base.flags & DDTX_HDR_PULLED) &&
-	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_mr || cts->scheme != FI_DDTX_SCHEME_SGL ||
-	     cts->ndesc || !cts->accepted || cts->accepted > tx->total))
+	    ((tx->state != DDTX_TX_WAIT_CTS && !split_read) || !tx->pull_reg ||
+	     cts->scheme != FI_DDTX_SCHEME_SGL || cts->ndesc || !cts->accepted ||
+	     cts->accepted > tx->total || (split_read && cts->accepted != tx->accepted)))
 		return "pulled";
+	/* SPLIT opens a split pull: the first CTS, to a pull offered, a batch from offset, the
+	 * receiver reading what is before. */
+	if ((cts->base.flags & DDTX_HDR_SPLIT) &&
+	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_reg || cts->scheme != FI_DDTX_SCHEME_SGL ||
+	     (cts->base.flags & DDTX_HDR_PULLED) || !cts->ndesc || !cts->offset ||
+	     cts->offset >= cts->accepted))
+		return "split";
 	if (tx->state == DDTX_TX_WAIT_CTS) {
 		if (cts->accepted > tx->total)
 			return "accepted";
@@ -109,7 +119,8 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 			return "scheme";
 		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
 			return "chunk";
-		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset)
+		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset &&
+		    !(cts->base.flags & DDTX_HDR_SPLIT))
 			return "offset";
 		return NULL;
 	}

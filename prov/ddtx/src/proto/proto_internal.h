@@ -69,6 +69,7 @@ struct ddtx_pull {
 	size_t reads_pending;
 	int status;                      /* first error (positive FI_E*), 0 if none */
 	bool posted;                     /* all reads posted */
+	size_t bytes;                    /* read: [0, bytes) of the receive */
 };
 
 struct ddtx_tx;
@@ -132,7 +133,8 @@ struct ddtx_tx {
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
 	struct ddtx_window_set *ws;      /* UMR: local windows */
-	struct ddtx_wire_mr *pull_mr;    /* the key offered in the RTS for a pull, or NULL */
+	struct ddtx_reg *pull_reg;       /* the registration offered in the RTS for a pull, or NULL */
+	bool split_pending;              /* split pull: the receiver's PULLED not in yet */
 };
 
 /* Receiver keys of one CTS batch (SGL/UMR), released when its DONE arrives. */
@@ -186,6 +188,7 @@ struct ddtx_rx {
 	size_t sender_blocks;
 	bool explored;
 	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
+	size_t split;                    /* split pull: bytes read here, the rest written; or 0 */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -423,7 +426,9 @@ const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
 const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
 
 /* choose.c: the scheme of a rendezvous */
-enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* The scheme a send proposes (can_pull: it could offer its block to be read, see send.c). */
+enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
+					bool can_pull);
 /* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
 /* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
@@ -437,10 +442,14 @@ size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pr
 /* Does a send of this layout, proposing `proposed`, offer its block to be read (pull)? */
 bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st);
+/* Bytes a receiver that pulls `bytes` into receiver_blocks reads itself; the sender writes the
+ * rest (a split pull).  bytes: no split. */
+size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes, size_t receiver_blocks);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
+/* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
-				       const struct ddtx_layout_stats *sender,
+				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,

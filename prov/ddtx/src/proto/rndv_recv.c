@@ -99,8 +99,10 @@ static int issue_batch(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		return ret ? ret : -FI_EAGAIN;
 	}
 	ddtx_list_push_back(&rx->rbatches, &rb->entry);
-	ddtx_rndv_send_cts(pep, rx, rb->offset, desc, rb->nmr,
-		 rx->cur.pos >= rx->accepted ? DDTX_HDR_LAST : 0);
+	uint16_t flags = rx->cur.pos >= rx->accepted ? DDTX_HDR_LAST : 0;
+	if (rx->split && rb->offset == rx->split)
+		flags |= DDTX_HDR_SPLIT;
+	ddtx_rndv_send_cts(pep, rx, rb->offset, desc, rb->nmr, flags);
 	return 0;
 }
 
@@ -250,27 +252,28 @@ void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const voi
 }
 
 /*
- * Pull (see ddtx_choose_pull): read the sender's block into the receive buffer, max_sge
- * pieces and max_rma_size bytes a read.  False if no read could be posted: the sender's
- * writes move the message instead.
+ * Pull (see ddtx_choose_pull): read [0, bytes) of the sender's block into the receive buffer,
+ * max_sge pieces and max_rma_size bytes a read.  False if no read could be posted.
  */
-static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key)
+static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr,
+		       size_t bytes)
 {
 	struct ddtx_pull *p = calloc(1, sizeof(*p));
 	if (!p)
 		return false;
 	p->kind = DDTX_WR_PULL;
 	p->rx = rx;
+	p->bytes = bytes;
 	struct iovec pieces[pep->caps->max_sge];
 	struct ddtx_iov_cursor cur;
 	ddtx_iov_cursor_init(&cur, rx->iov, rx->count);
-	while (cur.pos < rx->accepted) {
+	while (cur.pos < bytes) {
 		uint64_t off = cur.pos;
-		size_t want = DDTX_MIN(rx->accepted - off, pep->caps->max_rma_size);
+		size_t want = DDTX_MIN(bytes - off, pep->caps->max_rma_size);
 		size_t n;
 		size_t got = ddtx_iov_cursor_take(&cur, want, pep->caps->max_sge, pieces, &n);
 		int ret = got ? ddtx_wire_read(pep->wire, rx->peer, pieces, n, DDTX_KEY_INTERNAL,
-					       key, off, got, p)
+					       key, addr + off, got, p)
 			      : -FI_EIO;
 		if (ret) {
 			p->status = -ret;
@@ -284,6 +287,43 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t k
 		return false;
 	}
 	rx->pull = p;
+	pep->pd->stats.pulls++;
+	return true;
+}
+
+/* The receiver gives up a transfer whose bytes can no longer all arrive: an empty CTS tells
+ * the sender, and the receive fails. */
+static void rx_give_up(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
+{
+	ddtx_rndv_send_cts(pep, rx, rx->cur.pos, NULL, 0, DDTX_HDR_LAST);
+	ddtx_rx_fail(pep, rx, err);
+}
+
+/*
+ * Pull the RTS's block: all of it, or (see ddtx_choose_split) the head while the sender writes
+ * the tail, asked for first so that both copies run at once.  False: nothing was asked for or
+ * read, the sender's writes move the message (as SGL).  True: done, going, or failed.
+ */
+static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr)
+{
+	size_t head = ddtx_choose_split(pep, rx->accepted, rx->layout.nblocks);
+	if (head < rx->accepted) {
+		ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
+		ddtx_iov_cursor_seek(&rx->cur, head);
+		rx->split = head;
+		if (issue_batch(pep, rx)) {
+			rx->split = 0; /* no keys for the tail: read it all */
+			head = rx->accepted;
+		}
+	}
+	if (start_pull(pep, rx, key, addr, head)) {
+		if (rx->split)
+			pep->pd->stats.pull_splits++;
+		return true;
+	}
+	if (!rx->split)
+		return false;
+	rx_give_up(pep, rx, FI_ENOMEM); /* the tail is asked for, the head cannot be read */
 	return true;
 }
 
@@ -297,14 +337,24 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 		return;
 	struct ddtx_rx *rx = p->rx;
 	int err = p->status;
+	size_t bytes = p->bytes;
 	free(p);
 	if (!rx)
 		return; /* the receive ended meanwhile */
 	rx->pull = NULL;
 	if (!err) {
-		rx->received = rx->accepted;
+		/* Split: the sender's DONE for the tail may have come first, or may follow. */
+		rx->received += bytes;
 		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST | DDTX_HDR_PULLED);
-		rx_finish(pep, rx);
+		if (rx->received == rx->accepted)
+			rx_finish(pep, rx);
+		return;
+	}
+	if (rx->split) {
+		/* The tail is the sender's already: the head cannot be asked for in order. */
+		DDTX_INFO(FI_LOG_EP_DATA, "receive %u: reading from peer %u failed (%s)\n", rx->id,
+			  rx->peer, fi_strerror(err));
+		rx_give_up(pep, rx, err);
 		return;
 	}
 	/* A key the sender no longer holds, a read refused: ask for the bytes as SGL does (they
@@ -355,12 +405,13 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	size_t early = DDTX_MIN(first_len, rx->accepted);
 	if (early)
 		ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
-	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme, &sender,
-					rx->cached, rx->accepted, &rx->explored);
+	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme,
+					rts->base.flags & DDTX_HDR_PULL, &sender, rx->cached,
+					rx->accepted, &rx->explored);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
 	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&
-	    start_pull(pep, rx, rts->pull_key))
+	    pull_rndv(pep, rx, rts->pull_key, rts->pull_addr))
 		return;
 	if (!rx->accepted) {
 		rx->scheme = FI_DDTX_SCHEME_PACK;

@@ -8,6 +8,7 @@
 
 #include "engine/layout.h"
 #include "engine/pack.h"
+#include "engine/regcache.h"
 #include "proto/proto_internal.h"
 
 static size_t eager_limit(const struct ddtx_proto_ep *pep)
@@ -112,8 +113,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
 	if (tx->ws)
 		ddtx_window_set_put(lc, tx->ws);
-	if (tx->pull_mr)
-		ddtx_wire_mr_dereg(pep->pd->wire, tx->pull_mr);
+	if (tx->pull_reg)
+		ddtx_regcache_put(pep->pd->regcache, tx->pull_reg);
 	if (tx->layout)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
@@ -373,21 +374,29 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.data = data;
 	rts.total_len = total;
 	rts.tx_id = tx->id;
-	rts.scheme = ddtx_choose_propose(pep, tx->layout);
+	/* Offering the block to be read (see ddtx_choose_pull): not with FI_DELIVERY_COMPLETE,
+	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
+	bool can_pull = !ipc && tx->count == 1 && !want_ack && !stage;
+	rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
 	rts.pull_key = 0;
-	/* Offer the block to be read (see ddtx_choose_pull).  Not with FI_DELIVERY_COMPLETE,
-	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
-	if (!ipc && tx->count == 1 && !want_ack && !stage &&
-	    ddtx_choose_pull(pep, rts.scheme, &ls) &&
-	    !ddtx_wire_mr_reg(pep->pd->wire, tx->iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
-			      DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_mr)) {
-		rts.pull_key = tx->pull_mr->key;
-		rts.base.flags |= DDTX_HDR_PULL;
+	rts.pull_addr = 0;
+	/* The key comes from the registration cache: a buffer sent from again offers the same key,
+	 * and neither side writes or misses on key table lines per message (a fresh key per send
+	 * was an insert, a cross-core lookup and a removal). */
+	if (can_pull && ddtx_choose_pull(pep, rts.scheme, &ls)) {
+		if (!ddtx_regcache_get(pep->pd->regcache, tx->iov[0].iov_base, tx->iov[0].iov_len,
+				       DDTX_ACC_REMOTE_READ | DDTX_ACC_LOCAL_READ, &tx->pull_reg)) {
+			rts.pull_key = tx->pull_reg->mr->key;
+			rts.pull_addr = (uint64_t)(uintptr_t)tx->iov[0].iov_base;
+			rts.base.flags |= DDTX_HDR_PULL;
+		} else if (!tx->layout || !ddtx_layout_ready(tx->layout)) {
+			rts.scheme = FI_DDTX_SCHEME_PACK; /* SGL was proposed for the pull only */
+		}
 	}
 	size_t first = ipc ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
 							 pep->caps->max_send_size - sizeof(rts));
@@ -505,10 +514,12 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 	tx->sent += bytes;
 	if (!ddtx_list_empty(&tx->batches))
 		return;
-	if (tx->sent >= tx->accepted)
-		tx_sent(pep, tx);
-	else if (tx->abandoned)
+	if (tx->sent >= tx->accepted) {
+		if (!tx->split_pending)
+			tx_sent(pep, tx); /* else the receiver's PULLED ends it */
+	} else if (tx->abandoned) {
 		ddtx_tx_fail(pep, tx, FI_EIO);
+	}
 }
 
 /*
@@ -613,7 +624,14 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		return;
 	}
 	if (cts->base.flags & DDTX_HDR_PULLED) {
-		/* The receiver read the payload (checked: a pull this send offered). */
+		/* The receiver read the payload (checked: a pull this send offered), or its part of
+		 * a split one: then the send is done once its own writes are. */
+		if (tx->split_pending) {
+			tx->split_pending = false;
+			if (ddtx_list_empty(&tx->batches) && tx->sent >= tx->accepted)
+				tx_sent(pep, tx);
+			return;
+		}
 		tx->scheme = FI_DDTX_SCHEME_SGL;
 		tx->accepted = cts->accepted;
 		tx_finish(pep, tx);
@@ -639,6 +657,11 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			return;
 		}
 		tx->state = tx->scheme == FI_DDTX_SCHEME_PACK ? DDTX_TX_PACK : DDTX_TX_ZCOPY;
+		if (cts->base.flags & DDTX_HDR_SPLIT) {
+			/* A split pull: the receiver reads [0, offset) itself (checked). */
+			tx->split_pending = true;
+			tx->described = tx->sent = cts->offset;
+		}
 		if (tx->state == DDTX_TX_PACK) {
 			/* The RTS carried the first bytes; the receiver counts them as received. */
 			tx->sent = DDTX_MIN(tx->inlined, tx->accepted);

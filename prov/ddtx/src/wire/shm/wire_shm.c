@@ -691,6 +691,22 @@ static int shm_write_mkey(struct ddtx_wire_ep *wep, ddtx_peer_t peer,
 	return rma(ep, peer, liov, n, space, rkey, raddr, len, wr_context, true, true);
 }
 
+/* The completions queued so far (their callbacks may queue more: those wait for the next
+ * round, so a chain of synchronous operations cannot recurse). */
+static inline int deliver_completions(struct ddtx_shm_ep *ep)
+{
+	int n = 0;
+	for (size_t k = ep->cq_count; k; k--) {
+		struct ddtx_shm_compl c = ep->cq[ep->cq_head];
+		ep->cq_head = (ep->cq_head + 1) % ep->cq_cap;
+		ep->cq_count--;
+		if (ep->handlers.on_complete)
+			ep->handlers.on_complete(ep->handler_arg, c.ctx, c.status);
+		n++;
+	}
+	return n;
+}
+
 static int shm_ep_progress(struct ddtx_wire_ep *wep)
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
@@ -704,15 +720,7 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 		return 0;
 	ep->in_progress = true;
 
-	/* Completions queued before this call (callbacks may post more for the next one). */
-	for (size_t k = ep->cq_count; k; k--) {
-		struct ddtx_shm_compl c = ep->cq[ep->cq_head];
-		ep->cq_head = (ep->cq_head + 1) % ep->cq_cap;
-		ep->cq_count--;
-		if (ep->handlers.on_complete)
-			ep->handlers.on_complete(ep->handler_arg, c.ctx, c.status);
-		n++;
-	}
+	n += deliver_completions(ep);
 
 	for (uint32_t budget = ep->ring.nslots; budget; budget--) {
 		if (ddtx_shm_fault_window(DDTX_SHM_FA_STALL))
@@ -749,6 +757,11 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 		}
 		ddtx_shm_ring_release(&ep->ring, &ep->cons);
 	}
+	/* The messages above posted reads and writes, done already (CMA is synchronous): their
+	 * completions now rather than at the next call (issue 12: a pulled receive was reported
+	 * one application poll after its read). */
+	if (ep->cq_count)
+		n += deliver_completions(ep);
 	ep->in_progress = false;
 	return n;
 }
