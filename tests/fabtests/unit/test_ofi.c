@@ -489,6 +489,30 @@ static void test_ring(void)
 	      "longer than the slot");
 	CHECK(ddtx_ofi_ring_accept(100, 64, 16448, 100, DDTX_OFI_HDR_LEN - 1, &seq) == -FI_EINVAL,
 	      "shorter than a header");
+
+	/* The slot's own header says which message is there (CQ data names no source). */
+	uint8_t slot[64] = { 0 };
+	struct ddtx_ofi_hdr h = { .type = DDTX_OFI_MSG_DATA, .src_uid = 0xabcdef };
+	size_t got = 0;
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 0, 0xabcdef, &got) == DDTX_OFI_RING_NOT_YET,
+	      "a cleared slot passed for message 0");
+	ddtx_ofi_hdr_pack(&h, slot);
+	ddtx_ofi_ring_hdr_seal(slot, 70000, 500);
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdef, &got) ==
+	      DDTX_OFI_RING_DELIVER && got == 500, "a sealed message");
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000 + 64, 0xabcdef, &got) ==
+	      DDTX_OFI_RING_NOT_YET, "a message of the ring's previous lap passed for this one");
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdee, &got) == DDTX_OFI_RING_BAD,
+	      "another sender's header");
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 400, 70000, 0xabcdef, &got) == DDTX_OFI_RING_BAD,
+	      "a length beyond the slot");
+	ddtx_ofi_ring_hdr_seal(slot, 70000, DDTX_OFI_HDR_LEN - 1);
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdef, &got) == DDTX_OFI_RING_BAD,
+	      "a length shorter than a header");
+	slot[0] = DDTX_OFI_MSG_KEY_REQ;
+	ddtx_ofi_ring_hdr_seal(slot, 70000, 100);
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdef, &got) == DDTX_OFI_RING_BAD,
+	      "a control message in a ring slot");
 }
 
 int main(int argc, char **argv)

@@ -171,6 +171,62 @@ int main(void)
 	CHECK(in_b.count == before + 1 && got(n), "after forged CQ data: %d messages (want %d), %s",
 	      in_b.count - before, 1, got(n) ? "the real one" : "not the real one");
 
+	/*
+	 * CQ data naming a slot that does not hold that message (as another peer could send: a
+	 * remote write's completion has no source): a write into the next-but-one slot announced
+	 * as the next message, the next slot holding a cleared header from the ring's previous
+	 * lap.  Nothing is delivered for it, and the real next two messages arrive intact.
+	 */
+	{
+		struct ddtx_ofi_ep *ep = ddtx_oep_of(a);
+		uint64_t want = r->posted;
+		/* message want + 1's bytes into its slot, announced as message `want` */
+		struct ddtx_ofi_buf *fb = ddtx_ofi_tx_get(ep);
+		CHECK(fb, "a send buffer");
+		if (fb) {
+			struct ddtx_ofi_hdr fh = { .type = DDTX_OFI_MSG_DATA,
+						   .src_uid = ddtx_oep_of(a)->uid };
+			ddtx_ofi_tx_prepare(ep, fb, to_b, DDTX_OFI_MSG_DATA);
+			ddtx_ofi_hdr_pack(&fh, fb->data + fb->start);
+			memset(fb->data + fb->start + DDTX_OFI_HDR_LEN, 0xee, 200 - DDTX_OFI_HDR_LEN);
+			fb->len = 200;
+			fb->ring = true;
+			fb->ring_seq = want + 1;
+			fb->inflight = true;
+			ep->peers[to_b]->tx_inflight++;
+			struct iovec fiov = { fb->data + fb->start, fb->len };
+			void *fdesc = ep->slab_desc;
+			uint64_t slot = (want + 1) & (r->grant.slots - 1);
+			struct fi_rma_iov frma = { .len = fb->len, .key = r->grant.key };
+			struct fi_msg_rma fmsg = {
+				.msg_iov = &fiov, .desc = &fdesc, .iov_count = 1,
+				.addr = pb->fi_addr, .rma_iov = &frma, .rma_iov_count = 1,
+				.context = &fb->ctx,
+				.data = ddtx_ofi_ring_data(r->grant.ring_id, want, fb->len),
+			};
+			ddtx_ofi_ring_hdr_seal(fb->data + fb->start, want + 1, fb->len);
+			CHECK(!ddtx_ofi_ikey_core_addr(r->grant.key, slot * r->grant.slot_size,
+						       ep->dom->mr_virt, &frma.addr) &&
+			      fi_writemsg(ep->ep, &fmsg, FI_REMOTE_CQ_DATA | FI_COMPLETION) == 0,
+			      "forged completion posted");
+		}
+		before = in_b.count;
+		for (int i = 0; i < 20; i++)
+			ddtx_wire_ep_progress(b), ddtx_wire_ep_progress(a);
+		CHECK(in_b.count == before, "a forged completion delivered %d messages",
+		      in_b.count - before);
+		/* the real message `want`; then want + 1, whose slot the forgery had written: the
+		 * real write overwrites it */
+		send_msg(to_b, ++n);
+		wait_b(before + 1);
+		CHECK(in_b.count == before + 1 && got(n), "after a forged completion: %d messages, %s",
+		      in_b.count - before, got(n) ? "the real one" : "not the real one");
+		send_msg(to_b, ++n);
+		wait_b(before + 2);
+		CHECK(in_b.count == before + 2 && got(n), "the message after it: %d, %s",
+		      in_b.count - before, got(n) ? "the real one" : "not the real one");
+	}
+
 	/* a well-formed write whose header names another sender: takes its slot, delivers nothing */
 	forge(to_b, r->posted, 64, ddtx_oep_of(a)->uid ^ 1);
 	r->posted++; /* A's own count stays in step with the slot it spoiled */

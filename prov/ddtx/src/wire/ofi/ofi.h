@@ -148,7 +148,8 @@ struct ddtx_ofi_ring_rx {
 	bool draining;                    /* delivering (on_recv may progress again) */
 	uint64_t next;                    /* sequence number to deliver next */
 	uint64_t credited;                /* delivered count last sent as a credit */
-	uint32_t *held;                   /* per slot: length written and not delivered, or 0 */
+	uint32_t *held;                   /* per slot: a completion named it since it was last
+					   * delivered (its length: the slot's own header) */
 };
 
 /* A remote app key's translation as learnt from KEY_REP. */

@@ -190,5 +190,22 @@ int ddtx_ofi_ring_accept(uint64_t next, uint32_t slots, uint32_t slot_size, uint
 			 size_t len, uint64_t *seq);
 /* At the sender: is a credit of `delivered` possible (acked < delivered <= posted)? */
 bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered);
+/*
+ * A ring message's header also states its sequence number (modulo 2^16, bytes 2-3) and its
+ * length (bytes 4-7), which the sender seals in before the write.  Why: a remote write's
+ * completion names no source, so any peer could send CQ data naming another peer's ring; the
+ * CQ data only says "look at this slot", and what the ring's owner wrote there says which
+ * message is there and how long it is.  The receiver clears a slot's header once it has
+ * delivered it, so nothing left in a slot passes for a later message.
+ */
+void ddtx_ofi_ring_hdr_seal(void *hdr, uint64_t seq, size_t len);
+enum ddtx_ofi_ring_verdict {
+	DDTX_OFI_RING_DELIVER,   /* message seq from the ring's owner, *len bytes */
+	DDTX_OFI_RING_NOT_YET,   /* not message seq (not written yet): wait for the owner's own
+				  * completion to name the slot again */
+	DDTX_OFI_RING_BAD,       /* the owner wrote a malformed message seq there: drop it */
+};
+enum ddtx_ofi_ring_verdict ddtx_ofi_ring_hdr_check(const void *slot, uint32_t slot_size,
+						   uint64_t seq, uint64_t owner_uid, size_t *len);
 
 #endif /* DDTX_WIRE_OFI_PURE_H */

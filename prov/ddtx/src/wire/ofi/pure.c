@@ -327,3 +327,30 @@ bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered
 {
 	return delivered > acked && delivered <= posted;
 }
+
+void ddtx_ofi_ring_hdr_seal(void *hdr, uint64_t seq, size_t len)
+{
+	uint8_t *p = hdr;
+
+	p[2] = (uint8_t)seq;
+	p[3] = (uint8_t)(seq >> 8);
+	for (int i = 0; i < 4; i++)
+		p[4 + i] = (uint8_t)(len >> (8 * i));
+}
+
+enum ddtx_ofi_ring_verdict ddtx_ofi_ring_hdr_check(const void *slot, uint32_t slot_size,
+						   uint64_t seq, uint64_t owner_uid, size_t *len)
+{
+	const uint8_t *p = slot;
+	uint32_t hlen = 0;
+
+	if (p[0] == 0 || (uint16_t)(p[2] | p[3] << 8) != (uint16_t)seq)
+		return DDTX_OFI_RING_NOT_YET; /* cleared since the last delivery, or not seq */
+	for (int i = 0; i < 4; i++)
+		hlen |= (uint32_t)p[4 + i] << (8 * i);
+	if (p[0] != DDTX_OFI_MSG_DATA || p[1] || get64(p + 8) != owner_uid ||
+	    hlen < DDTX_OFI_HDR_LEN || hlen > slot_size)
+		return DDTX_OFI_RING_BAD;
+	*len = hlen;
+	return DDTX_OFI_RING_DELIVER;
+}

@@ -58,6 +58,7 @@ int ddtx_ofi_ring_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 		ret = ddtx_ofi_conn_get(ep, b->peer, &tx);
 	if (ret)
 		return ret;
+	ddtx_ofi_ring_hdr_seal(b->data + b->start, b->ring_seq, b->len);
 	ret = (int)fi_writemsg(tx, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
 	if (!ret) {
 		__atomic_fetch_add(&ep->dom->ring_msgs, 1, __ATOMIC_RELAXED);
@@ -122,6 +123,7 @@ void ddtx_ofi_ring_offer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 	r->held = calloc(r->slots, sizeof(*r->held));
 	if (!r->held || posix_memalign((void **)&r->mem, 4096, (size_t)r->slots * slot_size))
 		goto fail;
+	memset(r->mem, 0, (size_t)r->slots * slot_size); /* no slot holds a header yet */
 	struct iovec iov = { r->mem, (size_t)r->slots * slot_size };
 	if (ddtx_ofi_mr_reg(&ep->dom->base, &iov, 1, DDTX_KEY_INTERNAL, NULL, 0,
 			    DDTX_ACC_REMOTE_WRITE, &r->mr))
@@ -151,20 +153,33 @@ static int drain(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 	r->draining = true;
 	for (;;) {
 		uint32_t slot = (uint32_t)(r->next & (r->slots - 1));
-		const uint8_t *data = r->mem + (size_t)slot * r->slot_size;
-		size_t len = r->held[slot];
-		struct ddtx_ofi_hdr h;
+		uint8_t *data = r->mem + (size_t)slot * r->slot_size;
+		size_t len = 0;
 
-		if (!len)
+		if (!r->held[slot])
 			break;
-		if (ddtx_ofi_hdr_unpack(data, len, &h) || h.type != DDTX_OFI_MSG_DATA || h.flags ||
-		    h.src_uid != p->uid)
-			DDTX_WARN(FI_LOG_EP_DATA, "ofi: malformed ring message (%zu bytes) from "
-				  "peer %u dropped\n", len, peer);
-		else
+		switch (ddtx_ofi_ring_hdr_check(data, r->slot_size, r->next, p->uid, &len)) {
+		case DDTX_OFI_RING_NOT_YET:
+			/* CQ data another peer forged, or a write still landing: the owner's own
+			 * completion will name this slot again */
+			DDTX_WARN(FI_LOG_EP_DATA, "ofi: ring completion for peer %u's message %llu "
+				  "does not match its slot: ignored\n", peer,
+				  (unsigned long long)r->next);
+			r->held[slot] = 0;
+			r->draining = false;
+			return n;
+		case DDTX_OFI_RING_BAD:
+			DDTX_WARN(FI_LOG_EP_DATA, "ofi: malformed ring message %llu from peer %u "
+				  "dropped\n", (unsigned long long)r->next, peer);
+			break;
+		case DDTX_OFI_RING_DELIVER:
 			n += ddtx_ofi_deliver(ep, peer, data + DDTX_OFI_HDR_LEN,
 					      len - DDTX_OFI_HDR_LEN);
-		/* on_recv has returned: the slot is free */
+			break;
+		}
+		/* on_recv has returned: the slot is free, and its header cleared so that what is
+		 * left there never passes for a later message */
+		memset(data, 0, DDTX_OFI_HDR_LEN);
 		r->held[slot] = 0;
 		r->next++;
 		if (r->next - r->credited >= r->slots / 2) {
