@@ -55,7 +55,10 @@ static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stat
  * noncontiguous layout was ever registered (issue 12: MPICH's vec-4096x32 and MILC-16, 32
  * blocks of 3-4 KiB, moved by PACK at 19.2 and 16.8 us where UMR takes 11.2 and 10.9;
  * FI_DDTX_STATS: registration thread layouts 0, explorations 0).  So until one of them has
- * SGL_TRIES timings, a reused layout is registered and the explorations time zero copy.
+ * ZCOPY_TRIES timings, a reused layout is registered and, once it is, takes the zero-copy
+ * scheme predicted cheaper (ddtx_choose_decide): an optimistic start, as for one block.
+ * nc_bw, 32 blocks of 4 KiB: streaming 11.0 -> 8.8 us (UMR); the ping-pong still settles on
+ * PACK after its tries (docs/benchmark-results.md).
  */
 #define ZCOPY_TRIES 8
 #define ZCOPY_PLAUSIBLE 2.0
