@@ -255,9 +255,12 @@ int fx_try_open(struct ft_ctx *ctx, const struct fx_opts *opts, struct fx *fx)
  */
 static void remove_stale_shm_core_files(void)
 {
+	/* Once per process: a second fx_open (two domains) must keep the first one's file. */
+	static bool done;
 	const char *core = getenv("FI_DDTX_OFI_PROVIDER");
-	if (!core || strcmp(core, "shm"))
+	if (done || !core || strcmp(core, "shm"))
 		return;
+	done = true;
 	char prefix[32];
 	int n = snprintf(prefix, sizeof(prefix), "%d:", (int)getpid());
 	DIR *d = opendir("/dev/shm");
