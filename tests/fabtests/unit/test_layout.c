@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "engine/layout.h"
+#include "engine/layout_cache.h"
 #include "engine/mkey_pool.h"
 #include "engine/regcache.h"
 
@@ -24,19 +25,25 @@ struct env {
 	struct ddtx_layout_cache *lc;
 };
 
-static void env_open(struct env *e, size_t pool_cap, size_t max_layouts, size_t max_wsets,
-		     bool thread)
+static void env_open_with(struct env *e, size_t pool_cap, size_t max_layouts, size_t max_wsets,
+			  bool thread, size_t max_wset_keys, size_t key_slots)
 {
-	struct ddtx_wire_params wp = {0};
+	struct ddtx_wire_params wp = {.key_slots = key_slots};
 	struct ddtx_regcache_params rp = {.max_bytes = 1 << 30, .max_count = 4096, .monitor = true};
 	struct ddtx_layout_cache_params lp = {.max_entries = max_layouts, .max_wsets = max_wsets,
-					      .thread = thread};
+					      .max_wset_keys = max_wset_keys, .thread = thread};
 	if (ddtx_wire_domain_open(&wp, &e->wire) || ddtx_regcache_open(e->wire, &rp, &e->rc) ||
 	    ddtx_mkey_pool_open(e->wire, pool_cap, &e->pool) ||
 	    ddtx_layout_cache_open(&lp, e->wire, e->rc, e->pool, &e->lc)) {
 		fprintf(stderr, "cannot open the engine\n");
 		exit(1);
 	}
+}
+
+static void env_open(struct env *e, size_t pool_cap, size_t max_layouts, size_t max_wsets,
+		     bool thread)
+{
+	env_open_with(e, pool_cap, max_layouts, max_wsets, thread, 0, 0);
 }
 
 static void env_close(struct env *e)
@@ -185,6 +192,78 @@ static void test_windows_and_invalidation(void)
 	env_close(&e);
 }
 
+/*
+ * Idle window sets hold at most max_wset_keys mapped keys: the pool refills itself, so before
+ * this bound sets of 3-entry keys filled the shm wire's key table and registrations failed.
+ * Four layouts of 8 windows each against a budget of 20 keys.
+ */
+static void test_wset_key_budget(void)
+{
+	struct env e;
+	env_open_with(&e, 64, 64, 256, false, 20, 0);
+	size_t len = 1 << 20;
+	char *buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(buf, 1, len);
+	struct iovec iov[32];
+	struct ddtx_layout *l[4];
+	bool hit;
+	for (int i = 0; i < 4; i++) {
+		strided(iov, buf + i * 131072, 32, 1024, 4096);
+		l[i] = ddtx_layout_get(e.lc, iov, 32, &hit);
+		CHECK(ddtx_layout_register_now(e.lc, l[i]) == 0, "layout %d registered", i);
+		struct ddtx_window_set *ws = ddtx_layout_windows(e.lc, l[i], 4 * 1024);
+		CHECK(ws && ws->n == 8, "layout %d: a set of 8 windows", i);
+		if (ws)
+			ddtx_window_set_put(e.lc, ws);
+		CHECK(e.lc->wset_keys <= 20, "after layout %d: %zu keys in idle sets, budget 20", i,
+		      e.lc->wset_keys);
+	}
+	struct ddtx_layout_cache_stats st;
+	ddtx_layout_cache_stats(e.lc, &st);
+	CHECK(st.wset_evictions >= 2, "sets evicted for the key budget: %llu",
+	      (unsigned long long)st.wset_evictions);
+	for (int i = 0; i < 4; i++)
+		ddtx_layout_put(e.lc, l[i]);
+	munmap(buf, len);
+	env_close(&e);
+}
+
+/*
+ * A wire out of keys (-FI_ENOSPC) gets the keys of idle cached regions back before a
+ * registration fails: 64 key slots, 64 idle regions of one page each, then one more.
+ */
+static void test_keys_run_out(void)
+{
+	struct env e;
+	env_open_with(&e, 0, 64, 0, false, 0, 64);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *buf = mmap(NULL, 160 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
+	struct ddtx_reg *r;
+	int ret = 0, i;
+	for (i = 0; i < 80 && !ret; i++) { /* pages two apart: nothing merges */
+		ret = ddtx_regcache_get(e.rc, buf + 2 * i * pg, 16, DDTX_ACC_LOCAL_READ, &r);
+		if (!ret)
+			ddtx_regcache_put(e.rc, r);
+	}
+	CHECK(!ret, "80 regions in turn in a table of 64 keys: %d at region %d", ret, i - 1);
+	struct ddtx_regcache_stats st;
+	ddtx_regcache_stats(e.rc, &st);
+	CHECK(st.evictions >= 16, "idle regions gave their keys back: %llu evictions",
+	      (unsigned long long)st.evictions);
+	/* Held regions are never taken: with every key held, the next one fails. */
+	struct ddtx_reg *held[80];
+	int n = 0;
+	while (n < 80 && !ddtx_regcache_get(e.rc, buf + 2 * n * pg, 16, DDTX_ACC_LOCAL_READ,
+					    &held[n]))
+		n++;
+	CHECK(n > 0 && n < 80, "%d held regions, then -FI_ENOSPC", n);
+	while (n--)
+		ddtx_regcache_put(e.rc, held[n]);
+	munmap(buf, 160 * pg);
+	env_close(&e);
+}
+
 static void test_pool_refill_and_thread(void)
 {
 	struct env e;
@@ -255,6 +334,8 @@ int main(void)
 	test_same_entries();
 	test_windows_and_invalidation();
 	test_pool_refill_and_thread();
+	test_wset_key_budget();
+	test_keys_run_out();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

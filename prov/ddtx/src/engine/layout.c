@@ -128,13 +128,14 @@ static void unhash(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 	lc->entries--;
 }
 
-/* Count the window sets a layout takes with it. */
-static size_t wset_len(const struct ddtx_layout *l)
+/* A layout leaving the cache takes its window sets (and their keys) out of the totals. */
+static void forget_wsets(struct ddtx_layout_cache *lc, const struct ddtx_layout *l)
 {
-	size_t n = 0;
-	for (const struct ddtx_list_entry *e = l->wsets.head.next; e != &l->wsets.head; e = e->next)
-		n++;
-	return n;
+	for (const struct ddtx_list_entry *e = l->wsets.head.next; e != &l->wsets.head;
+	     e = e->next) {
+		lc->wset_count--;
+		lc->wset_keys -= ddtx_container_of(e, struct ddtx_window_set, entry)->n;
+	}
 }
 
 /* Evict idle layouts beyond the limit; returns them in `out` for freeing unlocked. */
@@ -147,7 +148,7 @@ static void evict(struct ddtx_layout_cache *lc, struct ddtx_list *out)
 		if (l->refs)
 			continue;
 		unhash(lc, l);
-		lc->wset_count -= wset_len(l);
+		forget_wsets(lc, l);
 		l->dead = true;
 		lc->st.evictions++;
 		ddtx_list_push_back(out, &l->lru);
@@ -257,7 +258,7 @@ void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 	 * its registrations) lives only while in use. */
 	if (l->refs == 1 && !l->dead && !lc->monitored) {
 		unhash(lc, l);
-		lc->wset_count -= wset_len(l);
+		forget_wsets(lc, l);
 		l->dead = true;
 	}
 	bool last = --l->refs == 0 && l->dead;
@@ -323,7 +324,7 @@ static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
 			continue;
 		/* Unlist it: new lookups build a fresh entry; users finish with the old one. */
 		unhash(lc, l);
-		lc->wset_count -= wset_len(l);
+		forget_wsets(lc, l);
 		l->dead = true;
 		lc->st.invalidations++;
 		if (!l->refs)
@@ -350,6 +351,8 @@ int ddtx_layout_cache_open(const struct ddtx_layout_cache_params *params,
 		lc->params.max_entries = 1024;
 	if (!lc->params.max_wsets)
 		lc->params.max_wsets = 256;
+	if (!lc->params.max_wset_keys)
+		lc->params.max_wset_keys = 4096;
 	lc->nbuckets = 1;
 	while (lc->nbuckets < 2 * lc->params.max_entries)
 		lc->nbuckets *= 2;

@@ -83,6 +83,7 @@ struct ddtx_layout_cache_stats {
 struct ddtx_layout_cache_params {
 	size_t max_entries;              /* layouts kept (LRU beyond) */
 	size_t max_wsets;                /* window sets kept in all (LRU beyond) */
+	size_t max_wset_keys;            /* mapped keys those sets hold in all (LRU beyond) */
 	bool thread;                     /* register in a background thread (else inline) */
 };
 

@@ -27,6 +27,7 @@ struct ddtx_layout_cache {
 	size_t entries;
 	struct ddtx_list lru;            /* layouts, most recent first */
 	size_t wset_count;               /* window sets of all layouts */
+	size_t wset_keys;                /* mapped keys those window sets hold */
 	uint64_t next_wset_id;
 	_Atomic uint64_t seen_gen;       /* registration-cache generation last synced with */
 	bool monitored;                  /* unmapped memory is reported: layouts may be kept */

@@ -245,14 +245,28 @@ static bool over_limits(struct ddtx_regcache *rc)
 	       (rc->params.max_count && rc->st.registered_count > rc->params.max_count);
 }
 
+static void evict_one(struct ddtx_regcache *rc, struct work *w)
+{
+	struct ddtx_reg *r = REG_OF(ddtx_list_first(&rc->lru), priv.lru);
+
+	unlist(rc, r, DDTX_REG_EVICTED, w);
+	rc->st.evictions++;
+}
+
 static void evict_locked(struct ddtx_regcache *rc, struct work *w)
 {
-	while (over_limits(rc) && !ddtx_list_empty(&rc->lru)) {
-		struct ddtx_reg *r = REG_OF(ddtx_list_first(&rc->lru), priv.lru);
+	while (over_limits(rc) && !ddtx_list_empty(&rc->lru))
+		evict_one(rc, w);
+}
 
-		unlist(rc, r, DDTX_REG_EVICTED, w);
-		rc->st.evictions++;
-	}
+/* The wire is out of keys (-FI_ENOSPC): every idle region gives its key back.  true if any. */
+static bool evict_idle_locked(struct ddtx_regcache *rc, struct work *w)
+{
+	if (ddtx_list_empty(&rc->lru))
+		return false;
+	while (!ddtx_list_empty(&rc->lru))
+		evict_one(rc, w);
+	return true;
 }
 
 /* ---- deferred work ---- */
@@ -593,7 +607,7 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 	if (!r)
 		rc->st.misses++;
 
-	bool merge = true;
+	bool merge = true, shrunk = false;
 	for (int attempt = 0; !r; attempt++) {
 		struct span_ctx span = choose_span(rc, s, e, access, merge);
 		cand = candidate_new(rc, &span);
@@ -615,6 +629,14 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 				ddtx_memmon_unwatch(rc->mon, &cand->priv.watch);
 			free(cand);
 			pthread_mutex_lock(&rc->lock);
+			if (ret == -FI_ENOSPC && !shrunk && evict_idle_locked(rc, &w)) {
+				/* Keys held only by the cache are cheaper to give back than a
+				 * transfer is to lose its zero copy: once, then try again. */
+				shrunk = true;
+				ret = 0;
+				r = relock_and_hit(rc, &w, s, e, access);
+				continue;
+			}
 			if (!merged || ret == -FI_ENOMEM)
 				break;
 			/* The union failed where the request alone may not: try that. */

@@ -63,6 +63,7 @@ static struct ddtx_window_set *wset_victim(struct ddtx_layout_cache *lc)
 			if (!ws->refs) {
 				ddtx_list_remove(&ws->entry);
 				lc->wset_count--;
+				lc->wset_keys -= ws->n;
 				lc->st.wset_evictions++;
 				return ws;
 			}
@@ -133,11 +134,17 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 		}
 	}
 	lc->st.wset_misses++;
-	/* Make room: idle window sets give their keys back before a new set takes some. */
+	/*
+	 * Make room: idle window sets give their keys back before a new set takes some.  The
+	 * pool refills itself, so its level alone never bounded the mapped keys: with 3-entry
+	 * keys, sets of thousands of windows filled the shm wire's key table (16384) and a
+	 * layout's registration then failed (prop_tiny_sge, seed 0xa4f007730cbaee33).
+	 */
 	size_t need = (l->st.total + chunk - 1) / chunk;
 	struct ddtx_list freed;
 	ddtx_list_init(&freed);
 	while (lc->wset_count && (lc->wset_count >= lc->params.max_wsets ||
+				  lc->wset_keys + need > lc->params.max_wset_keys ||
 				  ddtx_mkey_pool_level(lc->pool) < need)) {
 		struct ddtx_window_set *v = wset_victim(lc);
 		if (!v)
@@ -157,6 +164,7 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 		ws->refs = 1;
 		ddtx_list_push_front(&l->wsets, &ws->entry);
 		lc->wset_count++;
+		lc->wset_keys += ws->n;
 	}
 	pthread_mutex_unlock(&lc->lock);
 	ddtx_layout_put(lc, l);
