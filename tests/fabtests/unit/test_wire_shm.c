@@ -1080,6 +1080,53 @@ static void test_mpsc(void)
 	ddtx_wire_domain_close(dom);
 }
 
+/*
+ * Key churn (as window sets map and unmap mkeys): half the table's keys live, one removed and
+ * one inserted 20000 times.  Every live key must stay findable, and removed keys must not
+ * leave the table without empty slots (every lookup would then scan all of it).
+ */
+static void test_keytab(void)
+{
+	enum { NSLOTS = 128, CAP = 64, NSEGS = 256 };
+	size_t size = ddtx_shm_keytab_region_size(NSLOTS, NSEGS);
+	void *region = calloc(1, size);
+	struct ddtx_shm_keytab kt;
+	CHECK(region, "region");
+	CHECK_RET(ddtx_shm_keytab_init(&kt, region, size, CAP, NSLOTS, NSEGS), 0);
+	static char mem[CAP][64];
+	uint64_t key[CAP];
+	uint32_t slot[CAP];
+	for (int i = 0; i < CAP; i++) {
+		struct iovec v = {mem[i], sizeof(mem[i])};
+		CHECK_RET(ddtx_shm_keytab_insert(&kt, &v, 1, DDTX_KEY_INTERNAL, NULL,
+						 (uintptr_t)mem[i], sizeof(mem[i]), DDTX_ACC_LOCAL_READ,
+						 &key[i], &slot[i]), 0);
+	}
+	for (int round = 0; round < 20000; round++) {
+		int i = (int)(rnd() % CAP);
+		CHECK_RET(ddtx_shm_keytab_remove(&kt, slot[i], DDTX_KEY_INTERNAL, key[i]), 0);
+		CHECK(ddtx_shm_keytab_check(&kt, DDTX_KEY_INTERNAL, key[i], (uintptr_t)mem[i], 1,
+					    DDTX_ACC_LOCAL_READ) == -FI_EKEYREJECTED,
+		      "round %d: removed key still found", round);
+		struct iovec v = {mem[i], sizeof(mem[i])};
+		CHECK_RET(ddtx_shm_keytab_insert(&kt, &v, 1, DDTX_KEY_INTERNAL, NULL,
+						 (uintptr_t)mem[i], sizeof(mem[i]), DDTX_ACC_LOCAL_READ,
+						 &key[i], &slot[i]), 0);
+		if (round % 1000)
+			continue;
+		for (int j = 0; j < CAP; j++)
+			CHECK_RET(ddtx_shm_keytab_check(&kt, DDTX_KEY_INTERNAL, key[j],
+							(uintptr_t)mem[j], 1, DDTX_ACC_LOCAL_READ), 0);
+		int empty = 0;
+		for (int j = 0; j < NSLOTS; j++)
+			empty += kt.slots[j].state == DDTX_SHM_KEY_EMPTY;
+		CHECK(empty >= NSLOTS / 8, "round %d: %d empty slots of %d, %d live", round, empty,
+		      NSLOTS, CAP);
+	}
+	ddtx_shm_keytab_fini(&kt);
+	free(region);
+}
+
 /* ================================================================================== main */
 static const struct {
 	const char *name;
@@ -1089,6 +1136,7 @@ static const struct {
 	{ "basic", test_basic, true },  { "msg", test_msg, false },
 	{ "rma", test_rma, true },      { "death", test_death, true },
 	{ "stale", test_stale, false }, { "mpsc", test_mpsc, false },
+	{ "keytab", test_keytab, false },
 };
 
 int main(int argc, char **argv)

@@ -184,6 +184,7 @@ struct ddtx_shm_keytab {
 	struct ddtx_shm_seg *segs;
 	uint64_t mask;
 	uint64_t live;                           /* keys registered */
+	uint64_t tombs;                          /* slots of removed keys still ending no chain */
 	uint64_t capacity;                       /* most keys at once (params.key_slots) */
 	uint64_t next_key;                       /* counter for chosen keys */
 	uint64_t key_secret;
