@@ -112,7 +112,6 @@ struct ddtx_tx {
 	uint64_t cq_flags;               /* FI_SEND | FI_MSG or FI_TAGGED */
 	bool report;                     /* write a CQ entry on success */
 	bool want_ack;                   /* FI_DELIVERY_COMPLETE: complete on the receiver's ACK */
-	bool delivered;                  /* ... or once the wire delivered it (send_delivered) */
 	uint64_t tag;
 	struct iovec *iov;               /* private copy of the caller's list, or the list of
 					  * layout (a handle's, which tx holds) when borrowed */

@@ -29,59 +29,6 @@ static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr
 	}
 }
 
-static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-			      bool borrow);
-
-/*
- * An eager send that needs delivery completion, through a wire that reports the message sent
- * once the peer holds it (ddtx_wire_send_delivered): it waits for that rather than for an ACK,
- * which cost a second message and a progress round on both sides.  -FI_EOPNOTSUPP: the wire
- * cannot, nothing was sent.
- */
-static int send_delivered(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
-			  size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
-			  void *context, uint64_t cq_flags, bool report)
-{
-	struct ddtx_hdr_eager h;
-	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
-	h.tag = tag;
-	h.data = data;
-	h.len = total;
-	h.tx_id = 0;
-	h.reserved2 = 0;
-	struct ddtx_tx *tx = tx_new(pep, iov, 0, false);
-	if (!tx)
-		return -FI_ENOMEM;
-	int ret;
-	for (int attempt = 0;; attempt++) {
-		ret = ddtx_wire_send_delivered(pep->wire, peer, &h, sizeof(h), iov, count);
-		if (ret != -FI_EAGAIN || attempt == 1)
-			break;
-		ddtx_proto_progress(pep);
-	}
-	if (ret == -FI_EAGAIN || ret == -FI_EOPNOTSUPP) {
-		ddtx_tx_free(pep, tx);
-		return ret;
-	}
-	if (ret) {
-		ddtx_tx_free(pep, tx);
-		ddtx_complete_tx_err(pep, context, cq_flags, 0, -ret, DDTX_CNTR_SEND);
-		return 0;
-	}
-	tx->peer = peer;
-	tx->context = context;
-	tx->cq_flags = cq_flags;
-	tx->report = report;
-	tx->want_ack = true;
-	tx->tag = tag;
-	tx->total = total;
-	tx->delivered = true;
-	tx->wire_mark = ddtx_wire_send_mark(pep->wire, peer);
-	tx->state = DDTX_TX_WAIT_WIRE;
-	ddtx_list_push_back(&pep->tx_active, &tx->entry);
-	return 0;
-}
-
 /* l: the message's cached layout (a handle's) when known: its compiled kernels gather. */
 static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
@@ -335,9 +282,10 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if (count > st->iov_entries_max)
 		st->iov_entries_max = count;
 
-	/* Delivery completion needs the receiver's word (or a wire that delivers, below);
-	 * fi_inject has no completion to delay. */
+	/* Delivery completion needs the receiver's word; fi_inject has no completion to delay. */
 	bool want_ack = (flags & FI_DELIVERY_COMPLETE) && !(flags & DDTX_PROTO_NO_COMPLETION);
+	if (want_ack)
+		hflags |= DDTX_HDR_ACK_REQ;
 	/*
 	 * Eager below the boundary the cost model draws (never above FI_DDTX_EAGER_SIZE, nor
 	 * the wire's message room).  FI_INJECT is eager whatever its size: the caller may reuse
@@ -361,15 +309,6 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		if (!ipc && (ret = ddtx_stage_fill(pep, stage)))
 			goto out;
 	}
-
-	if (want_ack && eager && count <= pep->caps->max_sge) {
-		ret = send_delivered(pep, peer, iov, count, total, tag, data, hflags, context,
-				     cq_flags, report);
-		if (ret != -FI_EOPNOTSUPP)
-			goto out;
-	}
-	if (want_ack)
-		hflags |= DDTX_HDR_ACK_REQ;
 
 	if (eager && !want_ack) {
 		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0, hl);
@@ -437,9 +376,9 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.tx_id = tx->id;
 	/* Offering the block to be read (see ddtx_choose_pull): not from device memory (a stage
 	 * or an IPC offer).  With FI_DELIVERY_COMPLETE too: a whole pull's PULLED comes after the
-	 * receiver read the bytes into its buffer, which is what the ACK would say (MPICH asks
-	 * for delivery completion on every send; across two hosts a 256 KiB block took 84 us
-	 * written and acknowledged against 51 us over tcp;ofi_rxm, docs/benchmark-results.md). */
+	 * receiver read the bytes into its buffer, which is what the ACK would say.  MPICH asks
+	 * for delivery completion on every send (its RMA needs it as the endpoint's default), so
+	 * its contiguous blocks never went by pull. */
 	bool can_pull = !ipc && tx->count == 1 && !stage;
 	rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
 	if (ddtx_choose_warm(tx->layout))
@@ -809,11 +748,7 @@ void ddtx_send_progress(struct ddtx_proto_ep *pep)
 	{
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
 		if (tx->state == DDTX_TX_WAIT_WIRE && tx_left(pep, tx)) {
-			/* A delivered message's peer gone meanwhile may not have it. */
-			if (tx->delivered && !ddtx_wire_peer_alive(pep->wire, tx->peer))
-				ddtx_tx_fail(pep, tx, FI_EIO);
-			else
-				tx_finish(pep, tx);
+			tx_finish(pep, tx);
 			continue;
 		}
 		if (tx->state != DDTX_TX_PACK)

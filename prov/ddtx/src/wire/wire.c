@@ -170,16 +170,6 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
 	return ep ? ep->impl->send(ep, peer, hdr, hdr_len, iov, count) : -FI_EINVAL;
 }
 
-int ddtx_wire_send_delivered(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr,
-			     size_t hdr_len, const struct iovec *iov, size_t count)
-{
-	if (!ep)
-		return -FI_EINVAL;
-	if (!ep->impl->send_delivered)
-		return -FI_EOPNOTSUPP;
-	return ep->impl->send_delivered(ep, peer, hdr, hdr_len, iov, count);
-}
-
 int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			 struct ddtx_wire_send_buf *buf)
 {

@@ -237,16 +237,6 @@ int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, s
 		   const struct iovec *iov, size_t count);
 
 /*
- * The same, but ddtx_wire_sent() covers the message only once it is delivered: the peer's side
- * holds it (the ofi wire posts it with the core's FI_DELIVERY_COMPLETE), so a send that needs
- * delivery completion waits for no answer of the peer's protocol.  A peer found gone meanwhile
- * (ddtx_wire_peer_alive) may not have it.  -FI_EOPNOTSUPP where the wire (or the wire of this
- * peer) cannot: the caller asks the peer for an acknowledgement instead.
- */
-int ddtx_wire_send_delivered(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr,
-			     size_t hdr_len, const struct iovec *iov, size_t count);
-
-/*
  * A send buffer built in place: claim one, write a whole message (header and payload) into
  * data[0..cap), then post it with ddtx_wire_send_commit().  On the shm wire the buffer is the
  * slot of the peer's receive queue, so a caller that packs straight into it makes the only copy

@@ -41,9 +41,6 @@ struct ddtx_wire_impl {
 	bool (*peer_alive)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	int (*send)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count);
-	/* send whose message counts as sent only once the peer's side holds it; NULL: cannot. */
-	int (*send_delivered)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr,
-			      size_t hdr_len, const struct iovec *iov, size_t count);
 	int (*send_claim)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			  struct ddtx_wire_send_buf *buf);
 	void (*send_commit)(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);

@@ -494,8 +494,8 @@ static bool multi_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 
 /* ---- traffic: each call goes to the peer's sub-wire, and is counted there ---- */
 
-static int send_via(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
-		    const struct iovec *iov, size_t count, bool delivered)
+static int multi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
+		      size_t hdr_len, const struct iovec *iov, size_t count)
 {
 	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
 	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
@@ -510,27 +510,12 @@ static int send_via(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 		total += iov[i].iov_len;
 	if (total > ep->dom->caps.max_send_size)
 		return -FI_EMSGSIZE;
-	ret = delivered ? ddtx_wire_send_delivered(ep->sub[p->sub], p->sub_peer, hdr, hdr_len, iov,
-						   count)
-			: ddtx_wire_send(ep->sub[p->sub], p->sub_peer, hdr, hdr_len, iov, count);
+	ret = ddtx_wire_send(ep->sub[p->sub], p->sub_peer, hdr, hdr_len, iov, count);
 	if (!ret) {
 		ep->dom->stats.sub[p->sub].msgs++;
 		ep->dom->stats.sub[p->sub].msg_bytes += total;
 	}
 	return ret;
-}
-
-static int multi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
-		      size_t hdr_len, const struct iovec *iov, size_t count)
-{
-	return send_via(wep, peer, hdr, hdr_len, iov, count, false);
-}
-
-/* Through the peer's own wire, which may not do it (-FI_EOPNOTSUPP). */
-static int multi_send_delivered(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
-				size_t hdr_len, const struct iovec *iov, size_t count)
-{
-	return send_via(wep, peer, hdr, hdr_len, iov, count, true);
 }
 
 static int multi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_len,
@@ -664,7 +649,6 @@ const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.peer_addr = multi_peer_addr,
 	.peer_alive = multi_peer_alive,
 	.send = multi_send,
-	.send_delivered = multi_send_delivered,
 	.send_claim = multi_send_claim,
 	.send_commit = multi_send_commit,
 	.rma_check = multi_rma_check,

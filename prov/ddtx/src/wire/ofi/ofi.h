@@ -100,7 +100,6 @@ struct ddtx_ofi_buf {
 	bool inflight;                    /* send: handed to the core (or deferred), not done */
 	uint64_t seq;                     /* send: its number among the peer's messages */
 	bool ring;                        /* send: written into the peer's receive ring */
-	bool delivered;                   /* send: completes once the peer's core holds it */
 	uint64_t ring_seq;                /* ... as its ring message number ring_seq */
 	uint8_t *data;                    /* DDTX_OFI_BUF_SIZE bytes in the endpoint's slab */
 };
@@ -323,8 +322,6 @@ int ddtx_ofi_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_a
 /* send.c */
 int ddtx_ofi_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		  const struct iovec *iov, size_t count);
-int ddtx_ofi_send_delivered(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr,
-			    size_t hdr_len, const struct iovec *iov, size_t count);
 int ddtx_ofi_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			struct ddtx_wire_send_buf *buf);
 void ddtx_ofi_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);

@@ -59,8 +59,7 @@ int ddtx_ofi_ring_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 	if (ret)
 		return ret;
 	ddtx_ofi_ring_hdr_seal(b->data + b->start, b->ring_seq, b->len);
-	ret = (int)fi_writemsg(tx, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION |
-					 (b->delivered ? FI_DELIVERY_COMPLETE : 0));
+	ret = (int)fi_writemsg(tx, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
 	if (!ret) {
 		__atomic_fetch_add(&ep->dom->ring_msgs, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&ep->dom->ring_bytes, b->len, __ATOMIC_RELAXED);

@@ -16,10 +16,8 @@ struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep)
 	struct ddtx_list_entry *e = ddtx_list_pop_front(&ep->tx_free);
 	struct ddtx_ofi_buf *b = e ? ddtx_container_of(e, struct ddtx_ofi_buf, entry) : NULL;
 
-	if (b) {
+	if (b)
 		b->ring = false; /* sent, unless a data message's route says otherwise */
-		b->delivered = false;
-	}
 	return b;
 }
 
@@ -77,7 +75,7 @@ static int post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 	struct fid_ep *tx;
 	int ret = ddtx_ofi_conn_get(ep, b->peer, &tx);
 
-	return ret ? ret : (int)fi_sendmsg(tx, &msg, b->delivered ? FI_DELIVERY_COMPLETE : 0);
+	return ret ? ret : (int)fi_sendmsg(tx, &msg, 0);
 }
 
 int ddtx_ofi_tx_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b, bool defer)
@@ -135,8 +133,8 @@ void ddtx_ofi_tx_flush(struct ddtx_ofi_ep *ep)
 	}
 }
 
-static int send_copy(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
-		     const struct iovec *iov, size_t count, bool delivered)
+int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		  const struct iovec *iov, size_t count)
 {
 	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
 	struct ddtx_ofi_peer *p = ddtx_ofi_peer_get(ep, peer);
@@ -157,7 +155,6 @@ static int send_copy(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr
 		return -FI_EAGAIN;
 	dst = ddtx_ofi_tx_prepare(ep, b, peer, DDTX_OFI_MSG_DATA);
 	b->ring = p->ring_tx != NULL;
-	b->delivered = delivered;
 	if (hdr_len)
 		memcpy(dst, hdr, hdr_len);
 	dst += hdr_len;
@@ -168,25 +165,6 @@ static int send_copy(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr
 	}
 	b->len = DDTX_OFI_PAYLOAD_OFF - b->start + total;
 	return ddtx_ofi_tx_post(ep, b, true);
-}
-
-int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
-		  const struct iovec *iov, size_t count)
-{
-	return send_copy(wep, peer, hdr, hdr_len, iov, count, false);
-}
-
-/*
- * Posted with the core's FI_DELIVERY_COMPLETE: its completion, which ddtx_ofi_sent() waits
- * for, comes once the message is in the peer's ring or receive buffer.  An eager send that
- * needs delivery completion (MPICH asks it of every send) saves the protocol's ACK, a second
- * message and its progress on both sides: 6-8 KiB sends across two hosts took 12 us against
- * 7.5 us over tcp;ofi_rxm with it (docs/benchmark-results.md).
- */
-int ddtx_ofi_send_delivered(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
-			    size_t hdr_len, const struct iovec *iov, size_t count)
-{
-	return send_copy(wep, peer, hdr, hdr_len, iov, count, true);
 }
 
 int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_len,

@@ -27,7 +27,6 @@ const struct ddtx_wire_impl ddtx_ofi_wire_impl = {
 	.peer_addr = ddtx_ofi_peer_addr,
 	.peer_alive = ddtx_ofi_peer_alive,
 	.send = ddtx_ofi_send,
-	.send_delivered = ddtx_ofi_send_delivered,
 	.send_claim = ddtx_ofi_send_claim,
 	.send_commit = ddtx_ofi_send_commit,
 	.rma_check = ddtx_ofi_rma_check,
