@@ -46,7 +46,7 @@ static int tx_admit(const struct ddtx_ofi_peer *p)
 
 /* A message to p: as large as its ring's slot once it granted one (ring.c), else the domain's
  * room (tcp;ofi_rxm's eager size).  Across two hosts MPICH's 16 KiB sends went by rendezvous
- * at 23.8 us, eager in the ring 15.3 (docs/benchmark-results.md). */
+ * at 23.8 us, eager in the ring 15.9 (docs/benchmark-results.md). */
 static size_t room(const struct ddtx_ofi_ep *ep, const struct ddtx_ofi_peer *p)
 {
 	if (!p->ring_tx)
