@@ -343,8 +343,11 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 		return; /* the receive ended meanwhile */
 	rx->pull = NULL;
 	if (!err) {
-		/* Split: the sender's DONE for the tail may have come first, or may follow. */
+		/* Split: the sender's DONE for the tail may have come first, or may follow.  Whole:
+		 * PULLED also ends a delivery complete send (the bytes are in place), no ACK. */
 		rx->received += bytes;
+		if (!rx->split)
+			rx->hdr_flags &= (uint16_t)~DDTX_HDR_ACK_REQ;
 		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST | DDTX_HDR_PULLED);
 		if (rx->received == rx->accepted)
 			rx_finish(pep, rx);

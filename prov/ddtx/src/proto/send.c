@@ -11,9 +11,11 @@
 #include "engine/regcache.h"
 #include "proto/proto_internal.h"
 
-static size_t eager_limit(const struct ddtx_proto_ep *pep)
+/* The wire may have more room for this peer than for any (the ofi wire's receive ring). */
+static size_t eager_limit(const struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 {
-	size_t room = pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager);
+	size_t room = ddtx_wire_peer_send_size(pep->wire, peer, pep->caps->max_send_size) -
+		      sizeof(struct ddtx_hdr_eager);
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
 
@@ -294,7 +296,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	 */
 	bool eager = (flags & FI_INJECT)
 			     ? total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager)
-			     : total <= eager_limit(pep) &&
+			     : total <= eager_limit(pep, peer) &&
 				       ddtx_choose_eager(pep, total, hl ? hl->st.nblocks : count);
 	if ((flags & FI_INJECT) && !eager) {
 		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
@@ -374,9 +376,12 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	rts.data = data;
 	rts.total_len = total;
 	rts.tx_id = tx->id;
-	/* Offering the block to be read (see ddtx_choose_pull): not with FI_DELIVERY_COMPLETE,
-	 * whose ACK ends a written transfer, nor from device memory (a stage or an IPC offer). */
-	bool can_pull = !ipc && tx->count == 1 && !want_ack && !stage;
+	/* Offering the block to be read (see ddtx_choose_pull): not from device memory (a stage
+	 * or an IPC offer).  With FI_DELIVERY_COMPLETE too: a whole pull's PULLED comes after the
+	 * receiver read the bytes into its buffer, which is what the ACK would say.  MPICH asks
+	 * for delivery completion on every send (its RMA needs it as the endpoint's default), so
+	 * its contiguous blocks never went by pull. */
+	bool can_pull = !ipc && tx->count == 1 && !stage;
 	rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;

@@ -8,6 +8,7 @@
 
 #include <rdma/fi_errno.h>
 #include "common/log.h"
+#include "common/minmax.h"
 #include "wire/wire_impl.h"
 
 extern const struct ddtx_wire_impl ddtx_shm_wire_impl;
@@ -162,6 +163,12 @@ int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, s
 bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
 {
 	return ep && ep->impl->peer_alive(ep, peer);
+}
+
+size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t max_send_size)
+{
+	size_t n = ep && ep->impl->peer_send_size ? ep->impl->peer_send_size(ep, peer) : 0;
+	return DDTX_MAX(n, max_send_size);
 }
 
 int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,

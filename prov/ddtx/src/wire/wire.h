@@ -226,6 +226,13 @@ int ddtx_wire_peer_insert(struct ddtx_wire_ep *ep, const void *addr, size_t len,
 int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len);
 /* Is the peer's process still there?  false once it is known to be gone. */
 bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+/*
+ * The largest message ddtx_wire_send() and a claim carry to peer now (header included):
+ * max_send_size (the domain's caps.max_send_size), or more where the wire has more room for
+ * this peer (the ofi wire: a peer's receive ring, 64 KiB slots, where a message sent through
+ * tcp;ofi_rxm is held to rxm's 16 KiB eager size).  It never shrinks for a peer.
+ */
+size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t max_send_size);
 
 /*
  * Send hdr followed by the gathered iov (at most caps.max_sge entries) as one message of at

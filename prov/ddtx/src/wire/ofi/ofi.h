@@ -322,6 +322,7 @@ int ddtx_ofi_name_resolve(struct ddtx_wire_domain *dom, const struct ddtx_name_a
 /* send.c */
 int ddtx_ofi_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		  const struct iovec *iov, size_t count);
+size_t ddtx_ofi_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 int ddtx_ofi_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			struct ddtx_wire_send_buf *buf);
 void ddtx_ofi_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
