@@ -72,8 +72,9 @@ static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_l
  * FI_DDTX_STATS: registration thread layouts 0, explorations 0).  So until one of them has
  * ZCOPY_TRIES timings, a reused layout is registered and, once it is, takes the zero-copy
  * scheme predicted cheaper (ddtx_choose_decide): an optimistic start, as for one block.
- * nc_bw, 32 blocks of 4 KiB: streaming 11.0 -> 8.8 us (UMR); the ping-pong still settles on
- * PACK after its tries (docs/benchmark-results.md).
+ * nc_bw, 32 blocks of 4 KiB: streaming 11.0 -> 8.8 us (UMR); the ping-pong settles on UMR too
+ * since zero copy is weighed by its cheaper scheme (zcopy_predict) and PACK's samples include
+ * its first chunk (ddtx_choose_sample_start).
  */
 #define ZCOPY_TRIES 8
 #define ZCOPY_PLAUSIBLE 2.0
