@@ -234,6 +234,15 @@ static void test_cost(void)
 		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_UMR) == 0 &&
 		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_COUNT) == 0,
 	      "samples per scheme");
+	/* ddtx_cost_predict_prior: the prior's line, whatever was timed (what zero copy's
+	 * plausibility compares, prior against prior). */
+	const struct ddtx_cost_line *pp = &prior[FI_DDTX_SCHEME_PACK];
+	double at = pp->a + pp->b * 65536 / 4096.0 + pp->c * 2;
+	CHECK(ddtx_cost_predict_prior(&m, FI_DDTX_SCHEME_PACK, 65536, 2) == at &&
+		      ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, 65536, 2) != at,
+	      "prior prediction %.0f (line %.0f), fitted %.0f",
+	      ddtx_cost_predict_prior(&m, FI_DDTX_SCHEME_PACK, 65536, 2), at,
+	      ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, 65536, 2));
 	/* A runner-up predicted 3x the best: never timed, it is tried at the first exploration
 	 * slot; once timed (and still 3x), only every 8th slot tries it. */
 	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {

@@ -123,13 +123,23 @@ void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t 
 	refit(f);
 }
 
-double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
-			 size_t blocks)
+static double line_at(const struct ddtx_cost_line *e, size_t bytes, size_t blocks)
 {
-	const struct ddtx_cost_line *e = &m->fit[s].est;
 	double x[3];
 	features(bytes, blocks, x);
 	return e->a * x[0] + e->b * x[1] + e->c * x[2];
+}
+
+double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+			 size_t blocks)
+{
+	return line_at(&m->fit[s].est, bytes, blocks);
+}
+
+double ddtx_cost_predict_prior(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s,
+			       size_t bytes, size_t blocks)
+{
+	return line_at(&m->fit[s].prior, bytes, blocks);
 }
 
 /* The scheme of least predicted time among `possible`; t[] receives each one's prediction. */

@@ -44,6 +44,9 @@ void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t 
 		       size_t blocks, uint64_t ns);
 double ddtx_cost_predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
 			 size_t blocks);
+/* The same from scheme s's prior alone, as if nothing had been timed. */
+double ddtx_cost_predict_prior(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s,
+			       size_t bytes, size_t blocks);
 /* Least predicted time among the schemes whose bit (1 << scheme) is in `possible`. */
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored);

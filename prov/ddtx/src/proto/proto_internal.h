@@ -451,6 +451,9 @@ bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
+/* When the cost model counts a rendezvous as started whose RTS came at rts_ns with a first
+ * chunk that took scatter_ns to scatter (the sender's gather of that chunk included). */
+uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
 			 size_t bytes, size_t blocks, bool warm);

@@ -406,8 +406,11 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	/* The RTS brought the first chunk: into place now, before the CTS goes back.  (A forced
 	 * zero-copy scheme rewrites these bytes with the same ones.) */
 	size_t early = DDTX_MIN(first_len, rx->accepted);
-	if (early)
+	if (early) {
+		uint64_t t0 = ddtx_time_ns();
 		ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
+		rx->t_start = ddtx_choose_sample_start(rx->t_start, ddtx_time_ns() - t0);
+	}
 	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme,
 					rts->base.flags & DDTX_HDR_PULL, &sender, rx->cached,
 					rx->accepted, &rx->explored);
