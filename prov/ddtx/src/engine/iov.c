@@ -3,12 +3,60 @@
 
 #include <string.h>
 
+#include <rdma/fi_errno.h>
+#include "common/iov_check.h"
+
 size_t ddtx_iov_total(const struct iovec *iov, size_t count)
 {
 	size_t total = 0;
 	for (size_t i = 0; i < count; i++)
 		total += iov[i].iov_len;
 	return total;
+}
+
+int ddtx_iov_scan(const struct iovec *iov, size_t count, size_t limit, size_t *total,
+		  struct ddtx_iov_vec *vec)
+{
+	vec->n = 0;
+	/* The split sum below is exact below 2^32 entries; lists of fewer than the minimum are
+	 * checked the plain way. */
+	if (count < DDTX_IOV_VEC_MIN || count > limit || count >= ((size_t)1 << 32) || !iov)
+		return ddtx_iov_check(iov, count, limit, total);
+	uintptr_t a0 = (uintptr_t)iov[0].iov_base, prev;
+	size_t len0 = iov[0].iov_len;
+	uintptr_t stride = (uintptr_t)iov[1].iov_base - a0;
+	/* No branch per entry: a NULL base under a non-empty entry, an entry off the vector and
+	 * the total's high and low halves (which cannot overflow) are accumulated, and judged
+	 * once at the end. */
+	uint64_t lo = 0, hi = 0;
+	uintptr_t bad = 0, off_vec = 0;
+	prev = a0 - stride;
+	for (size_t i = 0; i < count; i++) {
+		uintptr_t a = (uintptr_t)iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+		lo += len & 0xffffffffu;
+		hi += (uint64_t)len >> 32;
+		bad |= (uintptr_t)((len != 0) & (a == 0));
+		off_vec |= (len ^ len0) | (a - prev - stride);
+		prev = a;
+	}
+	uint64_t t = total ? *total : 0;
+	if (bad || hi > (SIZE_MAX >> 32))
+		return -FI_EINVAL;
+	uint64_t sum = (hi << 32) + lo;
+	if (sum < (hi << 32) || sum > SIZE_MAX - t)
+		return -FI_EINVAL;
+	if (total)
+		*total = t + sum;
+	/* Blocks that overlap would make the order of a scatter's stores matter. */
+	int64_t s = (int64_t)stride;
+	if (!off_vec && len0 && s != INT64_MIN && (s >= (int64_t)len0 || -s >= (int64_t)len0)) {
+		vec->base = (uint8_t *)a0;
+		vec->block = len0;
+		vec->stride = s;
+		vec->n = count;
+	}
+	return 0;
 }
 
 void ddtx_layout_stats(const struct iovec *iov, size_t count, struct ddtx_layout_stats *st)

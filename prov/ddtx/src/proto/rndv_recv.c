@@ -173,7 +173,7 @@ static struct ddtx_rx *multi_slice(struct ddtx_proto_ep *pep, struct ddtx_rx *pa
 {
 	size_t got = DDTX_MIN(len, parent->capacity - parent->multi_used);
 	struct iovec iov = {(uint8_t *)parent->iov[0].iov_base + parent->multi_used, got};
-	struct ddtx_rx *rx = ddtx_rx_new(pep, &iov, 1);
+	struct ddtx_rx *rx = ddtx_rx_new(pep, &iov, 1, NULL);
 	if (!rx)
 		return NULL;
 	rx->context = parent->context;
