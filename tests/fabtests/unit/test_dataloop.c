@@ -8,6 +8,10 @@
  *              irregular blocks mixed in, misaligned bases, lists going down in memory) and
  *              random segments (start byte, length, past the end): gather gives the bytes the
  *              iov walk gives; scatter changes exactly the bytes the iov walk changes;
+ *   vector     the eager path's one-pass scan of a list (ddtx_iov_scan) refuses and sums what
+ *              the plain check does, and takes a list for a vector only when it is one; the
+ *              vector kernels (ddtx_vec_gather/scatter) give the iov walk's bytes for random
+ *              vectors (any block size, strides up and down, misaligned) and segments;
  *   built      the forms built from a description (handles) agree with the compiled lists;
  *   cache      the layout cache compiles once and keeps the form with the layout;
  *   gpu_runs   the runs the device pack kernels read (engine/gpu_runs.c), through the kernels'
@@ -17,11 +21,13 @@
  *   bench      (benchmark, asserts nothing) GB/s of the compiled gather, memcpy of the same
  *              bytes and the iov walk, for 64 B blocks at stride 128 B and 8 B blocks.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/iov_check.h"
 #include "engine/dataloop.h"
 #include "engine/gpu_runs.h"
 #include "engine/iov.h"
@@ -266,6 +272,153 @@ static void test_property(void)
 	free(canary);
 	free(a);
 	free(b);
+}
+
+/* ---- one-vector lists of the eager path (ddtx_iov_scan, ddtx_vec_gather/scatter) ---- */
+
+/* A vector of n blocks at arena + first, stride apart (negative: going down in memory). */
+static void vec_list(struct iovec *iov, uint8_t *arena, size_t first, size_t n, size_t block,
+		     int64_t stride)
+{
+	for (size_t i = 0; i < n; i++) {
+		iov[i].iov_base = arena + first + (int64_t)i * stride;
+		iov[i].iov_len = block;
+	}
+}
+
+/* The scan must refuse what the plain check refuses and sum what it sums; a vector it reports
+ * must be the list, entry for entry. */
+static void scan_like_check(const struct iovec *iov, size_t count, size_t limit, size_t *vecs)
+{
+	size_t t1 = 5, t2 = 5;
+	struct ddtx_iov_vec v;
+	int r1 = ddtx_iov_check(iov, count, limit, &t1);
+	int r2 = ddtx_iov_scan(iov, count, limit, &t2, &v);
+	CHECK(r1 == r2, "scan %d, check %d (count %zu)", r2, r1, count);
+	CHECK(r1 || t1 == t2, "scan total %zu, check %zu", t2, t1);
+	if (r2 || !v.n)
+		return;
+	(*vecs)++;
+	CHECK(v.n == count, "vector of %zu blocks for %zu entries", v.n, count);
+	for (size_t i = 0; i < count && !failures; i++)
+		CHECK(iov[i].iov_base == v.base + (int64_t)i * v.stride &&
+			      iov[i].iov_len == v.block,
+		      "entry %zu off the vector", i);
+	CHECK(v.stride >= (int64_t)v.block || -v.stride >= (int64_t)v.block,
+	      "overlapping blocks taken as a vector (block %zu, stride %lld)", v.block,
+	      (long long)v.stride);
+}
+
+static void test_vector(void)
+{
+	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
+	uint8_t *a = malloc(1 << 22), *b = malloc(1 << 22), *ref = malloc(ARENA);
+	static struct iovec iov[8192];
+	size_t vecs = 0, segments = 0;
+	for (size_t i = 0; i < ARENA; i++)
+		canary[i] = (uint8_t)rnd();
+	memcpy(arena, canary, ARENA);
+
+	/* Lists the scan must not take for vectors, and refusals it must share with the check
+	 * (addresses are never touched here: made-up ones are fine). */
+	struct iovec f[16];
+	vec_list(f, arena, 64, 16, 8, 16);
+	scan_like_check(f, 16, 1024, &vecs);
+	CHECK(vecs == 1, "a plain vector not recognised");
+	scan_like_check(f, 16, 15, &vecs);                    /* over the limit */
+	f[9].iov_len = 0;                                     /* an empty entry */
+	scan_like_check(f, 16, 1024, &vecs);
+	f[9].iov_len = 8;
+	f[15].iov_base = (uint8_t *)f[15].iov_base + 1;       /* the last one off by a byte */
+	scan_like_check(f, 16, 1024, &vecs);
+	vec_list(f, arena, 64, 16, 8, 4);                      /* overlapping blocks */
+	scan_like_check(f, 16, 1024, &vecs);
+	vec_list(f, arena, 64, 16, 8, 0);                      /* the same block 16 times */
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* going down onto NULL */
+		f[i] = (struct iovec){(void *)(uintptr_t)(16 * (15 - i)), 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* a total past SIZE_MAX */
+		f[i] = (struct iovec){(void *)(uintptr_t)(4096 + i * (SIZE_MAX / 8)), SIZE_MAX / 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* wrapping around the top */
+		f[i] = (struct iovec){(void *)(UINTPTR_MAX - 64 + 16 * i), 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	CHECK(vecs == 1, "%zu lists above taken as vectors, want 1", vecs);
+	scan_like_check(NULL, 0, 1024, &vecs);
+	scan_like_check(NULL, 12, 1024, &vecs);
+
+	/* Random vectors (any block size, strides up and down, misaligned), some broken by one
+	 * entry, and the random layouts of the property test: the scan agrees with the check;
+	 * the vector kernels give the iov walk's bytes for random segments. */
+	for (int iter = 0; iter < 3000 && !failures; iter++) {
+		size_t count, block = rnd() % 2 ? (size_t[]){1, 2, 4, 8, 12, 16, 24, 32, 48, 64}[rnd() % 10]
+					      : pick(1, 300);
+		if (iter % 4 == 3) {
+			count = random_layout(arena, iov, 8192);
+		} else {
+			count = pick(1, rnd() % 4 ? 1100 : 8192);
+			size_t gap = rnd() % 3 ? pick(0, 64) : pick(0, 3 * block);
+			int64_t stride = (int64_t)(block + gap) * (rnd() % 4 ? 1 : -1);
+			size_t extent = (count - 1) * (block + gap) + block + 64;
+			if (extent > ARENA)
+				continue;
+			size_t first = stride > 0 ? pick(0, ARENA - extent) : pick(extent - block - 64, ARENA - block - 64);
+			vec_list(iov, arena, first, count, block, stride);
+			if (iter % 8 == 1) { /* one entry off */
+				size_t k = pick(0, count - 1);
+				if (rnd() % 2)
+					iov[k].iov_len = pick(0, block);
+				else
+					iov[k].iov_base = (uint8_t *)iov[k].iov_base - pick(0, 1);
+			}
+		}
+		size_t before = vecs;
+		scan_like_check(iov, count, 8192, &vecs);
+		size_t total = 0;
+		struct ddtx_iov_vec v;
+		if (vecs == before || ddtx_iov_scan(iov, count, 8192, &total, &v) || !v.n)
+			continue;
+		uint8_t *lo = arena + ARENA, *hi = arena;
+		for (size_t i = 0; i < count; i++) {
+			uint8_t *p = iov[i].iov_base;
+			lo = p < lo ? p : lo;
+			hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
+		}
+		lo = lo - arena >= 64 ? lo - 64 : arena;
+		hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
+		size_t span = (size_t)(hi - lo);
+		for (int s = 0; s < 6 && !failures; s++, segments++) {
+			/* Whole, one byte, a partial block at either end, past the end. */
+			size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
+			size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
+			size_t want = ddtx_iov_gather(iov, count, off, a, len);
+			memset(b, 0xa5, want + 16);
+			size_t got = ddtx_vec_gather(&v, off, b, len);
+			CHECK(got == want, "vector gather [%zu, +%zu) of %zu: %zu, want %zu", off, len,
+			      total, got, want);
+			CHECK(!memcmp(a, b, want), "vector gather bytes differ at [%zu, +%zu)", off,
+			      len);
+			CHECK(b[want] == 0xa5, "vector gather wrote past its segment");
+			for (size_t i = 0; i < want; i++)
+				a[i] = (uint8_t)rnd();
+			ddtx_iov_scatter(iov, count, off, a, want);
+			memcpy(ref, lo, span);
+			memcpy(lo, canary + (lo - arena), span);
+			size_t put = ddtx_vec_scatter(&v, off, a, len);
+			CHECK(put == want, "vector scatter %zu != %zu", put, want);
+			CHECK(!memcmp(lo, ref, span), "vector scatter of [%zu, +%zu) differs", off,
+			      want);
+			memcpy(lo, canary + (lo - arena), span);
+		}
+	}
+	printf("vector: %zu lists taken as vectors, %zu segments compared\n", vecs, segments);
+	CHECK(vecs > 1000, "too few vectors recognised (%zu)", vecs);
+	free(arena);
+	free(canary);
+	free(a);
+	free(b);
+	free(ref);
 }
 
 /* ---- runs of the device pack kernels ---- */
@@ -566,6 +719,8 @@ int main(int argc, char **argv)
 		test_shapes();
 	if (!only || !strcmp(only, "property"))
 		test_property();
+	if (!only || !strcmp(only, "vector"))
+		test_vector();
 	if (!only || !strcmp(only, "built"))
 		test_built();
 	if (!only || !strcmp(only, "cache"))
