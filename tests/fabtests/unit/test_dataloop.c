@@ -13,7 +13,8 @@
  *              vector kernels (ddtx_vec_gather/scatter) give the iov walk's bytes for random
  *              vectors (any block size, strides up and down, misaligned) and segments;
  *   built      the forms built from a description (handles) agree with the compiled lists;
- *   cache      the layout cache compiles once and keeps the form with the layout;
+ *   cache      the layout cache compiles once and keeps the form with the layout; a vector
+ *              list is found by its shape (ddtx_layout_get_vec) as by its entries;
  *   gpu_runs   the runs the device pack kernels read (engine/gpu_runs.c), through the kernels'
  *              own index arithmetic run on the host (ddtx_gpu_runs_apply): random layouts and
  *              segments against the compiled gather/scatter, byte for byte; runs in payload
@@ -630,6 +631,45 @@ static void test_cache(void)
 	ddtx_iov_gather(irr, 3, 3, ref, 400);
 	CHECK(got == 309 && !memcmp(out, ref, got), "irregular pack gather");
 	ddtx_layout_put(lc, l);
+
+	/* A list the scan found to be a vector is looked up by its shape alone: it finds the
+	 * layout a plain lookup entered and the reverse, with the same summary; another stride,
+	 * block or base is another layout.  (References held: an unmonitored cache keeps a
+	 * layout only while it is used.) */
+	struct iovec v[65], w[64];
+	struct ddtx_iov_vec vec, wvec;
+	size_t t = 0;
+	strided(v, buf + 3, 64, 16, 48);
+	CHECK(!ddtx_iov_scan(v, 64, 1024, &t, &vec) && vec.n == 64, "scan: a vector");
+	struct ddtx_layout *lp_ = ddtx_layout_get(lc, v, 64, &hit);
+	CHECK(lp_ && !hit, "first plain lookup: a miss");
+	struct ddtx_layout *lv = ddtx_layout_get_vec(lc, v, 64, &vec, &hit);
+	CHECK(lv == lp_ && hit, "vector lookup: the plain lookup's layout");
+	CHECK(lv->st.total == 1024 && lv->st.nblocks == 64 && lv->st.min_block == 16 &&
+		      lv->st.avg_block == 16 && lv->vec.n == 64,
+	      "summary of a vector layout");
+	v[64] = v[63];
+	v[63] = (struct iovec){buf, 0}; /* an empty entry: the same non-empty entries */
+	struct ddtx_layout *le = ddtx_layout_get(lc, v, 65, &hit);
+	CHECK(le == lp_ && hit, "plain lookup with an empty entry: the same layout");
+	struct ddtx_layout *others[3];
+	for (int k = 0; k < 3; k++) {
+		strided(w, buf + 3 + (k == 2), 64, k == 1 ? 8 : 16, k == 0 ? 64 : 48);
+		t = 0;
+		CHECK(!ddtx_iov_scan(w, 64, 1024, &t, &wvec) && wvec.n == 64, "scan %d", k);
+		others[k] = ddtx_layout_get_vec(lc, w, 64, &wvec, &hit);
+		CHECK(others[k] && !hit && others[k] != lp_, "another vector (%d): a miss", k);
+		struct ddtx_layout *again = ddtx_layout_get(lc, w, 64, &hit);
+		CHECK(again == others[k] && hit, "plain lookup finds the vector's layout (%d)", k);
+		CHECK(again->iov[5].iov_base == w[5].iov_base && again->count == 64,
+		      "the layout's list (%d)", k);
+		ddtx_layout_put(lc, again);
+	}
+	for (int k = 0; k < 3; k++)
+		ddtx_layout_put(lc, others[k]);
+	ddtx_layout_put(lc, le);
+	ddtx_layout_put(lc, lv);
+	ddtx_layout_put(lc, lp_);
 	ddtx_layout_cache_close(lc);
 	ddtx_mkey_pool_close(pool);
 	ddtx_regcache_close(rc);

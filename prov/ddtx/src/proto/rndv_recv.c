@@ -393,8 +393,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->t_start = ddtx_time_ns();
 	if (!rx->cached && rx->accepted) {
 		bool hit;
-		rx->cached = ddtx_layout_get(pep->pd->layouts, rx->iov, rx->count,
-					     &hit);
+		rx->cached = ddtx_layout_get_vec(pep->pd->layouts, rx->iov, rx->count, &rx->vec,
+						 &hit);
 	}
 	if (rx->cached)
 		rx->layout = rx->cached->st;

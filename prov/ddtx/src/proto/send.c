@@ -370,7 +370,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		tx->layout = hl; /* the tx holds our reference now (and borrows its list) */
 		hl = NULL;
 	} else {
-		tx->layout = ddtx_layout_get(lc, iov, count, &hit);
+		tx->layout = ddtx_layout_get_vec(lc, iov, count, &vec, &hit);
 	}
 	struct ddtx_layout_stats ls;
 	if (tx->layout)
