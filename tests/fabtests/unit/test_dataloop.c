@@ -206,6 +206,73 @@ static size_t random_layout(uint8_t *arena, struct iovec *iov, size_t max)
 	return n;
 }
 
+/* What is compared with the iov walk: a compiled layout at its origin, or a one-vector list. */
+struct copier {
+	const struct ddtx_dataloop *dl;
+	uint8_t *origin;
+	const struct ddtx_iov_vec *vec;
+};
+
+static size_t copier_gather(const struct copier *c, size_t off, void *dst, size_t len)
+{
+	return c->vec ? ddtx_vec_gather(c->vec, off, dst, len)
+		      : ddtx_dl_gather(c->dl, c->origin, off, dst, len);
+}
+
+static size_t copier_scatter(const struct copier *c, size_t off, const void *src, size_t len)
+{
+	return c->vec ? ddtx_vec_scatter(c->vec, off, src, len)
+		      : ddtx_dl_scatter(c->dl, c->origin, off, src, len);
+}
+
+/*
+ * Segments of the list in the arena (whole, one byte, then from random offsets, some past the
+ * end): the copier's gather gives the bytes the iov walk gives and writes nothing past them;
+ * its scatter changes exactly the bytes the iov walk changes.  Returns the segments compared.
+ */
+static size_t compare_segments(const struct iovec *iov, size_t count, size_t total,
+			       const struct copier *c, uint8_t *arena, const uint8_t *canary,
+			       uint8_t *a, uint8_t *b, int nseg)
+{
+	/* The arena's bytes the layout can touch: compared after every scatter. */
+	uint8_t *lo = arena + ARENA, *hi = arena;
+	for (size_t i = 0; i < count; i++) {
+		uint8_t *p = iov[i].iov_base;
+		if (!iov[i].iov_len)
+			continue;
+		lo = p < lo ? p : lo;
+		hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
+	}
+	lo = lo - arena >= 64 ? lo - 64 : arena;
+	hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
+	size_t span = (size_t)(hi - lo), done = 0;
+	uint8_t *ref = malloc(span);
+	memcpy(lo, canary + (lo - arena), span);
+	for (int s = 0; s < nseg && !failures; s++, done++) {
+		size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
+		size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
+		size_t want = ddtx_iov_gather(iov, count, off, a, len);
+		memset(b, 0xa5, want + 16);
+		size_t got = copier_gather(c, off, b, len);
+		CHECK(got == want, "gather [%zu, +%zu) of %zu: %zu bytes, want %zu", off, len,
+		      total, got, want);
+		CHECK(!memcmp(a, b, want), "gathered bytes differ at [%zu, +%zu)", off, len);
+		CHECK(b[want] == 0xa5, "gather wrote past its segment");
+		/* Scatter fresh bytes both ways: the touched span must agree. */
+		for (size_t i = 0; i < want; i++)
+			a[i] = (uint8_t)rnd();
+		ddtx_iov_scatter(iov, count, off, a, want);
+		memcpy(ref, lo, span);
+		memcpy(lo, canary + (lo - arena), span);
+		size_t put = copier_scatter(c, off, a, len);
+		CHECK(put == want, "scatter %zu != %zu", put, want);
+		CHECK(!memcmp(lo, ref, span), "scatter of [%zu, +%zu) differs", off, want);
+		memcpy(lo, canary + (lo - arena), span);
+	}
+	free(ref);
+	return done;
+}
+
 static void test_property(void)
 {
 	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
@@ -226,44 +293,8 @@ static void test_property(void)
 		const struct iovec *first = iov;
 		while (!first->iov_len)
 			first++;
-		uint8_t *origin = first->iov_base;
-		/* The arena's bytes the layout can touch: compared after every scatter. */
-		uint8_t *lo = arena + ARENA, *hi = arena;
-		for (size_t i = 0; i < count; i++) {
-			uint8_t *p = iov[i].iov_base;
-			if (!iov[i].iov_len)
-				continue;
-			lo = p < lo ? p : lo;
-			hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
-		}
-		lo = lo - arena >= 64 ? lo - 64 : arena;
-		hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
-		size_t span = (size_t)(hi - lo);
-		uint8_t *ref = malloc(span);
-		memcpy(lo, canary + (lo - arena), span);
-		for (int s = 0; s < 10 && !failures; s++, segments++) {
-			/* Segments: whole, one byte, from random offsets, past the end. */
-			size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
-			size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
-			size_t want = ddtx_iov_gather(iov, count, off, a, len);
-			memset(b, 0xa5, want + 16);
-			size_t got = ddtx_dl_gather(dl, origin, off, b, len);
-			CHECK(got == want, "gather [%zu, +%zu) of %zu: %zu bytes, want %zu", off, len,
-			      total, got, want);
-			CHECK(!memcmp(a, b, want), "gathered bytes differ at [%zu, +%zu)", off, len);
-			CHECK(b[want] == 0xa5, "gather wrote past its segment");
-			/* Scatter fresh bytes both ways: the touched span must agree. */
-			for (size_t i = 0; i < want; i++)
-				a[i] = (uint8_t)rnd();
-			ddtx_iov_scatter(iov, count, off, a, want);
-			memcpy(ref, lo, span);
-			memcpy(lo, canary + (lo - arena), span);
-			size_t put = ddtx_dl_scatter(dl, origin, off, a, want);
-			CHECK(put == want, "scatter %zu != %zu", put, want);
-			CHECK(!memcmp(lo, ref, span), "scatter of [%zu, +%zu) differs", off, want);
-			memcpy(lo, canary + (lo - arena), span);
-		}
-		free(ref);
+		struct copier c = {.dl = dl, .origin = first->iov_base};
+		segments += compare_segments(iov, count, total, &c, arena, canary, a, b, 10);
 		ddtx_dl_put(dl);
 	}
 	printf("property: %zu compiled layouts, %zu segments compared\n", compiled, segments);
@@ -313,7 +344,7 @@ static void scan_like_check(const struct iovec *iov, size_t count, size_t limit,
 static void test_vector(void)
 {
 	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
-	uint8_t *a = malloc(1 << 22), *b = malloc(1 << 22), *ref = malloc(ARENA);
+	uint8_t *a = malloc(1 << 22), *b = malloc(1 << 22);
 	static struct iovec iov[8192];
 	size_t vecs = 0, segments = 0;
 	for (size_t i = 0; i < ARENA; i++)
@@ -380,38 +411,8 @@ static void test_vector(void)
 		struct ddtx_iov_vec v;
 		if (vecs == before || ddtx_iov_scan(iov, count, 8192, &total, &v) || !v.n)
 			continue;
-		uint8_t *lo = arena + ARENA, *hi = arena;
-		for (size_t i = 0; i < count; i++) {
-			uint8_t *p = iov[i].iov_base;
-			lo = p < lo ? p : lo;
-			hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
-		}
-		lo = lo - arena >= 64 ? lo - 64 : arena;
-		hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
-		size_t span = (size_t)(hi - lo);
-		for (int s = 0; s < 6 && !failures; s++, segments++) {
-			/* Whole, one byte, a partial block at either end, past the end. */
-			size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
-			size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
-			size_t want = ddtx_iov_gather(iov, count, off, a, len);
-			memset(b, 0xa5, want + 16);
-			size_t got = ddtx_vec_gather(&v, off, b, len);
-			CHECK(got == want, "vector gather [%zu, +%zu) of %zu: %zu, want %zu", off, len,
-			      total, got, want);
-			CHECK(!memcmp(a, b, want), "vector gather bytes differ at [%zu, +%zu)", off,
-			      len);
-			CHECK(b[want] == 0xa5, "vector gather wrote past its segment");
-			for (size_t i = 0; i < want; i++)
-				a[i] = (uint8_t)rnd();
-			ddtx_iov_scatter(iov, count, off, a, want);
-			memcpy(ref, lo, span);
-			memcpy(lo, canary + (lo - arena), span);
-			size_t put = ddtx_vec_scatter(&v, off, a, len);
-			CHECK(put == want, "vector scatter %zu != %zu", put, want);
-			CHECK(!memcmp(lo, ref, span), "vector scatter of [%zu, +%zu) differs", off,
-			      want);
-			memcpy(lo, canary + (lo - arena), span);
-		}
+		struct copier c = {.vec = &v};
+		segments += compare_segments(iov, count, total, &c, arena, canary, a, b, 6);
 	}
 	printf("vector: %zu lists taken as vectors, %zu segments compared\n", vecs, segments);
 	CHECK(vecs > 1000, "too few vectors recognised (%zu)", vecs);
@@ -419,7 +420,6 @@ static void test_vector(void)
 	free(canary);
 	free(a);
 	free(b);
-	free(ref);
 }
 
 /* ---- runs of the device pack kernels ---- */
