@@ -206,6 +206,17 @@ static size_t random_layout(uint8_t *arena, struct iovec *iov, size_t max)
 	return n;
 }
 
+/* An arena of random bytes and *canary, a copy of them to compare and restore against. */
+static uint8_t *arena_new(uint8_t **canary)
+{
+	uint8_t *arena = malloc(ARENA);
+	*canary = malloc(ARENA);
+	for (size_t i = 0; i < ARENA; i++)
+		(*canary)[i] = (uint8_t)rnd();
+	memcpy(arena, *canary, ARENA);
+	return arena;
+}
+
 /* What is compared with the iov walk: a compiled layout at its origin, or a one-vector list. */
 struct copier {
 	const struct ddtx_dataloop *dl;
@@ -275,13 +286,10 @@ static size_t compare_segments(const struct iovec *iov, size_t count, size_t tot
 
 static void test_property(void)
 {
-	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
+	uint8_t *canary, *arena = arena_new(&canary);
 	uint8_t *a = malloc(1 << 24), *b = malloc(1 << 24);
 	static struct iovec iov[20000];
 	size_t compiled = 0, segments = 0;
-	for (size_t i = 0; i < ARENA; i++)
-		canary[i] = (uint8_t)rnd();
-	memcpy(arena, canary, ARENA);
 	for (int iter = 0; iter < 1500 && !failures; iter++) {
 		size_t count = random_layout(arena, iov, 20000);
 		size_t total = ddtx_iov_total(iov, count);
@@ -343,13 +351,10 @@ static void scan_like_check(const struct iovec *iov, size_t count, size_t limit,
 
 static void test_vector(void)
 {
-	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
+	uint8_t *canary, *arena = arena_new(&canary);
 	uint8_t *a = malloc(1 << 22), *b = malloc(1 << 22);
 	static struct iovec iov[8192];
 	size_t vecs = 0, segments = 0;
-	for (size_t i = 0; i < ARENA; i++)
-		canary[i] = (uint8_t)rnd();
-	memcpy(arena, canary, ARENA);
 
 	/* Lists the scan must not take for vectors, and refusals it must share with the check
 	 * (addresses are never touched here: made-up ones are fine). */
