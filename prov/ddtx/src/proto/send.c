@@ -266,7 +266,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		handle = NULL;
 	}
 	bool as_checked = iov == checked && count == checked_count;
-	if (!as_checked || hl)
+	if (!as_checked || hl || stage)
 		vec.n = 0; /* a handle's list or a host copy: not the list scanned */
 	size_t total = hl ? hl->st.total : as_checked ? checked_total : ddtx_iov_total(iov, count);
 	ddtx_peer_t peer;
