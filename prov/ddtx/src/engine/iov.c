@@ -38,11 +38,15 @@ int ddtx_iov_scan(const struct iovec *iov, size_t count, size_t limit, size_t *t
 	if (fits)
 		fits = s >= (int64_t)len0 || (s < 0 && (uint64_t)-s >= len0);
 	/* Every entry against the one the vector predicts: an xor and an or per entry, no
-	 * branch.  This loop is the only read of the list: as fast as the plain check (both
-	 * bound by memory, 2 ns per entry of a 64 MiB list; 0.6 ns in cache). */
+	 * branch.  This loop is the only read of the list, bound by memory when the list is
+	 * long: with a prefetch 1 KiB ahead 1.7-1.9 ns per entry of a 64 MiB list, against
+	 * 2.1-2.3 without it and for the plain check (0.55, 0.48 and 0.6 ns in cache). */
 	uintptr_t diff = !fits, a = a0;
-	for (size_t i = 0; fits && i < count; i++, a += (uintptr_t)s)
+	for (size_t i = 0; fits && i < count; i++, a += (uintptr_t)s) {
+		if (!(i & 3)) /* one line of four entries */
+			__builtin_prefetch((const void *)((uintptr_t)&iov[i] + 64 * sizeof(*iov)));
 		diff |= ((uintptr_t)iov[i].iov_base ^ a) | (iov[i].iov_len ^ len0);
+	}
 	if (diff)
 		return ddtx_iov_check(iov, count, limit, total);
 	size_t t = total ? *total : 0;
