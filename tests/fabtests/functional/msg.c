@@ -951,6 +951,124 @@ static int t_first_chunk(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- eager messages whose iov lists are vectors (the scan's fast path) ------------------ */
+
+struct evcase {
+	size_t sblk, scount;
+	long sstride;           /* negative: the list goes down in memory */
+	size_t rblk, rcount;
+	long rstride;
+};
+static const struct evcase evcases[] = {
+	{8, 1024, 16, 8, 1024, 16},      /* nc_bw's 8 B case */
+	{16, 512, 40, 8, 1024, -24},     /* other cut, receiver going down */
+	{12, 100, 20, 24, 60, 30},       /* receiver larger than the message */
+	{3, 999, -7, 5, 700, 11},        /* odd sizes, misaligned */
+	{8, 1024, 16, 8, 500, 16},       /* truncated */
+	{64, 200, 64, 32, 400, 33},      /* touching blocks: one contiguous sender vector */
+};
+
+/* A vector list of n blocks of blk bytes stride apart in a fresh buffer; *buf to free. */
+static struct iovec *ev_list(size_t n, size_t blk, long stride, uint8_t **buf, size_t *span)
+{
+	size_t step = (size_t)(stride < 0 ? -stride : stride);
+	*span = (n - 1) * step + blk + 64;
+	*buf = fx_alloc(*span);
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	FT_CHECK(iov, "calloc");
+	uint8_t *first = *buf + 32 + (stride < 0 ? (n - 1) * step : 0) + 1; /* misaligned */
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){first + (long)i * stride, blk};
+	return iov;
+}
+
+/*
+ * Eager messages between vector lists on both sides, posted before the message and after it
+ * (unexpected), truncated and not: every block byte is the sender's, every gap byte and every
+ * byte past the delivered length keeps its canary.
+ */
+static int t_eager_vectors(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	for (size_t i = 0; i < 2 * sizeof(evcases) / sizeof(evcases[0]); i++) {
+		const struct evcase *ec = &evcases[i / 2];
+		bool unexpected = i % 2;
+		size_t total = ec->sblk * ec->scount, cap = ec->rblk * ec->rcount;
+		size_t got = total < cap ? total : cap;
+		uint64_t seed = 7000 + i;
+		char what[128];
+		snprintf(what, sizeof(what), "%zu x %zu B at %ld -> %zu x %zu B at %ld (%s)",
+			 ec->scount, ec->sblk, ec->sstride, ec->rcount, ec->rblk, ec->rstride,
+			 unexpected ? "unexpected" : "posted");
+		FT_CHECK(total <= fx_eager_size(), "%s: not an eager size", what);
+		uint8_t *buf;
+		size_t span;
+		if (ctx->rank == 0) {
+			struct iovec *iov = ev_list(ec->scount, ec->sblk, ec->sstride, &buf, &span);
+			for (size_t b = 0; b < ec->scount; b++)
+				fx_fill(iov[b].iov_base, ec->sblk, seed, b * ec->sblk);
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, ec->scount, fx.peers[1], buf));
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			struct fx_comp c;
+			struct fi_cq_err_entry e;
+			int r = fx_wait_any(&fx, &c, &e, TMO);
+			FT_CHECK(r == 1 || (r == -FI_EAVAIL && e.err == FI_ETRUNC), "%s: sender %d",
+				 what, r);
+			free(iov);
+			free(buf);
+		} else {
+			struct iovec *iov = ev_list(ec->rcount, ec->rblk, ec->rstride, &buf, &span);
+			fx_fill(buf, span, CSEED + 3, 0);
+			struct fi_ddtx_stats s0, s1;
+			fx_stats(&fx, &s0);
+			if (unexpected) {
+				fx_pbarrier(ctx, &fx);
+				usleep(20000); /* let the message land first */
+				fi_cq_read(fx.cq, NULL, 0);
+			}
+			FX_OK(&fx, fi_recvv(fx.ep, iov, NULL, ec->rcount, FI_ADDR_UNSPEC, buf));
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			if (got < total) {
+				struct fi_cq_err_entry e;
+				fx_wait_err(&fx, &e, TMO);
+				FT_CHECK(e.err == FI_ETRUNC && e.len == got && e.olen == total - got,
+					 "%s: err %d len %zu olen %zu", what, e.err, e.len, e.olen);
+			} else {
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				FT_CHECK(c.len == total, "%s: len %zu", what, c.len);
+				fx_stats(&fx, &s1);
+				fx_check_scheme(&s0, &s1, total, -1, what);
+			}
+			/* Block bytes in payload order, then each byte of the buffer outside the
+			 * delivered blocks against the canary. */
+			uint8_t *want = malloc(span);
+			FT_CHECK(want, "malloc");
+			fx_fill(want, span, CSEED + 3, 0);
+			for (size_t b = 0, off = 0; b < ec->rcount && off < got; b++) {
+				size_t n = got - off < ec->rblk ? got - off : ec->rblk;
+				uint8_t *p = iov[b].iov_base;
+				fx_fill(want + (p - buf), n, seed, off);
+				off += n;
+			}
+			for (size_t k = 0; k < span; k++)
+				FT_CHECK(buf[k] == want[k], "%s: byte %zu of the receive buffer", what,
+					 k);
+			free(want);
+			free(iov);
+			free(buf);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 enum { XFER_N = 1024, XFER_BLK = 4096, XFER_STRIDE = 8192, XFER_TOTAL = XFER_N * XFER_BLK };
 
 /*
@@ -1504,6 +1622,7 @@ static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
 	{"inject_iov", 2, 30, t_inject_iov, NULL},
 	{"first_chunk", 2, 30, t_first_chunk, NULL},
+	{"eager_vectors", 2, 30, t_eager_vectors, NULL},
 	{"sent_leaves", 2, 60, t_sent_leaves, NULL},
 	{"ring", 2, 60, t_ring, NULL},
 	{"ring_eager", 2, 60, t_ring_eager, NULL},

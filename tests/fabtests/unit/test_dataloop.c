@@ -8,8 +8,13 @@
  *              irregular blocks mixed in, misaligned bases, lists going down in memory) and
  *              random segments (start byte, length, past the end): gather gives the bytes the
  *              iov walk gives; scatter changes exactly the bytes the iov walk changes;
+ *   vector     the eager path's one-pass scan of a list (ddtx_iov_scan) refuses and sums what
+ *              the plain check does, and takes a list for a vector only when it is one; the
+ *              vector kernels (ddtx_vec_gather/scatter) give the iov walk's bytes for random
+ *              vectors (any block size, strides up and down, misaligned) and segments;
  *   built      the forms built from a description (handles) agree with the compiled lists;
- *   cache      the layout cache compiles once and keeps the form with the layout;
+ *   cache      the layout cache compiles once and keeps the form with the layout; a vector
+ *              list is found by its shape (ddtx_layout_get_vec) as by its entries;
  *   gpu_runs   the runs the device pack kernels read (engine/gpu_runs.c), through the kernels'
  *              own index arithmetic run on the host (ddtx_gpu_runs_apply): random layouts and
  *              segments against the compiled gather/scatter, byte for byte; runs in payload
@@ -17,11 +22,13 @@
  *   bench      (benchmark, asserts nothing) GB/s of the compiled gather, memcpy of the same
  *              bytes and the iov walk, for 64 B blocks at stride 128 B and 8 B blocks.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/iov_check.h"
 #include "engine/dataloop.h"
 #include "engine/gpu_runs.h"
 #include "engine/iov.h"
@@ -199,15 +206,90 @@ static size_t random_layout(uint8_t *arena, struct iovec *iov, size_t max)
 	return n;
 }
 
+/* An arena of random bytes and *canary, a copy of them to compare and restore against. */
+static uint8_t *arena_new(uint8_t **canary)
+{
+	uint8_t *arena = malloc(ARENA);
+	*canary = malloc(ARENA);
+	for (size_t i = 0; i < ARENA; i++)
+		(*canary)[i] = (uint8_t)rnd();
+	memcpy(arena, *canary, ARENA);
+	return arena;
+}
+
+/* What is compared with the iov walk: a compiled layout at its origin, or a one-vector list. */
+struct copier {
+	const struct ddtx_dataloop *dl;
+	uint8_t *origin;
+	const struct ddtx_iov_vec *vec;
+};
+
+static size_t copier_gather(const struct copier *c, size_t off, void *dst, size_t len)
+{
+	return c->vec ? ddtx_vec_gather(c->vec, off, dst, len)
+		      : ddtx_dl_gather(c->dl, c->origin, off, dst, len);
+}
+
+static size_t copier_scatter(const struct copier *c, size_t off, const void *src, size_t len)
+{
+	return c->vec ? ddtx_vec_scatter(c->vec, off, src, len)
+		      : ddtx_dl_scatter(c->dl, c->origin, off, src, len);
+}
+
+/*
+ * Segments of the list in the arena (whole, one byte, then from random offsets, some past the
+ * end): the copier's gather gives the bytes the iov walk gives and writes nothing past them;
+ * its scatter changes exactly the bytes the iov walk changes.  Returns the segments compared.
+ */
+static size_t compare_segments(const struct iovec *iov, size_t count, size_t total,
+			       const struct copier *c, uint8_t *arena, const uint8_t *canary,
+			       uint8_t *a, uint8_t *b, int nseg)
+{
+	/* The arena's bytes the layout can touch: compared after every scatter. */
+	uint8_t *lo = arena + ARENA, *hi = arena;
+	for (size_t i = 0; i < count; i++) {
+		uint8_t *p = iov[i].iov_base;
+		if (!iov[i].iov_len)
+			continue;
+		lo = p < lo ? p : lo;
+		hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
+	}
+	lo = lo - arena >= 64 ? lo - 64 : arena;
+	hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
+	size_t span = (size_t)(hi - lo), done = 0;
+	uint8_t *ref = malloc(span);
+	memcpy(lo, canary + (lo - arena), span);
+	for (int s = 0; s < nseg && !failures; s++, done++) {
+		size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
+		size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
+		size_t want = ddtx_iov_gather(iov, count, off, a, len);
+		memset(b, 0xa5, want + 16);
+		size_t got = copier_gather(c, off, b, len);
+		CHECK(got == want, "gather [%zu, +%zu) of %zu: %zu bytes, want %zu", off, len,
+		      total, got, want);
+		CHECK(!memcmp(a, b, want), "gathered bytes differ at [%zu, +%zu)", off, len);
+		CHECK(b[want] == 0xa5, "gather wrote past its segment");
+		/* Scatter fresh bytes both ways: the touched span must agree. */
+		for (size_t i = 0; i < want; i++)
+			a[i] = (uint8_t)rnd();
+		ddtx_iov_scatter(iov, count, off, a, want);
+		memcpy(ref, lo, span);
+		memcpy(lo, canary + (lo - arena), span);
+		size_t put = copier_scatter(c, off, a, len);
+		CHECK(put == want, "scatter %zu != %zu", put, want);
+		CHECK(!memcmp(lo, ref, span), "scatter of [%zu, +%zu) differs", off, want);
+		memcpy(lo, canary + (lo - arena), span);
+	}
+	free(ref);
+	return done;
+}
+
 static void test_property(void)
 {
-	uint8_t *arena = malloc(ARENA), *canary = malloc(ARENA);
+	uint8_t *canary, *arena = arena_new(&canary);
 	uint8_t *a = malloc(1 << 24), *b = malloc(1 << 24);
 	static struct iovec iov[20000];
 	size_t compiled = 0, segments = 0;
-	for (size_t i = 0; i < ARENA; i++)
-		canary[i] = (uint8_t)rnd();
-	memcpy(arena, canary, ARENA);
 	for (int iter = 0; iter < 1500 && !failures; iter++) {
 		size_t count = random_layout(arena, iov, 20000);
 		size_t total = ddtx_iov_total(iov, count);
@@ -219,49 +301,126 @@ static void test_property(void)
 		const struct iovec *first = iov;
 		while (!first->iov_len)
 			first++;
-		uint8_t *origin = first->iov_base;
-		/* The arena's bytes the layout can touch: compared after every scatter. */
-		uint8_t *lo = arena + ARENA, *hi = arena;
-		for (size_t i = 0; i < count; i++) {
-			uint8_t *p = iov[i].iov_base;
-			if (!iov[i].iov_len)
-				continue;
-			lo = p < lo ? p : lo;
-			hi = p + iov[i].iov_len > hi ? p + iov[i].iov_len : hi;
-		}
-		lo = lo - arena >= 64 ? lo - 64 : arena;
-		hi = arena + ARENA - hi >= 64 ? hi + 64 : arena + ARENA;
-		size_t span = (size_t)(hi - lo);
-		uint8_t *ref = malloc(span);
-		memcpy(lo, canary + (lo - arena), span);
-		for (int s = 0; s < 10 && !failures; s++, segments++) {
-			/* Segments: whole, one byte, from random offsets, past the end. */
-			size_t off = s == 0 ? 0 : s == 1 ? pick(0, total - 1) : pick(0, total);
-			size_t len = s == 0 ? total : s == 1 ? 1 : pick(0, total - off + 100);
-			size_t want = ddtx_iov_gather(iov, count, off, a, len);
-			memset(b, 0xa5, want + 16);
-			size_t got = ddtx_dl_gather(dl, origin, off, b, len);
-			CHECK(got == want, "gather [%zu, +%zu) of %zu: %zu bytes, want %zu", off, len,
-			      total, got, want);
-			CHECK(!memcmp(a, b, want), "gathered bytes differ at [%zu, +%zu)", off, len);
-			CHECK(b[want] == 0xa5, "gather wrote past its segment");
-			/* Scatter fresh bytes both ways: the touched span must agree. */
-			for (size_t i = 0; i < want; i++)
-				a[i] = (uint8_t)rnd();
-			ddtx_iov_scatter(iov, count, off, a, want);
-			memcpy(ref, lo, span);
-			memcpy(lo, canary + (lo - arena), span);
-			size_t put = ddtx_dl_scatter(dl, origin, off, a, want);
-			CHECK(put == want, "scatter %zu != %zu", put, want);
-			CHECK(!memcmp(lo, ref, span), "scatter of [%zu, +%zu) differs", off, want);
-			memcpy(lo, canary + (lo - arena), span);
-		}
-		free(ref);
+		struct copier c = {.dl = dl, .origin = first->iov_base};
+		segments += compare_segments(iov, count, total, &c, arena, canary, a, b, 10);
 		ddtx_dl_put(dl);
 	}
 	printf("property: %zu compiled layouts, %zu segments compared\n", compiled, segments);
 	CHECK(compiled > 500, "too few layouts compiled (%zu): the generator lost its regularity",
 	      compiled);
+	free(arena);
+	free(canary);
+	free(a);
+	free(b);
+}
+
+/* ---- one-vector lists of the eager path (ddtx_iov_scan, ddtx_vec_gather/scatter) ---- */
+
+/* A vector of n blocks at arena + first, stride apart (negative: going down in memory). */
+static void vec_list(struct iovec *iov, uint8_t *arena, size_t first, size_t n, size_t block,
+		     int64_t stride)
+{
+	for (size_t i = 0; i < n; i++) {
+		iov[i].iov_base = arena + first + (int64_t)i * stride;
+		iov[i].iov_len = block;
+	}
+}
+
+/* The scan must refuse what the plain check refuses and sum what it sums; a vector it reports
+ * must be the list, entry for entry. */
+static void scan_like_check(const struct iovec *iov, size_t count, size_t limit, size_t *vecs)
+{
+	size_t t1 = 5, t2 = 5;
+	struct ddtx_iov_vec v;
+	int r1 = ddtx_iov_check(iov, count, limit, &t1);
+	int r2 = ddtx_iov_scan(iov, count, limit, &t2, &v);
+	CHECK(r1 == r2, "scan %d, check %d (count %zu)", r2, r1, count);
+	CHECK(r1 || t1 == t2, "scan total %zu, check %zu", t2, t1);
+	if (r2 || !v.n)
+		return;
+	(*vecs)++;
+	CHECK(v.n == count, "vector of %zu blocks for %zu entries", v.n, count);
+	for (size_t i = 0; i < count && !failures; i++)
+		CHECK(iov[i].iov_base == v.base + (int64_t)i * v.stride &&
+			      iov[i].iov_len == v.block,
+		      "entry %zu off the vector", i);
+	CHECK(v.stride >= (int64_t)v.block || -v.stride >= (int64_t)v.block,
+	      "overlapping blocks taken as a vector (block %zu, stride %lld)", v.block,
+	      (long long)v.stride);
+}
+
+static void test_vector(void)
+{
+	uint8_t *canary, *arena = arena_new(&canary);
+	uint8_t *a = malloc(1 << 22), *b = malloc(1 << 22);
+	static struct iovec iov[8192];
+	size_t vecs = 0, segments = 0;
+
+	/* Lists the scan must not take for vectors, and refusals it must share with the check
+	 * (addresses are never touched here: made-up ones are fine). */
+	struct iovec f[16];
+	vec_list(f, arena, 64, 16, 8, 16);
+	scan_like_check(f, 16, 1024, &vecs);
+	CHECK(vecs == 1, "a plain vector not recognised");
+	scan_like_check(f, 16, 15, &vecs);                    /* over the limit */
+	f[9].iov_len = 0;                                     /* an empty entry */
+	scan_like_check(f, 16, 1024, &vecs);
+	f[9].iov_len = 8;
+	f[15].iov_base = (uint8_t *)f[15].iov_base + 1;       /* the last one off by a byte */
+	scan_like_check(f, 16, 1024, &vecs);
+	vec_list(f, arena, 64, 16, 8, 4);                      /* overlapping blocks */
+	scan_like_check(f, 16, 1024, &vecs);
+	vec_list(f, arena, 64, 16, 8, 0);                      /* the same block 16 times */
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* going down onto NULL */
+		f[i] = (struct iovec){(void *)(uintptr_t)(16 * (15 - i)), 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* a total past SIZE_MAX */
+		f[i] = (struct iovec){(void *)(uintptr_t)(4096 + i * (SIZE_MAX / 8)), SIZE_MAX / 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	for (size_t i = 0; i < 16; i++)                        /* wrapping around the top */
+		f[i] = (struct iovec){(void *)(UINTPTR_MAX - 64 + 16 * i), 8};
+	scan_like_check(f, 16, 1024, &vecs);
+	CHECK(vecs == 1, "%zu lists above taken as vectors, want 1", vecs);
+	scan_like_check(NULL, 0, 1024, &vecs);
+	scan_like_check(NULL, 12, 1024, &vecs);
+
+	/* Random vectors (any block size, strides up and down, misaligned), some broken by one
+	 * entry, and the random layouts of the property test: the scan agrees with the check;
+	 * the vector kernels give the iov walk's bytes for random segments. */
+	for (int iter = 0; iter < 3000 && !failures; iter++) {
+		size_t count, block = rnd() % 2 ? (size_t[]){1, 2, 4, 8, 12, 16, 24, 32, 48, 64}[rnd() % 10]
+					      : pick(1, 300);
+		if (iter % 4 == 3) {
+			count = random_layout(arena, iov, 8192);
+		} else {
+			count = pick(1, rnd() % 4 ? 1100 : 8192);
+			size_t gap = rnd() % 3 ? pick(0, 64) : pick(0, 3 * block);
+			int64_t stride = (int64_t)(block + gap) * (rnd() % 4 ? 1 : -1);
+			size_t extent = (count - 1) * (block + gap) + block + 64;
+			if (extent > ARENA)
+				continue;
+			size_t first = stride > 0 ? pick(0, ARENA - extent) : pick(extent - block - 64, ARENA - block - 64);
+			vec_list(iov, arena, first, count, block, stride);
+			if (iter % 8 == 1) { /* one entry off */
+				size_t k = pick(0, count - 1);
+				if (rnd() % 2)
+					iov[k].iov_len = pick(0, block);
+				else
+					iov[k].iov_base = (uint8_t *)iov[k].iov_base - pick(0, 1);
+			}
+		}
+		size_t before = vecs;
+		scan_like_check(iov, count, 8192, &vecs);
+		size_t total = 0;
+		struct ddtx_iov_vec v;
+		if (vecs == before || ddtx_iov_scan(iov, count, 8192, &total, &v) || !v.n)
+			continue;
+		struct copier c = {.vec = &v};
+		segments += compare_segments(iov, count, total, &c, arena, canary, a, b, 6);
+	}
+	printf("vector: %zu lists taken as vectors, %zu segments compared\n", vecs, segments);
+	CHECK(vecs > 1000, "too few vectors recognised (%zu)", vecs);
 	free(arena);
 	free(canary);
 	free(a);
@@ -477,6 +636,45 @@ static void test_cache(void)
 	ddtx_iov_gather(irr, 3, 3, ref, 400);
 	CHECK(got == 309 && !memcmp(out, ref, got), "irregular pack gather");
 	ddtx_layout_put(lc, l);
+
+	/* A list the scan found to be a vector is looked up by its shape alone: it finds the
+	 * layout a plain lookup entered and the reverse, with the same summary; another stride,
+	 * block or base is another layout.  (References held: an unmonitored cache keeps a
+	 * layout only while it is used.) */
+	struct iovec v[65], w[64];
+	struct ddtx_iov_vec vec, wvec;
+	size_t t = 0;
+	strided(v, buf + 3, 64, 16, 48);
+	CHECK(!ddtx_iov_scan(v, 64, 1024, &t, &vec) && vec.n == 64, "scan: a vector");
+	struct ddtx_layout *lp_ = ddtx_layout_get(lc, v, 64, &hit);
+	CHECK(lp_ && !hit, "first plain lookup: a miss");
+	struct ddtx_layout *lv = ddtx_layout_get_vec(lc, v, 64, &vec, &hit);
+	CHECK(lv == lp_ && hit, "vector lookup: the plain lookup's layout");
+	CHECK(lv->st.total == 1024 && lv->st.nblocks == 64 && lv->st.min_block == 16 &&
+		      lv->st.avg_block == 16 && lv->vec.n == 64,
+	      "summary of a vector layout");
+	v[64] = v[63];
+	v[63] = (struct iovec){buf, 0}; /* an empty entry: the same non-empty entries */
+	struct ddtx_layout *le = ddtx_layout_get(lc, v, 65, &hit);
+	CHECK(le == lp_ && hit, "plain lookup with an empty entry: the same layout");
+	struct ddtx_layout *others[3];
+	for (int k = 0; k < 3; k++) {
+		strided(w, buf + 3 + (k == 2), 64, k == 1 ? 8 : 16, k == 0 ? 64 : 48);
+		t = 0;
+		CHECK(!ddtx_iov_scan(w, 64, 1024, &t, &wvec) && wvec.n == 64, "scan %d", k);
+		others[k] = ddtx_layout_get_vec(lc, w, 64, &wvec, &hit);
+		CHECK(others[k] && !hit && others[k] != lp_, "another vector (%d): a miss", k);
+		struct ddtx_layout *again = ddtx_layout_get(lc, w, 64, &hit);
+		CHECK(again == others[k] && hit, "plain lookup finds the vector's layout (%d)", k);
+		CHECK(again->iov[5].iov_base == w[5].iov_base && again->count == 64,
+		      "the layout's list (%d)", k);
+		ddtx_layout_put(lc, again);
+	}
+	for (int k = 0; k < 3; k++)
+		ddtx_layout_put(lc, others[k]);
+	ddtx_layout_put(lc, le);
+	ddtx_layout_put(lc, lv);
+	ddtx_layout_put(lc, lp_);
 	ddtx_layout_cache_close(lc);
 	ddtx_mkey_pool_close(pool);
 	ddtx_regcache_close(rc);
@@ -566,6 +764,8 @@ int main(int argc, char **argv)
 		test_shapes();
 	if (!only || !strcmp(only, "property"))
 		test_property();
+	if (!only || !strcmp(only, "vector"))
+		test_vector();
 	if (!only || !strcmp(only, "built"))
 		test_built();
 	if (!only || !strcmp(only, "cache"))

@@ -90,4 +90,12 @@ size_t ddtx_dl_gather(const struct ddtx_dataloop *dl, const void *origin, size_t
 size_t ddtx_dl_scatter(const struct ddtx_dataloop *dl, void *origin, size_t offset,
 		       const void *src, size_t len);
 
+/*
+ * The same kernels for a list that is one vector (ddtx_iov_scan found it so): the eager path
+ * copies such a list without reading its entries again and without compiling it.
+ */
+struct ddtx_iov_vec;
+size_t ddtx_vec_gather(const struct ddtx_iov_vec *v, size_t offset, void *dst, size_t len);
+size_t ddtx_vec_scatter(const struct ddtx_iov_vec *v, size_t offset, const void *src, size_t len);
+
 #endif /* DDTX_ENGINE_DATALOOP_H */

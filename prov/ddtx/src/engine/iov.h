@@ -20,6 +20,25 @@ struct ddtx_layout_stats {
 };
 
 size_t ddtx_iov_total(const struct iovec *iov, size_t count);
+
+/* A list that is one vector: n blocks of `block` bytes, `stride` bytes apart, from base. */
+struct ddtx_iov_vec {
+	uint8_t *base;
+	size_t block;
+	int64_t stride;
+	size_t n;                /* 0: the list is not one vector */
+};
+
+/*
+ * ddtx_iov_check (same refusals, -FI_EINVAL) and the list's total and shape in one pass: the
+ * eager path of a list of small blocks read its entries three to four times (check, total,
+ * gather or scatter), and 16 bytes of entry per 8-byte block is most of what it reads.  vec
+ * says whether the list is a vector of at least DDTX_IOV_VEC_MIN non-overlapping blocks that
+ * the fixed-size kernels can copy without reading the list again (ddtx_vec_gather).
+ */
+#define DDTX_IOV_VEC_MIN 8
+int ddtx_iov_scan(const struct iovec *iov, size_t count, size_t limit, size_t *total,
+		  struct ddtx_iov_vec *vec);
 void ddtx_layout_stats(const struct iovec *iov, size_t count, struct ddtx_layout_stats *st);
 
 /* Copy len bytes from contiguous src into the list starting at byte offset; returns bytes copied

@@ -26,25 +26,42 @@ static inline uint64_t mix(uint64_t h, uint64_t v)
 	return h ^ (h >> 31);
 }
 
+/* The identity of a vector list, from its shape alone (see identity()). */
+static uint64_t vector_identity(size_t block, int64_t stride, size_t n)
+{
+	return mix(mix(mix(0x7665637400000000ull, block), (uint64_t)stride), n);
+}
+
 /*
  * One pass computes the identity and the summary.  Four independent lanes (entries i mod 4)
  * keep the multiplier busy instead of waiting on one long dependency chain: a few cycles per
- * entry, which is the whole cost of a layout-cache hit besides the final comparison.
+ * entry, which is the whole cost of a layout-cache hit besides the final comparison.  A list
+ * whose non-empty entries are one vector gets the identity of its shape instead, so that a
+ * caller who knows the shape already (ddtx_iov_scan) finds it without reading the list: a
+ * 64 KiB message of 64 B blocks hashed and compared 1024 entries on each side (5.5% of a
+ * perf profile of nc_bw -b 64).  *vecp: that shape (n 0 if none), relative to the base.
  */
 static uint64_t identity(const struct iovec *iov, size_t count, uintptr_t *basep,
-			 struct ddtx_layout_stats *st)
+			 struct ddtx_layout_stats *st, struct ddtx_iov_vec *vecp)
 {
 	const uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xC2B2AE3D27D4EB4Full;
 	uint64_t h[4] = {1, 2, 3, 4};
-	uintptr_t base = 0;
-	size_t n = 0, total = 0, min = 0;
+	uintptr_t base = 0, prev = 0, vstride = 0, off_vec = 0;
+	size_t n = 0, total = 0, min = 0, len0 = 0;
 	for (size_t i = 0; i < count; i++) {
 		size_t len = iov[i].iov_len;
 		if (!len)
 			continue;
 		uintptr_t a = (uintptr_t)iov[i].iov_base;
-		if (!n)
-			base = a;
+		if (!n) {
+			base = prev = a;
+			len0 = len;
+		}
+		uintptr_t d = a - prev;
+		if (n == 1)
+			vstride = d;
+		off_vec |= (len ^ len0) | (d - vstride);
+		prev = a;
 		uint64_t v = ((uint64_t)(a - base) * k1) ^ len;
 		uint64_t *lane = &h[n & 3];
 		*lane = (*lane ^ v) * k2;
@@ -62,12 +79,18 @@ static uint64_t identity(const struct iovec *iov, size_t count, uintptr_t *basep
 		st->min_block = min;
 		st->avg_block = n ? total / n : 0;
 	}
+	bool vec = n >= 2 && !off_vec;
+	if (vecp)
+		*vecp = (struct ddtx_iov_vec){.base = (uint8_t *)base, .block = len0,
+					      .stride = (int64_t)vstride, .n = vec ? n : 0};
+	if (vec)
+		return vector_identity(len0, (int64_t)vstride, n);
 	return mix(mix(mix(h[0], h[1]), h[2]), h[3] ^ n);
 }
 
 uint64_t ddtx_layout_hash(const struct iovec *iov, size_t count, uintptr_t *basep)
 {
-	return identity(iov, count, basep, NULL);
+	return identity(iov, count, basep, NULL, NULL);
 }
 
 static size_t bucket_of(const struct ddtx_layout_cache *lc, uint64_t hash, uintptr_t base)
@@ -176,18 +199,43 @@ static void sync_invalidations(struct ddtx_layout_cache *lc)
 	atomic_store_explicit(&lc->seen_gen, g, memory_order_release);
 }
 
+/* Is l the vector v (whose base is absolute)? */
+static bool same_vector(const struct ddtx_layout *l, const struct ddtx_iov_vec *v)
+{
+	return l->vec.n == v->n && l->vec.block == v->block && l->vec.stride == v->stride &&
+	       l->base == (uintptr_t)v->base;
+}
+
 struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct iovec *iov,
 				    size_t count, bool *hit)
+{
+	return ddtx_layout_get_vec(lc, iov, count, NULL, hit);
+}
+
+struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const struct iovec *iov,
+					size_t count, const struct ddtx_iov_vec *known, bool *hit)
 {
 	uintptr_t base;
 	sync_invalidations(lc);
 	struct ddtx_layout_stats st;
-	uint64_t hash = identity(iov, count, &base, &st);
+	struct ddtx_iov_vec vec;
+	uint64_t hash;
+	if (known && known->n >= 2) {
+		/* What identity() would find, without reading the list. */
+		vec = *known;
+		base = (uintptr_t)vec.base;
+		st = (struct ddtx_layout_stats){.total = vec.n * vec.block, .nblocks = vec.n,
+						.min_block = vec.block, .avg_block = vec.block};
+		hash = vector_identity(vec.block, vec.stride, vec.n);
+	} else {
+		hash = identity(iov, count, &base, &st, &vec);
+	}
 
 	pthread_mutex_lock(&lc->lock);
 	for (struct ddtx_layout *l = lc->buckets[bucket_of(lc, hash, base)]; l; l = l->hash_next) {
 		if (l->hash != hash || l->base != base || l->count != st.nblocks ||
-		    l->st.total != st.total || !same_entries(l, iov, count))
+		    l->st.total != st.total ||
+		    !(vec.n ? same_vector(l, &vec) : same_entries(l, iov, count)))
 			continue;
 		l->refs++;
 		l->uses++;
@@ -215,6 +263,7 @@ struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct i
 			l->iov[j++] = iov[i];
 	l->hash = hash;
 	l->base = base;
+	l->vec = vec;
 	l->count = st.nblocks;
 	l->st = st;
 	l->uses = 1;

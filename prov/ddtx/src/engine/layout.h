@@ -57,6 +57,7 @@ struct ddtx_layout {
 	struct iovec *iov;               /* the non-empty entries, absolute addresses */
 	size_t count;
 	struct ddtx_layout_stats st;
+	struct ddtx_iov_vec vec;         /* the entries are one vector (n > 0): its shape */
 	uint64_t uses;
 	_Atomic int state;               /* enum ddtx_layout_state */
 	struct ddtx_reg **regs;          /* registrations covering the entries (READY) */
@@ -101,6 +102,10 @@ uint64_t ddtx_layout_hash(const struct iovec *iov, size_t count, uintptr_t *base
  */
 struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct iovec *iov,
 				    size_t count, bool *hit);
+/* The same, for a list ddtx_iov_scan found to be the vector `vec` (or NULL, or n 0): a
+ * lookup in O(1) instead of hashing and comparing every entry. */
+struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const struct iovec *iov,
+					size_t count, const struct ddtx_iov_vec *vec, bool *hit);
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
 /* Another reference to a layout known to the caller (a handle's), counted as a hit; false
  * (no reference taken) once it has been evicted or invalidated. */

@@ -9,6 +9,7 @@
  * all of the time.  Partial blocks at the ends of a segment are plain memcpy.
  */
 #include "engine/dataloop.h"
+#include "engine/iov.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -316,4 +317,30 @@ size_t ddtx_dl_scatter(const struct ddtx_dataloop *dl, void *origin, size_t offs
 		       const void *src, size_t len)
 {
 	return dl_copy(dl, origin, offset, (uint8_t *)src, len, true);
+}
+
+/* A vector node of one level at offset 0 from the vector's first block. */
+static size_t vec_copy(const struct ddtx_iov_vec *v, size_t offset, uint8_t *buf, size_t len,
+		       bool scatter)
+{
+	size_t total = v->n * v->block;
+	if (offset >= total || !len)
+		return 0;
+	if (len > total - offset)
+		len = total - offset;
+	struct ddtx_dl_node nd = {.kind = DDTX_DL_VECTOR, .depth = 1, .block = v->block,
+				  .count = {v->n}, .stride = {v->stride}, .n = v->n,
+				  .bytes = total};
+	vector_copy(&nd, v->base, offset, buf, len, scatter);
+	return len;
+}
+
+size_t ddtx_vec_gather(const struct ddtx_iov_vec *v, size_t offset, void *dst, size_t len)
+{
+	return vec_copy(v, offset, dst, len, false);
+}
+
+size_t ddtx_vec_scatter(const struct ddtx_iov_vec *v, size_t offset, const void *src, size_t len)
+{
+	return vec_copy(v, offset, (uint8_t *)src, len, true);
 }

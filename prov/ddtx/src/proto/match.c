@@ -131,7 +131,7 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 		goto out;
 	}
 	/* FI_CLAIM: receive the claimed message into iov. */
-	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count);
+	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count, NULL);
 	if (!rx) {
 		ret = -FI_ENOMEM;
 		goto out;

@@ -165,6 +165,7 @@ struct ddtx_rx {
 	size_t capacity;                 /* bytes the buffers hold */
 	struct iovec iov_inline[1];
 	bool iov_borrowed;               /* iov is the list of cached (a handle's layout) */
+	struct ddtx_iov_vec vec;         /* iov is one vector (eager delivery by the kernels) */
 	/* FI_MULTI_RECV: the parent buffer and bookkeeping */
 	struct ddtx_rx *parent;
 	size_t multi_used;
@@ -372,7 +373,9 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 
 /* rx.c: the receive object */
-struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count);
+/* total: the list's bytes when the caller has them, else NULL (summed here). */
+struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			    const size_t *total);
 /* A receive into a handle's cached layout l: takes the caller's reference, borrows its list. */
 struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/dataloop.h"
 #include "engine/layout.h"
 #include "engine/pack.h"
 #include "proto/proto_internal.h"
@@ -35,7 +36,8 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 	size_t want = DDTX_MIN(len, rx->capacity);
 	size_t got = rx->cached ? ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
 						    0, payload, want)
-				: ddtx_iov_scatter(rx->iov, rx->count, 0, payload, want);
+		     : rx->vec.n ? ddtx_vec_scatter(&rx->vec, 0, payload, want)
+				 : ddtx_iov_scatter(rx->iov, rx->count, 0, payload, want);
 	if (timed)
 		ddtx_choose_observe_eager(pep, got, rx->count, ddtx_time_ns() - t0);
 	ddtx_count_scheme(pep, FI_DDTX_SCHEME_EAGER, got);
@@ -104,7 +106,11 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 {
 	struct ddtx_stage *stage = NULL;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
-	int ret = ddtx_iov_check(iov, count, pep->attr.rx_iov_limit, NULL);
+	/* One pass checks the list, sums it and sees whether it is one vector (see send.c). */
+	const struct iovec *checked = iov;
+	size_t total = 0;
+	struct ddtx_iov_vec vec;
+	int ret = ddtx_iov_scan(iov, count, pep->attr.rx_iov_limit, &total, &vec);
 	if (ret || ((flags & FI_MULTI_RECV) && (tagged || count != 1))) {
 		DDTX_WARN(FI_LOG_EP_DATA, "recv: invalid iov list or flags (count %zu)\n", count);
 		return -FI_EINVAL;
@@ -130,11 +136,15 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 	}
 	/* A handle's layout lends its list: nothing copied per receive. */
-	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl) : ddtx_rx_new(pep, iov, count);
+	bool as_checked = iov == checked && !stage && !hl;
+	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl)
+				: ddtx_rx_new(pep, iov, count, as_checked ? &total : NULL);
 	if (!rx) {
 		ret = -FI_ENOMEM;
 		goto out;
 	}
+	if (as_checked && !(flags & FI_MULTI_RECV))
+		rx->vec = vec;
 	hl = NULL; /* the receive holds it now */
 	rx->context = context;
 	rx->flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG) | (flags & FI_MULTI_RECV);

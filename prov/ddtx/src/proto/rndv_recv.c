@@ -173,7 +173,7 @@ static struct ddtx_rx *multi_slice(struct ddtx_proto_ep *pep, struct ddtx_rx *pa
 {
 	size_t got = DDTX_MIN(len, parent->capacity - parent->multi_used);
 	struct iovec iov = {(uint8_t *)parent->iov[0].iov_base + parent->multi_used, got};
-	struct ddtx_rx *rx = ddtx_rx_new(pep, &iov, 1);
+	struct ddtx_rx *rx = ddtx_rx_new(pep, &iov, 1, NULL);
 	if (!rx)
 		return NULL;
 	rx->context = parent->context;
@@ -396,8 +396,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->t_start = ddtx_time_ns();
 	if (!rx->cached && rx->accepted) {
 		bool hit;
-		rx->cached = ddtx_layout_get(pep->pd->layouts, rx->iov, rx->count,
-					     &hit);
+		rx->cached = ddtx_layout_get_vec(pep->pd->layouts, rx->iov, rx->count, &rx->vec,
+						 &hit);
 	}
 	if (rx->cached)
 		rx->layout = rx->cached->st;

@@ -6,7 +6,8 @@
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
-struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count)
+struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+			    const size_t *total)
 {
 	struct ddtx_rx *rx = calloc(1, sizeof(*rx));
 	if (!rx)
@@ -22,7 +23,7 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 	if (count)
 		memcpy(rx->iov, iov, count * sizeof(*iov));
 	rx->count = count;
-	rx->capacity = ddtx_iov_total(iov, count);
+	rx->capacity = total ? *total : ddtx_iov_total(iov, count);
 	ddtx_list_init(&rx->rbatches);
 	return rx;
 }
