@@ -22,6 +22,8 @@
 #define PUSH_SPIN_MAX 4096
 #define STALL_GRACE_NS (200ull * 1000 * 1000)
 #define TAIL_EVERY 64
+/* Cache lines of a slot asked for ahead of use; beyond, the hardware prefetcher streams. */
+#define PREFETCH_MAX 1024
 #define STALL_WARN_NS (5ull * 1000 * 1000 * 1000)
 /* A producer claims a slot (tail CAS) and stamps its pid in the next instructions: an unstamped
  * claim this old was never a claim.  Long enough to outlast any scheduling delay we measured. */
@@ -174,6 +176,19 @@ static enum ddtx_shm_pop ring_repair(struct ddtx_shm_ring *ring, struct ddtx_shm
 	return DDTX_SHM_POP_EMPTY;
 }
 
+/*
+ * The payload's cache lines were just written by the producer's core: each is a cross-core
+ * miss.  Asking for them all now, as soon as the sequence says the slot is full, overlaps those
+ * misses instead of taking them one by one as the header is checked and the payload copied.
+ * Larger payloads are streamed by the hardware prefetcher once the first lines are in.
+ */
+static inline void prefetch_payload(const struct ddtx_shm_slot_hdr *slot, uint32_t len)
+{
+	const uint8_t *p = (const uint8_t *)slot + DDTX_SHM_SLOT_HDR;
+	for (uint32_t off = 0; off < len && off < PREFETCH_MAX; off += 64)
+		__builtin_prefetch(p + off, 0, 3);
+}
+
 enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
 				     struct ddtx_shm_slot_hdr **slotp, uint32_t *lenp)
 {
@@ -189,6 +204,7 @@ enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm
 			return DDTX_SHM_POP_SKIP;
 		}
 		c->stall_since = 0;
+		prefetch_payload(slot, len);
 		*slotp = slot;
 		*lenp = len;
 		return DDTX_SHM_POP_MSG;
