@@ -177,6 +177,53 @@ static enum ddtx_shm_pop ring_repair(struct ddtx_shm_ring *ring, struct ddtx_shm
 }
 
 /*
+ * The slot at the head is not published and the tail (or a pending stall) is to be looked at:
+ * idle, claimed by a producer still writing (or dead), or inconsistent.  Out of line, so that
+ * the idle poll of ddtx_shm_ring_peek (the ping-pong's wait) stays a few instructions.
+ */
+static __attribute__((noinline, cold)) enum ddtx_shm_pop
+ring_not_ready(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
+	       struct ddtx_shm_slot_hdr *slot, uint64_t seq)
+{
+	uint64_t tail = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
+	if (tail == c->head && seq == c->head)
+		return DDTX_SHM_POP_EMPTY;
+	uint64_t now = ddtx_shm_now_ns();
+	if (!c->stall_since) {
+		c->stall_since = now;
+		return DDTX_SHM_POP_EMPTY;
+	}
+	uint64_t stalled = now - c->stall_since;
+	if (stalled < STALL_GRACE_NS)
+		return DDTX_SHM_POP_EMPTY;
+	uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
+	if (stalled >= REPAIR_GRACE_NS) {
+		enum ddtx_shm_pop r = ring_repair(ring, c, slot, seq, tail, owner);
+		if (r != DDTX_SHM_POP_EMPTY || c->stall_since == 0)
+			return r;
+	}
+	if (owner && !ddtx_shm_proc_alive(owner, 0)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: skipping a ring slot claimed by dead process %u\n",
+			  owner);
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
+	}
+	if (stalled >= GIVE_UP_NS) {
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu claimed by process %u "
+			  "for %llu s and never published: skipped\n", (unsigned long long)c->head,
+			  owner, (unsigned long long)(stalled / 1000000000ull));
+		ring_hand_back(ring, c);
+		return DDTX_SHM_POP_SKIP;
+	}
+	if (!c->stall_warned && stalled > STALL_WARN_NS) {
+		c->stall_warned = true;
+		DDTX_WARN(FI_LOG_EP_DATA, "shm: receive ring stalled for 5 s at position %llu "
+			  "(producer pid %u)\n", (unsigned long long)c->head, owner);
+	}
+	return DDTX_SHM_POP_EMPTY;
+}
+
+/*
  * The payload's cache lines were just written by the producer's core: each is a cross-core
  * miss.  Asking for them all now, as soon as the sequence says the slot is full, overlaps those
  * misses instead of taking them one by one as the header is checked and the payload copied.
@@ -221,43 +268,7 @@ enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm
 	 */
 	if (seq == c->head && !c->stall_since && ++c->idle_polls % TAIL_EVERY)
 		return DDTX_SHM_POP_EMPTY;
-	/* Idle, claimed by a producer still writing (or dead), or inconsistent. */
-	uint64_t tail = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
-	if (tail == c->head && seq == c->head)
-		return DDTX_SHM_POP_EMPTY;
-	uint64_t now = ddtx_shm_now_ns();
-	if (!c->stall_since) {
-		c->stall_since = now;
-		return DDTX_SHM_POP_EMPTY;
-	}
-	uint64_t stalled = now - c->stall_since;
-	if (stalled < STALL_GRACE_NS)
-		return DDTX_SHM_POP_EMPTY;
-	uint32_t owner = atomic_load_explicit(&slot->owner, memory_order_relaxed);
-	if (stalled >= REPAIR_GRACE_NS) {
-		enum ddtx_shm_pop r = ring_repair(ring, c, slot, seq, tail, owner);
-		if (r != DDTX_SHM_POP_EMPTY || c->stall_since == 0)
-			return r;
-	}
-	if (owner && !ddtx_shm_proc_alive(owner, 0)) {
-		DDTX_WARN(FI_LOG_EP_DATA, "shm: skipping a ring slot claimed by dead process %u\n",
-			  owner);
-		ring_hand_back(ring, c);
-		return DDTX_SHM_POP_SKIP;
-	}
-	if (stalled >= GIVE_UP_NS) {
-		DDTX_WARN(FI_LOG_EP_DATA, "shm: ring slot at position %llu claimed by process %u "
-			  "for %llu s and never published: skipped\n", (unsigned long long)c->head,
-			  owner, (unsigned long long)(stalled / 1000000000ull));
-		ring_hand_back(ring, c);
-		return DDTX_SHM_POP_SKIP;
-	}
-	if (!c->stall_warned && stalled > STALL_WARN_NS) {
-		c->stall_warned = true;
-		DDTX_WARN(FI_LOG_EP_DATA, "shm: receive ring stalled for 5 s at position %llu "
-			  "(producer pid %u)\n", (unsigned long long)c->head, owner);
-	}
-	return DDTX_SHM_POP_EMPTY;
+	return ring_not_ready(ring, c, slot, seq);
 }
 
 void ddtx_shm_ring_release(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c)
