@@ -227,9 +227,9 @@ ring_not_ready(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
  * The payload's cache lines were just written by the producer's core: each is a cross-core
  * miss.  Asking for them all now, as soon as the sequence says the slot is full, overlaps those
  * misses instead of taking them one by one as the header is checked and the payload copied
- * (issue 12: fabtests' tagged pingpong of 256 B 0.75-0.79 -> 0.66-0.70 us, 64 B 0.63-0.68 ->
- * 0.61-0.65, on the 2-core host).  Asking for the slot's lines for writing on the producer's
- * side, before its tail CAS, was measured too and not kept: 64 B 0.73-0.77 us, 256 B 0.80-0.85
+ * (issue 12: fabtests' tagged pingpong of 256 B 0.75-0.81 -> 0.66-0.70 us, 64 B 0.62-0.69 ->
+ * 0.60-0.68, on the 2-core host).  Asking for the slot's lines for writing on the producer's
+ * side, before its tail CAS, was measured too and not kept: 64 B 0.73-0.77 us, 256 B 0.79-0.85
  * (the whole slot or its payload lines alone), why not profiled.
  */
 static inline void prefetch_payload(const struct ddtx_shm_slot_hdr *slot, uint32_t len)
