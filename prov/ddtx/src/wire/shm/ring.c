@@ -22,7 +22,7 @@
 #define PUSH_SPIN_MAX 4096
 #define STALL_GRACE_NS (200ull * 1000 * 1000)
 #define TAIL_EVERY 64
-/* Cache lines of a slot asked for ahead of use; beyond, the hardware prefetcher streams. */
+/* Payload bytes of a slot asked for ahead of use; beyond, the hardware prefetcher streams. */
 #define PREFETCH_MAX 1024
 #define STALL_WARN_NS (5ull * 1000 * 1000 * 1000)
 /* A producer claims a slot (tail CAS) and stamps its pid in the next instructions: an unstamped
