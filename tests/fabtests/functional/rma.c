@@ -364,6 +364,10 @@ static int t_inject(struct ft_ctx *ctx, void *arg)
 			fx_pbarrier(ctx, &fx);
 			region_check(&reg, &rg, 1, seed, what);
 		}
+		/* The target has checked the whole region before the next write may land in it
+		 * (without this, a target delayed 50 ms under load saw the next size's bytes: CI's
+		 * ASan stage, "fi_inject_writedata 4095 bytes: target byte 201000 ... changed"). */
+		fx_pbarrier(ctx, &fx);
 	}
 	fx_pbarrier(ctx, &fx);
 	region_close(ctx, &reg, true);
