@@ -17,7 +17,7 @@ struct ddtx_settings ddtx_settings = {
 	.pull_split = 98304,
 	.max_sge = 0,
 	.max_mkey_entries = 0,
-	.ring_slots = 256,
+	.ring_slots = 64, /* see DDTX_SHM_DEF_RING_SLOTS */
 	.slot_size = 65536,
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
@@ -77,7 +77,7 @@ static void define_params(void)
 			"Entries of one multi-entry memory key; 0 = wire default (shm: 32)");
 	fi_param_define(&ddtx_prov, "shm_ring_slots", FI_PARAM_SIZE_T,
 			"shm wire: receive ring slots per endpoint, a power of two "
-			"(default: 256)");
+			"(default: 64)");
 	fi_param_define(&ddtx_prov, "shm_slot_size", FI_PARAM_SIZE_T,
 			"shm wire: bytes per ring slot, header included (default: 65536)");
 	fi_param_define(&ddtx_prov, "shm_keys", FI_PARAM_SIZE_T,
