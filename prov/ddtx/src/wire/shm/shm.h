@@ -47,6 +47,8 @@
 
 /* Defaults (see wire.h: ddtx_wire_params). */
 #define DDTX_SHM_DEF_MAX_SGE 30
+/* FI_DDTX_MAX_SGE's range: proto's work-request pieces are arrays of max_sge on the stack. */
+#define DDTX_SHM_MAX_SGE 65536u
 #define DDTX_SHM_DEF_MKEY_ENTRIES 32
 #define DDTX_SHM_DEF_RING_SLOTS 256
 #define DDTX_SHM_DEF_SLOT_SIZE 65536
