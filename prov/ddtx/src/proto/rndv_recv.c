@@ -367,6 +367,7 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 	ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 	rx_fill_batches(pep, rx);
 }
+
 /* The RTS's first chunk into place; the receiver's sample of the transfer starts one scatter
  * earlier (ddtx_choose_sample_start). */
 static void scatter_early(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *first,
@@ -376,7 +377,6 @@ static void scatter_early(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 	ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
 	rx->t_start = ddtx_choose_sample_start(rx->t_start, ddtx_time_ns() - t0);
 }
-
 
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
