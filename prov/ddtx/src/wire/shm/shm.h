@@ -47,6 +47,8 @@
 
 /* Defaults (see wire.h: ddtx_wire_params). */
 #define DDTX_SHM_DEF_MAX_SGE 30
+/* FI_DDTX_MAX_SGE's range: proto's work-request pieces are arrays of max_sge on the stack. */
+#define DDTX_SHM_MAX_SGE 65536u
 #define DDTX_SHM_DEF_MKEY_ENTRIES 32
 /* 64 ring slots, not 256: every message takes the next slot, so a ring of 256 slots cycles a
  * ping-pong of 12 KiB messages through 3 MiB of lines (more than this host's 2 MiB L2) and each

@@ -51,12 +51,13 @@ static int apply_params(const struct ddtx_wire_params *in, struct ddtx_wire_para
 
 	if (p->ring_slots > DDTX_SHM_MAX_RING_SLOTS || p->slot_size > DDTX_SHM_MAX_SLOT_SIZE ||
 	    p->key_slots > DDTX_SHM_MAX_KEY_SLOTS / 2 || p->key_segments > DDTX_SHM_MAX_KEY_SEGS ||
-	    p->max_sge > DDTX_IOV_LIMIT * 64 || p->max_mkey_entries > DDTX_SHM_MAX_KEY_SEGS) {
+	    p->max_sge > DDTX_SHM_MAX_SGE || p->max_mkey_entries > DDTX_SHM_MAX_KEY_SEGS) {
 		DDTX_WARN(FI_LOG_CORE, "shm: parameter out of range (ring_slots %zu <= %u, "
-			  "slot_size %zu <= %u, key_slots %zu <= %u, key_segments %zu <= %u)\n",
+			  "slot_size %zu <= %u, key_slots %zu <= %u, key_segments %zu <= %u, "
+			  "max_sge %zu <= %u)\n",
 			  p->ring_slots, DDTX_SHM_MAX_RING_SLOTS, p->slot_size,
 			  DDTX_SHM_MAX_SLOT_SIZE, p->key_slots, DDTX_SHM_MAX_KEY_SLOTS / 2,
-			  p->key_segments, DDTX_SHM_MAX_KEY_SEGS);
+			  p->key_segments, DDTX_SHM_MAX_KEY_SEGS, p->max_sge, DDTX_SHM_MAX_SGE);
 		return -FI_EINVAL;
 	}
 	if (p->ring_slots & (p->ring_slots - 1)) {
