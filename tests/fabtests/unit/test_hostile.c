@@ -48,7 +48,7 @@ static void hdr(struct ddtx_hdr_base *b, unsigned type, uint16_t flags)
 	b->type = (uint8_t)type;
 	b->version = DDTX_PROTO_VERSION;
 	b->flags = flags;
-	b->reserved = 0;
+	b->ack_id = 0;
 }
 
 /* The victim posts a receive of big[0, len) from any source. */

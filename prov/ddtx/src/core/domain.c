@@ -202,6 +202,8 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->hmem_ipc_stale));
 	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu\n", U(s->pulls),
 		U(s->pull_splits));
+	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",
+		U(s->acks_carried), U(s->acks_alone));
 #undef U
 }
 
