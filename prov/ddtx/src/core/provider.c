@@ -36,7 +36,9 @@ struct ddtx_settings ddtx_settings = {
 static void ddtx_cleanup(void)
 {
 	/* Every resource belongs to a fabric/domain object; only the statistics of domains the
-	 * program never closed are still owed (FI_DDTX_STATS). */
+	 * program never closed are still owed (FI_DDTX_STATS), and their ACK timers must end
+	 * before the provider's code is unmapped (a rank that exits without closing). */
+	ddtx_domain_stop_threads_at_exit();
 	ddtx_domain_stats_at_exit();
 }
 

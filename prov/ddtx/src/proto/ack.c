@@ -109,12 +109,18 @@ static void *ack_timer(void *arg)
 				     .tv_nsec = (long)(delay_us % 1000000) * 1000};
 	unsigned quiet = 0;
 	pthread_mutex_lock(pd->lock);
-	while (!pd->ack_stop) {
+	while (!atomic_load(&pd->ack_stop)) {
 		if (quiet >= ACK_QUIET_ROUNDS(delay_us)) {
+			/* Timed: a stop signalled without the lock (at exit) may come between the
+			 * check above and this wait; it is seen within a second. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
 			pd->ack_parked = true;
-			pthread_cond_wait(&pd->ack_wake, pd->lock);
+			int r = pthread_cond_timedwait(&pd->ack_wake, pd->lock, &until);
 			pd->ack_parked = false;
-			quiet = 0;
+			if (r == 0)
+				quiet = 0;
 			continue;
 		}
 		pthread_mutex_unlock(pd->lock);
@@ -167,10 +173,12 @@ void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd)
 {
 	if (!pd->ack_timer_on)
 		return;
-	pthread_mutex_lock(pd->lock);
-	pd->ack_stop = true;
+	atomic_store(&pd->ack_stop, true);
+	/* At exit another thread may hold the lock: signal without it then (the timed wait). */
+	bool locked = pthread_mutex_trylock(pd->lock) == 0;
 	pthread_cond_signal(&pd->ack_wake);
-	pthread_mutex_unlock(pd->lock);
+	if (locked)
+		pthread_mutex_unlock(pd->lock);
 	pthread_join(pd->ack_timer, NULL);
 	pthread_cond_destroy(&pd->ack_wake);
 	pd->ack_timer_on = false;

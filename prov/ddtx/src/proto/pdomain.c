@@ -141,6 +141,12 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 	free(pd);
 }
 
+void ddtx_proto_domain_stop_threads(struct ddtx_proto_domain *pd)
+{
+	if (pd)
+		ddtx_ack_timer_stop(pd);
+}
+
 void ddtx_proto_domain_progress(struct ddtx_proto_domain *pd)
 {
 	if (pd)

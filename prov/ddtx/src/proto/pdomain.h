@@ -6,6 +6,8 @@
 #ifndef DDTX_PDOMAIN_H
 #define DDTX_PDOMAIN_H
 
+#include <stdatomic.h>
+
 #include "common/list.h"
 #include "engine/cost.h"
 #include "proto/proto.h"
@@ -40,7 +42,8 @@ struct ddtx_proto_domain {
 	/* ack.c: the ACK timer (started at the first ACK owed; under lock but its thread) */
 	pthread_t ack_timer;
 	pthread_cond_t ack_wake;
-	bool ack_timer_on, ack_timer_failed, ack_parked, ack_stop;
+	bool ack_timer_on, ack_timer_failed, ack_parked;
+	atomic_bool ack_stop;               /* set without the lock at exit (unload) */
 };
 
 #endif /* DDTX_PDOMAIN_H */
