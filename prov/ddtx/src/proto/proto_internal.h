@@ -379,12 +379,12 @@ void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t fl
 
 /*
  * ack.c: delivery ACKs carried on reverse traffic.  ddtx_ack_owe: tx_id of peer is delivered
- * (status 0).  ddtx_ack_carry: let the message b, about to go to peer, carry one owed ACK;
+ * (status 0; defer: an eager message, whose ACK may wait for a message to ride on).  ddtx_ack_carry: let the message b, about to go to peer, carry one owed ACK;
  * ddtx_ack_uncarry: it did not go.  ddtx_ack_progress: at the start of each progress call
  * (sends what waited long enough); ddtx_ack_flush_all: everything now (closing).
  * ddtx_ack_timer_stop: at domain close, without the lock.
  */
-void ddtx_ack_owe(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id);
+void ddtx_ack_owe(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, bool defer);
 void ddtx_ack_carry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr_base *b);
 void ddtx_ack_uncarry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr_base *b);
 void ddtx_ack_progress(struct ddtx_proto_ep *pep);
