@@ -21,7 +21,7 @@ struct ddtx_settings ddtx_settings = {
 	.slot_size = 65536,
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
-	.ack_delay_us = 1000,
+	.ack_delay_us = 5000,
 	.resolve_ms = 5000,
 	.print_stats = false,
 	.mr_cache_max_size = (size_t)1 << 30,
@@ -92,7 +92,7 @@ static void define_params(void)
 			"Delivery ACKs (FI_DELIVERY_COMPLETE) ride on the next message to the "
 			"sender; one the receiver's calls did not send is sent by a timer within two "
 			"periods of this many microseconds (0: every ACK at once, alone; default: "
-			"1000)");
+			"5000)");
 	fi_param_define(&ddtx_prov, "iov_limit", FI_PARAM_SIZE_T,
 			"Cap on the tx, rx and RMA iov_limit that fi_getinfo advertises and endpoints "
 			"accept (default: 0 = 1024, ddtx's own limit).  fi_ubertest 1.17 needs < 256");
