@@ -115,6 +115,10 @@ struct fi_ddtx_stats {
 	/* Pull on the shm wire: rendezvous the receiver read from the sender's block, and those
 	 * of them it split (it read the first part while the sender wrote the rest). */
 	uint64_t pulls, pull_splits;
+	/* Delivery ACKs (FI_DELIVERY_COMPLETE) this domain's receivers sent: carried in the header
+	 * of another message to the sender, and ACK messages of their own (each listing one or
+	 * more sends; FI_DDTX_ACK_DELAY_US). */
+	uint64_t acks_carried, acks_alone;
 };
 
 /*

@@ -5,6 +5,8 @@
  * messages under each forced scheme, FI_MULTI_RECV, FI_SELECTIVE_COMPLETION, ordering and
  * truncation.  Every delivered byte is checked, and bytes around the receive buffers too.
  */
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1618,6 +1620,201 @@ static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- FI_DELIVERY_COMPLETE: ACKs carried on reverse traffic (protocol 8) ------------------ */
+
+static const size_t dc_sizes[] = {1, 3000, 12000, 100000}; /* eager (<= 16000), rendezvous */
+#define DC_EAGER_SIZES 3 /* the ACK of a rendezvous leaves at once, alone */
+#define DC_ITERS 20
+#define DC_WINDOW 8
+
+static uint64_t dc_seed(size_t size, int i, int from)
+{
+	return (uint64_t)size * 1000 + (uint64_t)i * 2 + (uint64_t)from;
+}
+
+/* Does this run's wire carry delivery ACKs on reverse traffic?  The ofi wire alone. */
+static bool dc_wire_carries(void)
+{
+	const char *w = getenv("FI_DDTX_WIRE");
+	return w && !strcmp(w, "ofi");
+}
+
+static void dc_send(struct fx *fx, void *buf, size_t size, fi_addr_t to)
+{
+	struct iovec iov = {buf, size};
+	struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = to, .context = buf};
+	FX_OK(fx, fi_sendmsg(fx->ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+}
+
+/*
+ * Delivery complete sends both ways: a ping-pong (each rank's reply carries the ACK of the
+ * message it answers) and windows sent by both ranks at once, eager and rendezvous, every byte
+ * and every completion checked.  The receive buffers are shared memory, so the sender checks
+ * that a completed send's bytes were in place.  Then the statistics: most ACKs were carried.
+ */
+static int t_dc_both_ways(struct ft_ctx *ctx, void *arg)
+{
+	/* The ACK timer sends what a slow rank (a sanitizer build, a loaded host) has not carried
+	 * yet within 1 ms: a second here, so that what is counted is the rule, not the timing.
+	 * The provider reads it at this rank's first fi_getinfo (in fx_open). */
+	setenv("FI_DDTX_ACK_DELAY_US", "1000000", 0);
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int me = ctx->rank, peer = 1 - ctx->rank;
+	struct fi_ddtx_stats st0, st1;
+	fx_stats(&fx, &st0);
+	size_t nsizes = sizeof(dc_sizes) / sizeof(dc_sizes[0]);
+	int late = 0;
+	for (size_t k = 0; k < nsizes; k++) {
+		size_t size = dc_sizes[k];
+		/* each rank's receive buffers in the shared area: rank r's at r * 32 MiB */
+		uint8_t *rx = fx_shmem + (size_t)me * (32u << 20);
+		uint8_t *peer_rx = fx_shmem + (size_t)peer * (32u << 20);
+		uint8_t *tx = fx_alloc(size * DC_WINDOW);
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < DC_ITERS; i++) {
+			struct fx_comp c[2];
+			if (me == 0) {
+				FX_OK(&fx, fi_recv(fx.ep, rx, size, NULL, FI_ADDR_UNSPEC, rx));
+				fx_fill(tx, size, dc_seed(size, i, 0), 0);
+				dc_send(&fx, tx, size, fx.peers[1]);
+				fx_wait(&fx, 2, c, TMO);
+				for (int j = 0; j < 2; j++) {
+					if (c[j].op_context == tx) {
+						check_tx(&c[j], tx, "ping");
+						late += fx_find_bad(peer_rx, size, dc_seed(size, i, 0),
+								    0) != (size_t)-1;
+					} else {
+						check_rx(&c[j], rx, size, "pong");
+					}
+				}
+				FX_CHECK_PATTERN(rx, size, dc_seed(size, i, 1), 0, "pong %d of %zu B",
+						 i, size);
+			} else {
+				FX_OK(&fx, fi_recv(fx.ep, rx, size, NULL, FI_ADDR_UNSPEC, rx));
+				fx_wait(&fx, 1, c, TMO);
+				check_rx(&c[0], rx, size, "ping");
+				FX_CHECK_PATTERN(rx, size, dc_seed(size, i, 0), 0, "ping %d of %zu B",
+						 i, size);
+				fx_fill(tx, size, dc_seed(size, i, 1), 0);
+				dc_send(&fx, tx, size, fx.peers[0]);
+				fx_wait(&fx, 1, c, TMO);
+				check_tx(&c[0], tx, "pong");
+				late += fx_find_bad(peer_rx, size, dc_seed(size, i, 1), 0) != (size_t)-1;
+			}
+		}
+		/* Windows both ways at once: ACKs ride on the other side's sends, or go in lists. */
+		for (int w = 0; w < DC_WINDOW; w++)
+			FX_OK(&fx, fi_recv(fx.ep, rx + (size_t)w * size, size, NULL, FI_ADDR_UNSPEC,
+					   rx + (size_t)w * size));
+		fx_pbarrier(ctx, &fx);
+		for (int w = 0; w < DC_WINDOW; w++) {
+			fx_fill(tx + (size_t)w * size, size, dc_seed(size, 100 + w, me), 0);
+			dc_send(&fx, tx + (size_t)w * size, size, fx.peers[peer]);
+		}
+		struct fx_comp c[2 * DC_WINDOW];
+		fx_wait(&fx, 2 * DC_WINDOW, c, TMO);
+		int sends = 0, recvs = 0;
+		for (int j = 0; j < 2 * DC_WINDOW; j++) {
+			if (c[j].flags & FI_SEND) {
+				size_t w = (size_t)((uint8_t *)c[j].op_context - tx) / size;
+				FT_CHECK(w < DC_WINDOW, "send completion with a foreign context");
+				late += fx_find_bad(peer_rx + w * size, size,
+						    dc_seed(size, 100 + (int)w, me), 0) != (size_t)-1;
+				sends++;
+			} else {
+				recvs++;
+			}
+		}
+		FT_CHECK(sends == DC_WINDOW && recvs == DC_WINDOW, "%d sends, %d receives completed",
+			 sends, recvs);
+		/* untagged receives match in order: window w holds the peer's w-th message */
+		for (int w = 0; w < DC_WINDOW; w++)
+			FX_CHECK_PATTERN(rx + (size_t)w * size, size, dc_seed(size, 100 + w, peer), 0,
+					 "window message %d of %zu B", w, size);
+		fx_pbarrier(ctx, &fx);
+		free(tx);
+	}
+	FT_CHECK(late == 0, "%d FI_DELIVERY_COMPLETE sends completed before delivery", late);
+	fx_stats(&fx, &st1);
+	uint64_t carried = st1.acks_carried - st0.acks_carried;
+	uint64_t alone = st1.acks_alone - st0.acks_alone;
+	printf("rank %d: delivery ACKs carried %llu, alone %llu\n", me,
+	       (unsigned long long)carried, (unsigned long long)alone);
+	/* every eager ping-pong ACK but the last of each size can ride on the next message (on the
+	 * ofi wire alone: wire caps carry_acks) */
+	if (fx_env_long("FI_DDTX_ACK_DELAY_US", 1) != 0 && dc_wire_carries())
+		FT_CHECK(carried >= DC_EAGER_SIZES * (DC_ITERS - 2),
+			 "only %llu of %d eager ping-pong ACKs carried", (unsigned long long)carried,
+			 DC_EAGER_SIZES * DC_ITERS);
+	else
+		FT_CHECK(carried == 0, "%llu ACKs carried with FI_DDTX_ACK_DELAY_US=0",
+			 (unsigned long long)carried);
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
+ * A receiver that makes no call after its receive completed (it sleeps): the sender's delivery
+ * complete send still completes, by the receiver's ACK timer, while the receiver sleeps.
+ */
+static int t_dc_silent_receiver(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	_Atomic long *asleep = &fx_sh->flag[0];
+	for (size_t k = 0; k < sizeof(dc_sizes) / sizeof(dc_sizes[0]); k++) {
+		size_t size = dc_sizes[k];
+		uint64_t seed = 7000 + k;
+		if (ctx->rank == 1) {
+			struct rbuf r;
+			rbuf_init(&r, size);
+			FX_OK(&fx, fi_recv(fx.ep, r.buf, size, NULL, FI_ADDR_UNSPEC, &r));
+			fx_pbarrier(ctx, &fx);
+			struct fx_comp c;
+			fx_wait(&fx, 1, &c, TMO);
+			check_rx(&c, &r, size, "silent");
+			rbuf_check(&r, seed, size, "silent receive");
+			struct fi_ddtx_stats st0, st1;
+			fx_stats(&fx, &st0);
+			atomic_store(asleep, 1);
+			sleep(2); /* no call into the provider */
+			fx_stats(&fx, &st1);
+			atomic_store(asleep, 2);
+			if (fx_env_long("FI_DDTX_ACK_DELAY_US", 1) != 0 && k < DC_EAGER_SIZES &&
+			    dc_wire_carries())
+				FT_CHECK(st1.acks_alone > st0.acks_alone,
+					 "no ACK left while the receiver slept (%zu B)", size);
+			rbuf_free(&r);
+		} else {
+			uint8_t *b = fx_alloc(size);
+			fx_fill(b, size, seed, 0);
+			fx_pbarrier(ctx, &fx);
+			dc_send(&fx, b, size, fx.peers[1]);
+			struct fx_comp c;
+			int got = 0;
+			double t0 = 0;
+			while (!got && atomic_load(asleep) != 2) {
+				if (!t0 && atomic_load(asleep) == 1)
+					t0 = ft_now();
+				got = fx_read(&fx, &c) == 1;
+			}
+			FT_CHECK(got, "%zu B: the send completed only after the receiver woke up",
+				 size);
+			check_tx(&c, b, "silent");
+			printf("%zu B: send completed %.3f ms after the receiver stopped calling\n",
+			       size, t0 ? (ft_now() - t0) * 1e3 : 0.0);
+			free(b);
+		}
+		fx_pbarrier(ctx, &fx);
+		atomic_store(asleep, 0);
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 static const struct fx_test tests[] = {
 	{"send_recv", 2, 60, t_send_recv, NULL},
 	{"inject_iov", 2, 30, t_inject_iov, NULL},
@@ -1645,6 +1842,8 @@ static const struct fx_test tests[] = {
 	{"selective", 2, 30, t_selective, NULL},
 	{"multi_recv_selective", 2, 30, t_multi_recv_selective, NULL},
 	{"delivery_complete", 2, 60, t_delivery, NULL},
+	{"dc_both_ways", 2, 60, t_dc_both_ways, NULL},
+	{"dc_silent_receiver", 2, 60, t_dc_silent_receiver, NULL},
 	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
 	{"contig_sizes", 2, 120, t_contig_sizes, NULL},
 	{"pull_window", 2, 60, t_pull_window, NULL},

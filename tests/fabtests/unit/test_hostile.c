@@ -48,7 +48,7 @@ static void hdr(struct ddtx_hdr_base *b, unsigned type, uint16_t flags)
 	b->type = (uint8_t)type;
 	b->version = DDTX_PROTO_VERSION;
 	b->flags = flags;
-	b->reserved = 0;
+	b->ack_id = 0;
 }
 
 /* The victim posts a receive of big[0, len) from any source. */
@@ -1290,6 +1290,102 @@ static void t_random(void)
 	friend_delivers("after 50,000 random messages");
 }
 
+/* The victim sends 100 bytes with FI_DELIVERY_COMPLETE to fi_addr to; returns its tx_id. */
+static uint32_t victim_dc_send(fi_addr_t to, struct hostile_peer *p, void *ctx)
+{
+	struct iovec iov = {big, 100};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, to, 0, 0, ctx, FI_DELIVERY_COMPLETE,
+				      false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "send: %zd", ret);
+	hostile_peer_forget(p);
+	progress_n(2);
+	const struct ddtx_hdr_eager *e = hostile_peer_last(p, DDTX_MSG_EAGER, NULL);
+	CHECK(e && (e->base.flags & DDTX_HDR_ACK_REQ) && e->tx_id, "no EAGER asking for an ACK");
+	return e ? e->tx_id : 0;
+}
+
+/* An EAGER of `len` bytes of `fill` from p, its header's ACKED flag and ack_id as given. */
+static void peer_eager(struct hostile_peer *p, uint16_t flags, uint32_t ack_id, uint8_t fill,
+		       size_t len)
+{
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[128];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, flags);
+	m.h.base.ack_id = ack_id;
+	m.h.len = len;
+	memset(m.payload, fill, len);
+	CHECK(hostile_send(&H, p, &m, sizeof(m.h) + len) == 0, "peer send");
+	progress_n(2);
+}
+
+/*
+ * Delivery ACKs carried in headers and listed in ACKs (protocol 8) from a hostile peer: an id
+ * naming another peer's send, a repeated id, garbage, ACKED without an id, an id without
+ * ACKED, lists of a broken length.  Only the attacker's own send, named once, completes; the
+ * friend's waits for the friend's ACK, which then completes it; malformed messages are dropped.
+ */
+static void t_ack_carried_forged(void)
+{
+	int ctx_a, ctx_f, ctx_r, err = -1;
+	uint32_t id_f = victim_dc_send(1, &H.friend, &ctx_f);
+	uint32_t id_a = victim_dc_send(0, &H.attacker, &ctx_a);
+	if (!id_f || !id_a)
+		return;
+	memset(big, 0, 256);
+	victim_posts_recv(100, &ctx_r);
+	/* ACKED with id 0, and an id without ACKED: dropped whole (the receive stays posted) */
+	peer_eager(&H.attacker, DDTX_HDR_ACKED, 0, 0xa1, 100);
+	peer_eager(&H.attacker, 0, id_a, 0xa2, 100);
+	CHECK(hostile_count(&H, &ctx_r, NULL) == 0, "a malformed carried ACK was delivered");
+	CHECK(hostile_count(&H, &ctx_a, NULL) == 0, "an id without ACKED completed a send");
+	/* the friend's send named by the attacker: taken for nothing; the message is delivered */
+	peer_eager(&H.attacker, DDTX_HDR_ACKED, id_f, 0xa3, 100);
+	CHECK(hostile_count(&H, &ctx_r, NULL) == 1 && big[0] == 0xa3 && big[99] == 0xa3,
+	      "the carrying EAGER was not delivered");
+	CHECK(hostile_count(&H, &ctx_f, NULL) == 0, "the attacker completed the friend's send");
+	/* lists: a broken length, too long; then garbage, the friend's id, ours twice */
+	struct {
+		struct ddtx_hdr_ack h;
+		uint32_t more[DDTX_ACK_LIST_MAX + 1];
+	} ack;
+	memset(&ack, 0, sizeof(ack));
+	hdr(&ack.h.base, DDTX_MSG_ACK, 0);
+	ack.h.tx_id = id_a;
+	CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack.h) + 3) == 0, "attacker send");
+	for (int i = 0; i <= DDTX_ACK_LIST_MAX; i++)
+		ack.more[i] = id_a;
+	CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack)) == 0, "attacker send");
+	ack.more[0] = 0;
+	CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack.h) + 4) == 0, "attacker send");
+	ack.h.status = -FI_EIO; /* a list behind an error status */
+	ack.more[0] = id_a;
+	CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack.h) + 4) == 0, "attacker send");
+	progress_n(2);
+	CHECK(hostile_count(&H, &ctx_a, NULL) == 0, "a malformed ACK list completed a send");
+	ack.h.status = 0;
+	ack.h.tx_id = 0xdeadbeef;
+	ack.more[0] = id_f;
+	ack.more[1] = id_a;
+	ack.more[2] = id_a;
+	CHECK(hostile_send(&H, &H.attacker, &ack, sizeof(ack.h) + 12) == 0, "attacker send");
+	progress_n(2);
+	CHECK(hostile_count(&H, &ctx_a, &err) == 1 && err == 0,
+	      "the attacker's send: %zu completions (error %d), want 1 without error",
+	      hostile_count(&H, &ctx_a, NULL), err);
+	CHECK(hostile_count(&H, &ctx_f, NULL) == 0, "the attacker completed the friend's send");
+	/* the friend's own word, carried on a message of its own */
+	victim_posts_recv(100, &ctx_r);
+	peer_eager(&H.friend, DDTX_HDR_ACKED, id_f, 0xf1, 100);
+	CHECK(hostile_count(&H, &ctx_f, &err) == 1 && err == 0,
+	      "the friend's carried ACK did not complete its send");
+	CHECK(hostile_count(&H, &ctx_r, NULL) == 2 && big[0] == 0xf1, "the friend's EAGER was lost");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1300,6 +1396,7 @@ int main(int argc, char **argv)
 		{"two_cts", t_two_cts, DDTX_SCHEME_SETTING_AUTO},
 		{"umr_chunk_zero", t_umr_chunk_zero, DDTX_SCHEME_SETTING_AUTO},
 		{"ack_status", t_ack_status, DDTX_SCHEME_SETTING_AUTO},
+		{"ack_carried_forged", t_ack_carried_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},

@@ -32,6 +32,8 @@ struct ddtx_settings {
 	size_t slot_size;                  /* FI_DDTX_SHM_SLOT_SIZE */
 	size_t key_slots;                  /* FI_DDTX_SHM_KEYS */
 	int peer_timeout_ms;               /* FI_DDTX_PEER_CHECK_MS: liveness check period */
+	unsigned ack_delay_us;             /* FI_DDTX_ACK_DELAY_US: the ACK timer's period (0: every
+					    * delivery ACK sent at once, alone) */
 	size_t iov_limit;                  /* FI_DDTX_IOV_LIMIT: cap on advertised iov limits (0: none) */
 	int resolve_ms;                    /* FI_DDTX_RESOLVE_MS: wait for a service to be bound */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */

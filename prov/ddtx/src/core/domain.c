@@ -202,12 +202,27 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->hmem_ipc_stale));
 	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu\n", U(s->pulls),
 		U(s->pull_splits));
+	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",
+		U(s->acks_carried), U(s->acks_alone));
 #undef U
 }
 
 /* Open domains, so that FI_DDTX_STATS reports those a program never closes. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ddtx_list open_domains = {{&open_domains.head, &open_domains.head}};
+
+void ddtx_domain_stop_threads_at_exit(void)
+{
+	pthread_mutex_lock(&open_lock);
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&open_domains, it, tmp) {
+		struct ddtx_domain *d = ddtx_container_of(it, struct ddtx_domain, open_entry);
+
+		ddtx_proto_domain_stop_threads(d->proto);
+	}
+	pthread_mutex_unlock(&open_lock);
+}
 
 void ddtx_domain_stats_at_exit(void)
 {

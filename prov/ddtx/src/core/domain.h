@@ -29,6 +29,8 @@ struct ddtx_domain {
 
 /* FI_DDTX_STATS: print the statistics of every domain still open (provider cleanup). */
 void ddtx_domain_stats_at_exit(void);
+/* fi_fini unloads the provider: stop the threads of domains never closed (their code goes). */
+void ddtx_domain_stop_threads_at_exit(void);
 
 int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		     struct fid_domain **domain, void *context);

@@ -21,6 +21,7 @@ struct ddtx_settings ddtx_settings = {
 	.slot_size = 65536,
 	.key_slots = 16384,
 	.peer_timeout_ms = 100,
+	.ack_delay_us = 5000,
 	.resolve_ms = 5000,
 	.print_stats = false,
 	.mr_cache_max_size = (size_t)1 << 30,
@@ -35,7 +36,9 @@ struct ddtx_settings ddtx_settings = {
 static void ddtx_cleanup(void)
 {
 	/* Every resource belongs to a fabric/domain object; only the statistics of domains the
-	 * program never closed are still owed (FI_DDTX_STATS). */
+	 * program never closed are still owed (FI_DDTX_STATS), and their ACK timers must end
+	 * before the provider's code is unmapped (a rank that exits without closing). */
+	ddtx_domain_stop_threads_at_exit();
 	ddtx_domain_stats_at_exit();
 }
 
@@ -85,6 +88,11 @@ static void define_params(void)
 			"(default: 16384)");
 	fi_param_define(&ddtx_prov, "peer_check_ms", FI_PARAM_INT,
 			"Period in milliseconds of the peer liveness check (default: 100)");
+	fi_param_define(&ddtx_prov, "ack_delay_us", FI_PARAM_INT,
+			"Delivery ACKs (FI_DELIVERY_COMPLETE) ride on the next message to the "
+			"sender; one the receiver's calls did not send is sent by a timer within two "
+			"periods of this many microseconds (0: every ACK at once, alone; default: "
+			"5000)");
 	fi_param_define(&ddtx_prov, "iov_limit", FI_PARAM_SIZE_T,
 			"Cap on the tx, rx and RMA iov_limit that fi_getinfo advertises and endpoints "
 			"accept (default: 0 = 16384, ddtx's own limit).  fi_ubertest 1.17 needs < 256");
@@ -217,6 +225,13 @@ void ddtx_settings_load(void)
 		else
 			DDTX_WARN(FI_LOG_CORE, "FI_DDTX_PEER_CHECK_MS=%d ignored (must be > 0)\n",
 				  v);
+	}
+	if (fi_param_get_int(&ddtx_prov, "ack_delay_us", &v) == 0) {
+		if (v >= 0 && v <= 1000000)
+			ddtx_settings.ack_delay_us = (unsigned)v;
+		else
+			DDTX_WARN(FI_LOG_CORE,
+				  "FI_DDTX_ACK_DELAY_US=%d ignored (must be 0 to 1000000)\n", v);
 	}
 	if (fi_param_get_int(&ddtx_prov, "resolve_ms", &v) == 0) {
 		if (v >= 0)

@@ -14,7 +14,7 @@ void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t fl
 	b->type = (uint8_t)type;
 	b->version = DDTX_PROTO_VERSION;
 	b->flags = flags;
-	b->reserved = 0;
+	b->ack_id = 0;
 }
 
 static bool queued_for(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
@@ -28,8 +28,18 @@ static bool queued_for(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 	return false;
 }
 
+/* Control messages up to this size carry an owed ACK (a copy on the stack): CTS with a few
+ * descriptors, DONE, ACK, LIST_REQ, RMA_DATA, ATOMIC_RESP without old values. */
+#define CARRY_COPY_MAX 256
+
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len)
 {
+	uint64_t copy[CARRY_COPY_MAX / sizeof(uint64_t)];
+	if (pep->nacks && len <= sizeof(copy)) {
+		memcpy(copy, msg, len);
+		ddtx_ack_carry(pep, peer, (struct ddtx_hdr_base *)copy);
+		msg = copy;
+	}
 	/* Keep per-peer order: nothing overtakes a message already waiting. */
 	if (!queued_for(pep, peer)) {
 		int ret = ddtx_wire_send(pep->wire, peer, msg, len, NULL, 0);
@@ -79,13 +89,4 @@ void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 			free(c);
 		}
 	}
-}
-
-void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, int status)
-{
-	struct ddtx_hdr_ack h;
-	ddtx_hdr_init(&h.base, DDTX_MSG_ACK, 0);
-	h.tx_id = tx_id;
-	h.status = status;
-	ddtx_ctrl_send(pep, peer, &h, sizeof(h));
 }

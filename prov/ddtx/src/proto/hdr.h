@@ -23,8 +23,9 @@
 /* 2: RMA_DATA names the target key and address; 3: ATOMIC/ATOMIC_RESP, RMA_DATA as RMA event;
  * 4: the first PACK chunk in the RTS; 5: RTS and ACK with DDTX_HDR_IPC (CUDA IPC offer and its
  * answer); 6: pull (RTS.pull_key, CTS with PULLED); 7: split pull (CTS with SPLIT),
- * RTS.pull_addr (the pull's key comes from the registration cache) */
-#define DDTX_PROTO_VERSION 7
+ * RTS.pull_addr (the pull's key comes from the registration cache); 8: delivery ACKs carried
+ * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids) */
+#define DDTX_PROTO_VERSION 8
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -58,12 +59,14 @@ enum ddtx_msg_type {
 				     * its part); the send is done once its writes are */
 #define DDTX_HDR_SPLIT (1u << 12)   /* CTS (SGL, first, to a PULL): the receiver reads the bytes
 				     * before offset itself; the batch asks for the rest */
+#define DDTX_HDR_ACKED (1u << 13)   /* any message: it also acknowledges the delivery of the
+				     * receiver's send ack_id (an ACK with status 0, carried) */
 
 struct ddtx_hdr_base {
 	uint8_t type;
 	uint8_t version;
 	uint16_t flags;
-	uint32_t reserved;
+	uint32_t ack_id;     /* with ACKED: a send of the receiver now delivered; 0 otherwise */
 };
 
 struct ddtx_hdr_eager {
@@ -133,7 +136,12 @@ struct ddtx_hdr_ack {
 	struct ddtx_hdr_base base;
 	uint32_t tx_id;
 	int32_t status;      /* 0, or the negative FI_E* error the receive ended with */
+	/* uint32_t more[]: up to DDTX_ACK_LIST_MAX further sends delivered (status 0), the rest
+	 * of the message (a multiple of 4 bytes) */
 };
+
+/* Ids one ACK lists after its own tx_id: bounds what a receiver walks per message. */
+#define DDTX_ACK_LIST_MAX 64
 
 struct ddtx_hdr_rma_data {
 	struct ddtx_hdr_base base;

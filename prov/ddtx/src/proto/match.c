@@ -121,7 +121,7 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 					      .scheme = FI_DDTX_SCHEME_PACK};
 			ddtx_rndv_send_cts(pep, &tmp, 0, NULL, 0, DDTX_HDR_LAST);
 		} else if (u->hdr_flags & DDTX_HDR_ACK_REQ) {
-			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
+			ddtx_ack_owe(pep, u->peer, u->ack_tx_id, true);
 		}
 		const struct ddtx_proto_completion c = {.context = context, .flags = cflags,
 							.data = u->data, .tag = u->tag,

@@ -13,6 +13,7 @@
 #include "engine/regcache.h"
 #include "engine/scheme.h"
 #include "proto/proto_internal.h"
+#include "proto/proto_internal.h"
 
 /*
  * Priors of the cost model, per scheme: t = a + b * (bytes / 4 KiB) + c * blocks (ns), where
@@ -128,6 +129,7 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 {
 	if (!pd)
 		return;
+	ddtx_ack_timer_stop(pd);
 	/* Layouts hold registrations and mkeys: they go first, the wire domain last. */
 	ddtx_layout_cache_close(pd->layouts);
 	ddtx_mkey_pool_close(pd->pool);
@@ -137,6 +139,12 @@ void ddtx_proto_domain_close(struct ddtx_proto_domain *pd)
 	ddtx_mr_watch_close(pd->mr_watch);
 	ddtx_wire_domain_close(pd->wire);
 	free(pd);
+}
+
+void ddtx_proto_domain_stop_threads(struct ddtx_proto_domain *pd)
+{
+	if (pd)
+		ddtx_ack_timer_stop(pd);
 }
 
 void ddtx_proto_domain_progress(struct ddtx_proto_domain *pd)

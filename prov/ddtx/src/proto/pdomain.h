@@ -6,6 +6,8 @@
 #ifndef DDTX_PDOMAIN_H
 #define DDTX_PDOMAIN_H
 
+#include <stdatomic.h>
+
 #include "common/list.h"
 #include "engine/cost.h"
 #include "proto/proto.h"
@@ -37,6 +39,11 @@ struct ddtx_proto_domain {
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
+	/* ack.c: the ACK timer (started at the first ACK owed; under lock but its thread) */
+	pthread_t ack_timer;
+	pthread_cond_t ack_wake;
+	bool ack_timer_on, ack_timer_failed, ack_parked;
+	atomic_bool ack_stop;               /* set without the lock at exit (unload) */
 };
 
 #endif /* DDTX_PDOMAIN_H */

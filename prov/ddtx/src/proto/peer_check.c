@@ -208,3 +208,27 @@ const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h)
 		return "seg_len";
 	return NULL;
 }
+
+/* An ACK: its list (what follows the header) whole ids, at most DDTX_ACK_LIST_MAX, none 0, and
+ * only behind a plain ACK (an error status or an IPC answer names one send). */
+const char *ddtx_check_ack(const struct ddtx_hdr_ack *h, size_t len)
+{
+	size_t extra = len - sizeof(*h);
+	if (extra % sizeof(uint32_t) || extra / sizeof(uint32_t) > DDTX_ACK_LIST_MAX)
+		return "list length";
+	if (extra && (h->status || (h->base.flags & DDTX_HDR_IPC)))
+		return "list behind a status or IPC";
+	const uint32_t *more = (const uint32_t *)(h + 1);
+	for (size_t i = 0; i < extra / sizeof(uint32_t); i++)
+		if (!more[i])
+			return "list id";
+	return NULL;
+}
+
+/* Any message: ack_id set exactly when ACKED is. */
+const char *ddtx_check_carried_ack(const struct ddtx_hdr_base *b)
+{
+	if (!(b->flags & DDTX_HDR_ACKED) != !b->ack_id)
+		return "ack_id";
+	return NULL;
+}

@@ -97,6 +97,11 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
 			   struct ddtx_proto_domain **out);
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
 /*
+ * The provider is unloaded (fi_fini at exit) while pd is open: stop the threads of the domain
+ * that wake by themselves (the ACK timer), whose code is about to be unmapped.
+ */
+void ddtx_proto_domain_stop_threads(struct ddtx_proto_domain *pd);
+/*
  * Domain-wide work not tied to an endpoint (domain locked): revoking the keys of application
  * MRs whose memory the monitor saw go away.  Called by every progress of the domain; the data
  * calls and fi_mr calls below do the same for themselves.

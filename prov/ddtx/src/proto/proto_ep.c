@@ -16,6 +16,15 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 			  len, src);
 		return;
 	}
+	const char *bad = ddtx_check_carried_ack(b);
+	if (bad) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping message type %u from peer %u: bad %s\n",
+			  b->type, src, bad);
+		return;
+	}
+	/* The ACK it carries was owed before the message was sent. */
+	if (b->flags & DDTX_HDR_ACKED)
+		ddtx_send_on_carried_ack(pep, src, b->ack_id);
 	switch (b->type) {
 	case DDTX_MSG_EAGER:
 		ddtx_recv_on_eager(pep, src, buf, len);
@@ -139,6 +148,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	if (!pep)
 		return;
 	pep->enabled = false;
+	ddtx_ack_flush_all(pep); /* the senders wait for them */
 	/* Close the wire first: no callback may reach the state freed below. */
 	ddtx_wire_ep_close(pep->wire);
 	pep->wire = NULL;
@@ -251,6 +261,7 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 {
 	if (!pep || !pep->wire)
 		return;
+	ddtx_ack_progress(pep);
 	ddtx_wire_ep_progress(pep->wire);
 	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
 	if (!ddtx_list_empty(&pep->ctrl))

@@ -248,6 +248,17 @@ struct ddtx_rma {
 	void *inject_buf;                /* fi_inject_write copy */
 };
 
+/* A delivery ACK owed to a peer, waiting for a message to ride on (ack.c). */
+struct ddtx_ack_owed {
+	ddtx_peer_t peer;
+	uint32_t tx_id;
+	uint64_t call;                   /* the endpoint's progress_calls when it was owed */
+	uint32_t epoch;                  /* and the ACK timer's round */
+};
+
+/* ACKs an endpoint owes at most; one more flushes them all first. */
+#define DDTX_ACKS_OWED_MAX 64
+
 /* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
 #define DDTX_BOUNCE_KEEP 4
 
@@ -288,6 +299,10 @@ struct ddtx_proto_ep {
 		bool pinned;
 	} bounce_free[DDTX_BOUNCE_KEEP];
 	unsigned nbounce_free;
+	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
+	unsigned nacks;
+	uint64_t progress_calls;
+	uint32_t ack_epoch;                  /* bumped by each round of the ACK timer */
 };
 
 /*
@@ -360,9 +375,21 @@ void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep);
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
 void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
-/* Answer an ACK_REQ message: tell the sender its message was delivered (or failed). */
-void ddtx_ctrl_ack(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, int status);
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
+
+/*
+ * ack.c: delivery ACKs carried on reverse traffic.  ddtx_ack_owe: tx_id of peer is delivered
+ * (status 0; defer: an eager message, whose ACK may wait for a message to ride on).  ddtx_ack_carry: let the message b, about to go to peer, carry one owed ACK;
+ * ddtx_ack_uncarry: it did not go.  ddtx_ack_progress: at the start of each progress call
+ * (sends what waited long enough); ddtx_ack_flush_all: everything now (closing).
+ * ddtx_ack_timer_stop: at domain close, without the lock.
+ */
+void ddtx_ack_owe(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, bool defer);
+void ddtx_ack_carry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr_base *b);
+void ddtx_ack_uncarry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr_base *b);
+void ddtx_ack_progress(struct ddtx_proto_ep *pep);
+void ddtx_ack_flush_all(struct ddtx_proto_ep *pep);
+void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd);
 
 /* send.c */
 void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
@@ -371,6 +398,8 @@ void ddtx_batch_complete(struct ddtx_proto_ep *pep, struct ddtx_batch *b, int st
 void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err);
 void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+/* A message from src carried the ACK of our send tx_id (DDTX_HDR_ACKED). */
+void ddtx_send_on_carried_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t tx_id);
 
 /* rx.c: the receive object */
 /* total: the list's bytes when the caller has them, else NULL (summed here). */
@@ -427,6 +456,8 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 const char *ddtx_check_cts_batch(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *cts);
 const char *ddtx_check_atomic(const struct ddtx_hdr_atomic *h, size_t len);
 const char *ddtx_check_rma_data(const struct ddtx_hdr_rma_data *h);
+const char *ddtx_check_ack(const struct ddtx_hdr_ack *h, size_t len);
+const char *ddtx_check_carried_ack(const struct ddtx_hdr_base *b);
 
 /* choose.c: the scheme of a rendezvous */
 /* The scheme a send proposes (can_pull: it could offer its block to be read, see send.c). */

@@ -72,7 +72,7 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 	if (!multi)
 		ddtx_rx_free(pep, rx);
 	if (h->base.flags & DDTX_HDR_ACK_REQ)
-		ddtx_ctrl_ack(pep, src, h->tx_id, 0);
+		ddtx_ack_owe(pep, src, h->tx_id, true);
 }
 
 
@@ -92,7 +92,7 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 			ddtx_rx_free(pep, rx);
 		gone = gone || freed;
 		if (u->hdr_flags & DDTX_HDR_ACK_REQ)
-			ddtx_ctrl_ack(pep, u->peer, u->ack_tx_id, 0);
+			ddtx_ack_owe(pep, u->peer, u->ack_tx_id, true);
 	} else {
 		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->payload, u->inlined);
 	}

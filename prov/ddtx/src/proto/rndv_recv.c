@@ -161,7 +161,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
 	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
-		ddtx_ctrl_ack(pep, rx->peer, rx->tx_id, 0);
+		ddtx_ack_owe(pep, rx->peer, rx->tx_id, false);
 	ddtx_list_remove(&rx->entry);
 	ddtx_rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data, rx->hdr_flags,
 		  rx->from, buf, mf);

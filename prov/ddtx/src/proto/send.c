@@ -44,8 +44,13 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	h.len = total;
 	h.tx_id = tx_id;
 	h.reserved2 = 0;
-	if (count <= pep->caps->max_sge)
-		return send_now(pep, peer, &h, sizeof(h), iov, count);
+	if (count <= pep->caps->max_sge) {
+		ddtx_ack_carry(pep, peer, &h.base);
+		int ret = send_now(pep, peer, &h, sizeof(h), iov, count);
+		if (ret)
+			ddtx_ack_uncarry(pep, peer, &h.base);
+		return ret;
+	}
 	/* More entries than one work request gathers: pack them in place behind the header. */
 	struct ddtx_wire_send_buf buf;
 	int ret = ddtx_wire_send_claim(pep->wire, peer, sizeof(h) + total, &buf);
@@ -55,6 +60,7 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	}
 	if (ret)
 		return ret;
+	ddtx_ack_carry(pep, peer, &h.base);
 	memcpy(buf.data, &h, sizeof(h));
 	uint8_t *payload = (uint8_t *)buf.data + sizeof(h);
 	if (vec->n)
@@ -83,6 +89,7 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 	if (ret)
 		return ret;
 	size_t len = DDTX_MIN(first, buf.cap - sizeof(*rts));
+	ddtx_ack_carry(pep, tx->peer, &rts->base);
 	memcpy(buf.data, rts, sizeof(*rts));
 	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, 0,
 			 (uint8_t *)buf.data + sizeof(*rts), len);
@@ -173,23 +180,47 @@ static void tx_sent(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		tx->state = DDTX_TX_WAIT_WIRE;
 }
 
+/*
+ * The receiver's word on our send tx_id.  Only a send of ours to that very peer that waits for
+ * it: a stale, repeated or forged id (another peer's send, one still in its rendezvous, one
+ * already acknowledged) is dropped with a warning and changes nothing.
+ */
+static void ack_one(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t tx_id, int32_t status,
+		    bool ipc)
+{
+	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, tx_id);
+	/* With DDTX_HDR_IPC: the receiver took the CUDA IPC offer of a send waiting for its CTS. */
+	if (!tx || tx->peer != src ||
+	    (ipc ? !tx->ipc || tx->state != DDTX_TX_WAIT_CTS : tx->state != DDTX_TX_WAIT_ACK)) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale ACK of send %#x from peer %u\n", tx_id,
+			  src);
+		return;
+	}
+	if (ipc && !status)
+		pep->pd->stats.hmem_ipc_tx++;
+	if (status)
+		ddtx_tx_fail(pep, tx, ddtx_hdr_status_err(status));
+	else
+		tx_finish(pep, tx);
+}
+
 void ddtx_send_on_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_ack *h = buf;
-	struct ddtx_tx *tx = ddtx_optable_get(&pep->txs, h->tx_id);
-	/* With DDTX_HDR_IPC: the receiver took the CUDA IPC offer of a send waiting for its CTS. */
-	bool ipc = h->base.flags & DDTX_HDR_IPC;
-	if (!tx || tx->peer != src ||
-	    (ipc ? !tx->ipc || tx->state != DDTX_TX_WAIT_CTS : tx->state != DDTX_TX_WAIT_ACK)) {
-		DDTX_WARN(FI_LOG_EP_DATA, "dropping stale ACK from peer %u\n", src);
+	const char *bad = ddtx_check_ack(h, len);
+	if (bad) {
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping ACK from peer %u: bad %s\n", src, bad);
 		return;
 	}
-	if (ipc && !h->status)
-		pep->pd->stats.hmem_ipc_tx++;
-	if (h->status)
-		ddtx_tx_fail(pep, tx, ddtx_hdr_status_err(h->status));
-	else
-		tx_finish(pep, tx);
+	ack_one(pep, src, h->tx_id, h->status, h->base.flags & DDTX_HDR_IPC);
+	const uint32_t *more = (const uint32_t *)(h + 1);
+	for (size_t i = 0; i < (len - sizeof(*h)) / sizeof(uint32_t); i++)
+		ack_one(pep, src, more[i], 0, false);
+}
+
+void ddtx_send_on_carried_ack(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t tx_id)
+{
+	ack_one(pep, src, tx_id, 0, false);
 }
 
 /* Free the batches of tx whose writes are all finished; true if none is left. */
@@ -419,14 +450,18 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		rts.base.flags |= DDTX_HDR_IPC;
 		tx->ipc = true;
 		struct iovec o = { offer, offer_len };
+		ddtx_ack_carry(pep, peer, &rts.base);
 		ret = send_now(pep, peer, &rts, sizeof(rts), &o, 1);
 	} else if (first) {
 		ssize_t n = send_rts_first(pep, tx, &rts, first);
 		tx->inlined = n > 0 ? (size_t)n : 0;
 		ret = n < 0 ? (int)n : 0;
 	} else {
+		ddtx_ack_carry(pep, peer, &rts.base);
 		ret = send_now(pep, peer, &rts, sizeof(rts), NULL, 0);
 	}
+	if (ret)
+		ddtx_ack_uncarry(pep, peer, &rts.base);
 	if (ret == -FI_EAGAIN) {
 		ddtx_tx_free(pep, tx);
 		goto out;
@@ -742,6 +777,7 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 			      : DDTX_MAX(tx->accepted / PACK_PARTS, (size_t)PACK_MIN_CHUNK);
 	size_t len = DDTX_MIN(DDTX_MIN(tx->accepted - tx->sent, room), part);
 	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
+	ddtx_ack_carry(pep, tx->peer, &h->base);
 	h->rx_id = tx->rx_id;
 	h->reserved2 = 0;
 	h->offset = tx->sent;

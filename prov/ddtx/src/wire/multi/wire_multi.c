@@ -51,6 +51,8 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	/* PACK overlaps on the local wire; a fabric message is held to max_send_size (claim),
 	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */
 	c->pack_fill = false;
+	/* per peer it would be the sub-wire's choice; not made yet: every ACK at once */
+	c->carry_acks = false;
 }
 
 static int multi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire_domain **out)

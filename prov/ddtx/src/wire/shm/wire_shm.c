@@ -121,6 +121,9 @@ static int shm_domain_open(const struct ddtx_wire_params *params, struct ddtx_wi
 	dom->caps.addr_len = DDTX_SHM_ADDR_LEN;
 	dom->caps.strided_mkeys = false;
 	dom->caps.recv_scatter = false;
+	/* An ACK is one ring slot; carried on the reply instead, it made the reply arrive before
+	 * the sender posted its receive (unexpected: a copy more), MPICH's nas_lu-y 2.8 -> 3.3 us. */
+	dom->caps.carry_acks = false;
 	dom->start_time = ddtx_shm_self_start_time();
 
 	nslots = round_pow2(2 * dom->params.key_slots);    /* load factor <= 1/2 */
