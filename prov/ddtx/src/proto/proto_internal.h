@@ -280,6 +280,7 @@ struct ddtx_proto_ep {
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	struct ddtx_cost_timer rndv_timer;   /* service times of finished rendezvous */
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
+	uint64_t eager_choices;              /* eager chosen over a pull predicted close */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
 	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
