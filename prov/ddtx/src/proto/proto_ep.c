@@ -139,6 +139,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	if (!pep)
 		return;
 	pep->enabled = false;
+	ddtx_choose_learn(pep);
 	/* Close the wire first: no callback may reach the state freed below. */
 	ddtx_wire_ep_close(pep->wire);
 	pep->wire = NULL;
@@ -251,6 +252,7 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 {
 	if (!pep || !pep->wire)
 		return;
+	ddtx_choose_learn(pep);
 	ddtx_wire_ep_progress(pep->wire);
 	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
 	if (!ddtx_list_empty(&pep->ctrl))
