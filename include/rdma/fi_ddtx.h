@@ -115,9 +115,6 @@ struct fi_ddtx_stats {
 	/* Pull on the shm wire: rendezvous the receiver read from the sender's block, and those
 	 * of them it split (it read the first part while the sender wrote the rest). */
 	uint64_t pulls, pull_splits;
-	/* One-block sends on the shm wire moved by pull where eager was predicted cheaper, so
-	 * that the pull is timed again (fi_ddtx(7), FI_DDTX_EAGER_SIZE). */
-	uint64_t pull_explorations;
 };
 
 /*

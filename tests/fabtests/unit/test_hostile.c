@@ -696,63 +696,14 @@ static void t_eager_boundary(void)
 	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "FI_INJECT of 4 KiB not eager");
 }
 
-/* How many of n weighings of a 12 KiB one-block send would go eager. */
-static int eager_of(int n)
-{
-	int k = 0;
-	for (int i = 0; i < n; i++)
-		k += ddtx_choose_eager(H.pep, 12288, 1);
-	return k;
-}
-
 /*
- * A pull predicted a little slower than eager is still taken one time in 64 (so a pull line
- * fitted from cold first reads is timed again), and an actual send then offers the pull; a pull
- * predicted far slower never is.  A rendezvous timing is learnt at the next progress call.
+ * A rendezvous's timing is learnt at the next progress call (off the receiver's path between
+ * its last byte and its completion), with the clock read at the finish.
  */
-static void t_pull_explore(void)
+static void t_learn_deferred(void)
 {
 	const size_t bytes = 12288;
 	pthread_mutex_lock(&H.lock);
-	for (int i = 0; i < 64; i++)
-		ddtx_choose_observe_eager(H.pep, bytes, 1, 1000);
-	double eager = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, bytes, 1);
-	for (int i = 0; i < 200; i++)
-		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_SGL, bytes, 2, (uint64_t)(1.25 * eager));
-	double pull = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_SGL, bytes, 2);
-	printf("  near: eager %.0f ns, pull %.0f ns\n", eager, pull);
-	CHECK(pull > eager && pull < 1.4 * eager, "set-up: pull %.0f against eager %.0f", pull,
-	      eager);
-	uint64_t x0 = H.pd->stats.pull_explorations;
-	int k = eager_of(128);
-	CHECK(k == 126 && H.pd->stats.pull_explorations - x0 == 2,
-	      "near: %d of 128 eager, %llu explored", k,
-	      (unsigned long long)(H.pd->stats.pull_explorations - x0));
-	/* The 64th goes out as an RTS offering the pull. */
-	eager_of(63);
-	int ctx;
-	struct iovec iov = {big, bytes};
-	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "send: %zd", ret);
-	hostile_peer_forget(&H.attacker);
-	progress_n(2);
-	const struct ddtx_hdr_rts *rts = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL);
-	CHECK(rts && (rts->base.flags & DDTX_HDR_PULL) &&
-	      !hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL),
-	      "the explored send: no RTS offering a pull");
-
-	pthread_mutex_lock(&H.lock);
-	for (int i = 0; i < 400; i++)
-		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_SGL, bytes, 2, (uint64_t)(3 * eager));
-	pull = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_SGL, bytes, 2);
-	printf("  far: eager %.0f ns, pull %.0f ns\n", eager, pull);
-	CHECK(pull > 1.5 * eager, "set-up: pull %.0f against eager %.0f", pull, eager);
-	x0 = H.pd->stats.pull_explorations;
-	k = eager_of(256);
-	CHECK(k == 256 && H.pd->stats.pull_explorations == x0, "far: %d of 256 eager", k);
-
-	/* Learnt at the next progress call, with the clock read at the finish. */
 	uint64_t start = ddtx_time_ns();
 	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true);
 	uint64_t done = H.pep->rndv_sample.done_ns;
@@ -1377,7 +1328,7 @@ int main(int argc, char **argv)
 		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
-		{"pull_explore", t_pull_explore, DDTX_SCHEME_SETTING_AUTO},
+		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},

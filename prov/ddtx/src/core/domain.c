@@ -200,8 +200,8 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->hmem_ipc_copy_2d), U(s->hmem_ipc_copy_batched), U(s->hmem_ipc_declined),
 		U(s->hmem_ipc_errors), U(s->hmem_ipc_opens), U(s->hmem_ipc_hits),
 		U(s->hmem_ipc_stale));
-	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu explored %llu\n",
-		U(s->pulls), U(s->pull_splits), U(s->pull_explorations));
+	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu\n", U(s->pulls),
+		U(s->pull_splits));
 #undef U
 }
 

@@ -209,21 +209,6 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
 	return eager / 2 + PULL_HANDSHAKE_NS;
 }
 
-/*
- * A pull not taken is timed again now and then (issue 12).  A contiguous message never
- * explores (ddtx_choose_decide), so once eager was predicted cheaper the pull was never timed
- * again.  A pull's first timings read cold pages (2.8-4.3 us at 12 KiB against 1.1-1.7
- * warm): in single-size ping-pongs of 12 KiB (with stage clocks in the build) its line stood at
- * 2.4-3.4 us after its SGL_TRIES timings, above eager's 2.1, and three runs of four stayed
- * eager for good, 2.57-2.66 us one-way, where the pull takes 2.39 (shm 2.26-2.44).  So every
- * EAGER_EXPLORE_EVERY-th eager choice of one block goes by pull when the pull is predicted
- * within EAGER_NEAR of eager: at most one message in 64 at up to 1.5x.  Not the other way:
- * eager is timed on one delivery in EAGER_SAMPLE, and a 12 KiB ping-pong that sent one eager
- * message in 64 among pulls took 2.20-2.37 us against 2.04-2.21 (5 runs each).
- */
-#define EAGER_EXPLORE_EVERY 64
-#define EAGER_NEAR 1.5
-
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 {
 	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)
@@ -236,14 +221,7 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 		rndv = DDTX_MIN(rndv, ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, bytes, 2));
 	if (blocks == 1 && pull_wire(pep))
 		rndv = DDTX_MIN(rndv, untimed_pull(m, eager));
-	if (eager > rndv)
-		return false;
-	if (blocks == 1 && pull_wire(pep) && rndv < EAGER_NEAR * eager &&
-	    ++pep->eager_choices % EAGER_EXPLORE_EVERY == 0) {
-		pep->pd->stats.pull_explorations++;
-		return false;
-	}
-	return true;
+	return eager <= rndv;
 }
 
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,

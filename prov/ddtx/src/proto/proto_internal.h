@@ -286,7 +286,6 @@ struct ddtx_proto_ep {
 		bool warm, pending;
 	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
-	uint64_t eager_choices;              /* eager chosen over a pull predicted close */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
 	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
