@@ -4,7 +4,8 @@
 # side: a figure per transfer size for each, and each column's ratio to the first one.
 #   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] PROGRAM [ARGS...]
 # COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
-# relative to the repository root or absolute); default: -c shm -c ddtx:build.  Each run gets a
+# relative to the repository root or absolute), optionally followed by ,VAR=VALUE... settings for
+# that column alone (ddtx:build,FI_DDTX_EAGER_SIZE=8192); default: -c shm -c ddtx:build.  Each run gets a
 # PID, mount and network namespace of its own with a private /dev/shm, as util/fabtests.sh does.
 # RUNS > 1 runs the columns round-robin and keeps the best figure per size (lowest usec/xfer or
 # highest MB/sec).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
@@ -24,11 +25,11 @@ while getopts "c:f:r:h" opt; do
     c) cols+=("$OPTARG") ;;
     f) field=$OPTARG ;;
     r) runs=$OPTARG ;;
-    *) sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
 prog=$1
 shift
@@ -48,11 +49,13 @@ trap 'rm -rf "$tmp"' EXIT
 run_one() {
   local col=$1 out=$2 prov env=()
   if [[ $col == ddtx:* ]]; then
-    local b=${col#ddtx:}
+    local b=${col#ddtx:} vars=()
+    IFS=, read -ra vars <<< "$b"
+    b=${vars[0]}
     [[ $b == /* ]] || b=$DDTX_ROOT/$b
     [ -f "$b/prov/ddtx/libddtx-fi.so" ] || { echo "no $b/prov/ddtx/libddtx-fi.so" >&2; return 1; }
     prov=ddtx
-    env=(FI_PROVIDER_PATH="$b/prov/ddtx")
+    env=(FI_PROVIDER_PATH="$b/prov/ddtx" "${vars[@]:1}")
   else
     prov=$col
   fi

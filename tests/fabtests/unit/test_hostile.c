@@ -697,6 +697,27 @@ static void t_eager_boundary(void)
 }
 
 /*
+ * A rendezvous's timing is learnt at the next progress call (off the receiver's path between
+ * its last byte and its completion), with the clock read at the finish.
+ */
+static void t_learn_deferred(void)
+{
+	const size_t bytes = 12288;
+	pthread_mutex_lock(&H.lock);
+	uint64_t start = ddtx_time_ns();
+	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true);
+	uint64_t done = H.pep->rndv_sample.done_ns;
+	CHECK(H.pep->rndv_sample.pending && done >= start &&
+	      H.pep->rndv_timer.last_done_ns < start, "the timing was learnt at once");
+	pthread_mutex_unlock(&H.lock);
+	progress_n(1);
+	pthread_mutex_lock(&H.lock);
+	CHECK(!H.pep->rndv_sample.pending && H.pep->rndv_timer.last_done_ns == done,
+	      "the progress call did not learn the timing");
+	pthread_mutex_unlock(&H.lock);
+}
+
+/*
  * The scheme a reused layout of n blocks of blk bytes (stride 2 blk) is proposed with, after the
  * cost model was fed timings of PACK (pack_ns) and of UMR (umr_ns) for it: the victim sends it
  * until it is registered (or `tries` sends), answering each RTS with an empty CTS.  *registered
@@ -1404,6 +1425,7 @@ int main(int argc, char **argv)
 		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
+		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},

@@ -149,6 +149,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 		return;
 	pep->enabled = false;
 	ddtx_ack_flush_all(pep); /* the senders wait for them */
+	ddtx_choose_learn(pep);
 	/* Close the wire first: no callback may reach the state freed below. */
 	ddtx_wire_ep_close(pep->wire);
 	pep->wire = NULL;
@@ -262,6 +263,7 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 	if (!pep || !pep->wire)
 		return;
 	ddtx_ack_progress(pep);
+	ddtx_choose_learn(pep);
 	ddtx_wire_ep_progress(pep->wire);
 	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
 	if (!ddtx_list_empty(&pep->ctrl))

@@ -290,6 +290,12 @@ struct ddtx_proto_ep {
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	struct ddtx_cost_timer rndv_timer;   /* service times of finished rendezvous */
+	struct ddtx_rndv_sample {            /* the last one's, learnt at the next progress call */
+		enum fi_ddtx_scheme scheme;
+		uint64_t start_ns, done_ns;
+		size_t bytes, blocks;
+		bool warm, pending;
+	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
@@ -491,6 +497,8 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
 			 size_t bytes, size_t blocks, bool warm);
+/* Teach the cost model the timing ddtx_choose_observe kept, if any (each progress call). */
+void ddtx_choose_learn(struct ddtx_proto_ep *pep);
 
 /* handle.c: fi_ddtx.h layout handles passed as desc[0] */
 struct fi_ddtx_layout *ddtx_handle_of(void **desc, const struct iovec *iov, size_t count);
