@@ -50,10 +50,11 @@
 /* FI_DDTX_MAX_SGE's range: proto's work-request pieces are arrays of max_sge on the stack. */
 #define DDTX_SHM_MAX_SGE 65536u
 #define DDTX_SHM_DEF_MKEY_ENTRIES 32
-/* 64 ring slots, not 256: every message takes the next slot, so a ring of 256 slots cycles a
- * ping-pong of 12 KiB messages through 3 MiB of lines (more than this host's 2 MiB L2) and each
- * message lands in lines gone cold.  fabtests tagged ping-pong against shm at 12-24 KiB: 1.08-1.15x
- * with 256 slots, 1.00-1.03x with 64; tagged_bw (window 64) unchanged; 32 slots lose 1-2 KiB bw. */
+/* 64 ring slots, not 256: every message takes the next slot, so PACK's DATA chunks (a slot each)
+ * cycled through 16 MiB of ring, far more than this host's 2 MiB L2, and were copied into and out
+ * of cold lines.  nc_bw PACK, interleaved runs: 32 x 4 KiB 16.6-17.0 -> 14.4-14.9 us, a layout
+ * handle of 65536 x 8 B 78-80 -> 69 us; contiguous latency unchanged; 32 slots lose 1-2 KiB
+ * message bandwidth (docs/benchmark-results.md). */
 #define DDTX_SHM_DEF_RING_SLOTS 64
 #define DDTX_SHM_DEF_SLOT_SIZE 65536
 #define DDTX_SHM_DEF_KEY_SLOTS 16384
