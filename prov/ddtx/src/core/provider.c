@@ -95,7 +95,7 @@ static void define_params(void)
 			"5000)");
 	fi_param_define(&ddtx_prov, "iov_limit", FI_PARAM_SIZE_T,
 			"Cap on the tx, rx and RMA iov_limit that fi_getinfo advertises and endpoints "
-			"accept (default: 0 = 16384, ddtx's own limit).  fi_ubertest 1.17 needs < 256");
+			"accept (default: 0 = 1024, ddtx's own limit).  fi_ubertest 1.17 needs < 256");
 	fi_param_define(&ddtx_prov, "resolve_ms", FI_PARAM_INT,
 			"How long fi_av_insert of a service name (fi_getinfo's dest_addr) or "
 			"fi_av_insertsvc waits in milliseconds for an endpoint to bind that service "
