@@ -55,7 +55,7 @@ t() { local lim=$1; shift; local s=$SECONDS; timeout -k 5 "$lim" "$@"; local rc=
 {
 	date -u; uname -r; nvidia-smi -L; nvcc --version | tail -1; ldd "$lib/libfabric.so.1" | grep "not found"
 	cd "$root" && rm -rf build-gpu && meson setup build-gpu -Dverbs=disabled \
-		-Dcuda=enabled -Dfault_injection=false >/dev/null && ninja -C build-gpu >/dev/null || exit 1
+		-Dcuda=enabled -Dfault_injection=false -Dwerror=false >/dev/null && { ninja -C build-gpu >build-gpu/ninja.log 2>&1 || { grep -v "^\[" build-gpu/ninja.log | head -60; exit 1; }; }
 	echo "built in $SECONDS s"
 	export FI_PROVIDER_PATH=$root/build-gpu/prov/ddtx FI_LOG_LEVEL=${FI_LOG_LEVEL:-warn} FI_LOG_PROV=ddtx
 	fi_info=$(ls "$deps"/root/usr/bin/fi_info 2>/dev/null)

@@ -14,7 +14,7 @@
  *   contiguous          the same bytes as one contiguous device buffer
  * Each row runs in fresh processes (settings are read when the provider loads).  Every row's
  * first transfer is checked byte for byte.  One transfer = send + a 0-byte reply; bandwidth is
- * payload / time per transfer.  Never run on a GPU so far; without a driver or a device: 77.
+ * payload / time per transfer.  Without a driver or a device: 77.
  *   nc_gpu_bw [-i ITERS] [LAYOUT...]
  */
 #include <dlfcn.h>
@@ -133,7 +133,13 @@ struct job {
 	const struct row *r;
 	int iters;
 };
-static _Atomic double *result_us; /* in fx_shmem */
+/* What each row's two processes report back (a shared page): the time per transfer, the
+ * time each side spent in the application's own kernels, and what ddtx says it did. */
+struct result {
+	double us, kernel_us[2];
+	uint64_t ipc_rx, ipc_2d, copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
+};
+static struct result *res;
 
 /* A send of iov (or, over the iov limit, of its layout handle over base) and a 0-byte reply. */
 static void xfer(struct ft_ctx *ctx, struct fx *fx, const struct iovec *iov, size_t n,
@@ -202,10 +208,14 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 	}
 	struct iovec *hiov = calloc(nb, sizeof(*hiov));
 	build_iov(j->l, host, hiov);
-	double t0 = 0;
+	double t0 = 0, tk = 0;
+	struct fi_ddtx_stats s0, s1;
 	for (int it = -1; it < j->iters; it++) {
-		if (it == 0)
+		if (it == 0) {
+			fx_stats(&fx, &s0);
 			t0 = ft_now();
+		}
+		double k0 = ft_now();
 		switch (j->r->kind) {
 		case ROW_DDTX:
 			xfer(ctx, &fx, iov, nb, h, (void *)(uintptr_t)d);
@@ -214,13 +224,18 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 			xfer(ctx, &fx, &contig, 1, NULL, NULL);
 			break;
 		case ROW_APP_KERNEL:
-			if (ctx->rank == 0)
+			if (ctx->rank == 0) {
 				FT_CHECK(ddtx_gpu_pack(&gl, (void *)(uintptr_t)d, 0, contig.iov_base,
 						       total, true) == 0, "pack kernel");
+				tk += it >= 0 ? ft_now() - k0 : 0;
+			}
 			xfer(ctx, &fx, &contig, 1, NULL, NULL);
-			if (ctx->rank == 1)
+			if (ctx->rank == 1) {
+				k0 = ft_now();
 				FT_CHECK(ddtx_gpu_pack(&gl, (void *)(uintptr_t)d, 0, contig.iov_base,
 						       total, false) == 0, "unpack kernel");
+				tk += it >= 0 ? ft_now() - k0 : 0;
+			}
 			break;
 		case ROW_APP_STAGING:
 			if (ctx->rank == 0)
@@ -247,8 +262,18 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 		}
 	}
 	double us = (ft_now() - t0) * 1e6 / j->iters;
+	fx_stats(&fx, &s1);
 	if (ctx->rank == 0)
-		*result_us = us;
+		res->us = us;
+	res->kernel_us[ctx->rank] = tk * 1e6 / j->iters;
+	__atomic_add_fetch(&res->ipc_rx, s1.hmem_ipc_rx - s0.hmem_ipc_rx, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ipc_2d, s1.hmem_ipc_copy_2d - s0.hmem_ipc_copy_2d,
+			   __ATOMIC_RELAXED);
+	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
+		__atomic_add_fetch(&res->copy_ops[w], s1.hmem_copy_ops[w] - s0.hmem_copy_ops[w],
+				   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ptr_queries, s1.hmem_ptr_queries - s0.hmem_ptr_queries,
+			   __ATOMIC_RELAXED);
 	if (gl.dev_runs)
 		ddtx_gpu_layout_free(&gl);
 	if (h)
@@ -267,11 +292,15 @@ int main(int argc, char **argv)
 		iters = atoi(argv[2]);
 		first = 3;
 	}
-	/* fx_shmem is mapped by fx_main's helpers; use our own shared word */
-	result_us = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* fx_shmem is mapped by fx_main's helpers; use our own shared page */
+	res = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	printf("# nc_gpu_bw: device -> device, two processes, one GPU; %d transfers per row\n",
 	       iters);
-	printf("%-28s %-20s %10s %10s %10s\n", "layout", "row", "bytes", "us", "GB/s");
+	printf("# via: how ddtx moved it (ipc = the receiver copied from the sender's device memory,\n"
+	       "#      staged = through host memory; the way device memory was copied), per transfer;\n"
+	       "#      q = driver pointer queries per transfer (both sides); app kernel rows: the\n"
+	       "#      microseconds of the pack and the unpack kernel calls\n");
+	printf("%-28s %-20s %10s %10s %10s  %s\n", "layout", "row", "bytes", "us", "GB/s", "via");
 	int status = 0;
 	for (size_t li = 0; li < sizeof(layouts) / sizeof(layouts[0]); li++) {
 		const struct layout *l = &layouts[li];
@@ -282,8 +311,10 @@ int main(int argc, char **argv)
 			continue;
 		size_t total = l->block * l->count0 * l->count1;
 		for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++) {
-			struct job j = {l, &rows[ri], iters};
-			*result_us = 0;
+			/* a driver copy per block: ~10 us each, ms per transfer; fewer of them */
+			bool slow = !strcmp(rows[ri].copy, "segments");
+			struct job j = {l, &rows[ri], slow && iters > 10 ? iters / 10 : iters};
+			memset(res, 0, sizeof(*res));
 			int rc = ft_spawn(2, 600, run_row, &j);
 			if (rc == FT_SKIP) {
 				printf("SKIP: no CUDA driver or device (nothing measured)\n");
@@ -295,9 +326,21 @@ int main(int argc, char **argv)
 				status = 1;
 				continue;
 			}
-			double us = *result_us;
-			printf("%-28s %-20s %10zu %10.1f %10.2f\n", l->name, rows[ri].name, total, us,
-			       total / us / 1e3);
+			double us = res->us, n = j.iters;
+			char via[96];
+			if (rows[ri].kind == ROW_APP_KERNEL)
+				snprintf(via, sizeof(via), "pack %.1f us, unpack %.1f us",
+					 res->kernel_us[0], res->kernel_us[1]);
+			else if (res->ipc_rx)
+				snprintf(via, sizeof(via), "ipc %s %.2f, q %.1f",
+					 res->ipc_2d ? "2d" : "batched", res->ipc_rx / n,
+					 res->ptr_queries / n);
+			else
+				snprintf(via, sizeof(via), "staged seg %.2f 2d %.2f kernel %.2f, q %.1f",
+					 res->copy_ops[0] / n, res->copy_ops[1] / n,
+					 res->copy_ops[2] / n, res->ptr_queries / n);
+			printf("%-28s %-20s %10zu %10.1f %10.2f  %s\n", l->name, rows[ri].name, total,
+			       us, total / us / 1e3, via);
 			fflush(stdout);
 		}
 	}

@@ -49,6 +49,8 @@ enum {
 	ATTR_BUFFER_ID = 7,
 	ATTR_IS_MANAGED = 8,
 	ATTR_DEVICE_ORDINAL = 9,
+	ATTR_RANGE_START_ADDR = 11,
+	ATTR_RANGE_SIZE = 12,
 	MEMORYTYPE_DEVICE = 2,
 };
 
@@ -363,6 +365,12 @@ EXPORT CUresult cuPointerGetAttributes(unsigned int n, int *attrs, void **data, 
 			break;
 		case ATTR_BUFFER_ID:
 			*(unsigned long long *)data[i] = copy_of.id;
+			break;
+		case ATTR_RANGE_START_ADDR:
+			*(CUdeviceptr *)data[i] = copy_of.dev;
+			break;
+		case ATTR_RANGE_SIZE:
+			*(size_t *)data[i] = copy_of.len;
 			break;
 		default:
 			return CUDA_ERROR_INVALID_VALUE;

@@ -27,7 +27,7 @@ bool ddtx_gpu_kernels_built(void)
 const char *ddtx_gpu_kernels_describe(void)
 {
 	return ddtx_gpu_kernels_built() ?
-		"device pack kernels: sm_80 sm_90 compute_90 (never run on a GPU so far)" :
+		"device pack kernels: sm_80 sm_90 compute_90" :
 		"device pack kernels: not built (no nvcc at build time)";
 }
 

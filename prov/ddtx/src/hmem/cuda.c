@@ -35,6 +35,8 @@ enum {
 	CU_POINTER_ATTRIBUTE_BUFFER_ID = 7,
 	CU_POINTER_ATTRIBUTE_IS_MANAGED = 8,
 	CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+	CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+	CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
 	CU_MEMORYTYPE_HOST = 1,
 	CU_MEMORYTYPE_DEVICE = 2,
 	CU_MEMORYTYPE_UNIFIED = 4,
@@ -153,14 +155,22 @@ bool ddtx_hmem_cuda_available(void)
 	return cu.ok;
 }
 
+static int use_device(int device);
+
 void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr)
 {
 	unsigned int mem_type = 0, managed = 0;
 	int ordinal = -1;
 	unsigned long long id = 0;
+	cu_deviceptr start = 0;
+	size_t size = 0;
+	/* The allocation's range in the same query: a caller classifying a list of blocks asks
+	 * once per allocation, not once per block (H200, 2026-11-26: 113 ns a query, and a list
+	 * of 4096 8-byte blocks paid it on both sides of every transfer). */
 	int attrs[] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-			CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID };
-	void *data[] = { &mem_type, &managed, &ordinal, &id };
+			CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+			CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	void *data[] = { &mem_type, &managed, &ordinal, &id, &start, &size };
 
 	memset(attr, 0, sizeof(*attr));
 	attr->iface = DDTX_HMEM_SYSTEM;
@@ -168,7 +178,7 @@ void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr)
 	if (!addr || !ddtx_hmem_cuda_available())
 		return;
 	/* "invalid value" / "not initialised" for memory CUDA does not know: host memory. */
-	if (cu.get_attrs(4, attrs, data, (cu_deviceptr)(uintptr_t)addr) != 0)
+	if (cu.get_attrs(6, attrs, data, (cu_deviceptr)(uintptr_t)addr) != 0)
 		return;
 	if (mem_type != CU_MEMORYTYPE_DEVICE || managed)
 		return;
@@ -176,6 +186,15 @@ void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr)
 	attr->device = ordinal;
 	attr->managed = false;
 	attr->buffer_id = id;
+	attr->range_base = start;
+	attr->range_size = size;
+}
+
+bool ddtx_hmem_attr_covers(const struct ddtx_hmem_attr *attr, const void *addr)
+{
+	uintptr_t a = (uintptr_t)addr;
+	return attr->iface == DDTX_HMEM_CUDA && a >= attr->range_base &&
+	       a - attr->range_base < attr->range_size;
 }
 
 int ddtx_hmem_dmabuf_fd(const void *addr, size_t len, int *fd, uint64_t *offset)
@@ -192,6 +211,10 @@ int ddtx_hmem_dmabuf_fd(const void *addr, size_t len, int *fd, uint64_t *offset)
 	ddtx_hmem_detect(addr, &a);
 	if (a.iface != DDTX_HMEM_CUDA)
 		return -FI_EINVAL;
+	/* The export needs a current context (H200, driver 580: EIO from a thread without one). */
+	int ret = use_device(a.device);
+	if (ret)
+		return ret;
 	start = (uintptr_t)addr & ~((uintptr_t)page - 1);
 	if (len > UINTPTR_MAX - (uintptr_t)addr - (uintptr_t)page)
 		return -FI_EINVAL;

@@ -21,6 +21,7 @@ struct ddtx_hmem_attr {
 	int device;                     /* CUDA device ordinal (-1 for host memory) */
 	bool managed;                   /* CUDA managed memory (registered as host memory) */
 	uint64_t buffer_id;             /* CUDA buffer id: changes when the range is reallocated */
+	uint64_t range_base, range_size; /* the allocation holding the address (device memory) */
 };
 
 /* Is the CUDA driver loaded and initialised?  (The first call tries dlopen + cuInit.) */
@@ -28,6 +29,9 @@ bool ddtx_hmem_cuda_available(void);
 
 /* Classify addr.  Always succeeds: anything CUDA does not claim is host memory. */
 void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr);
+
+/* Does addr lie in the device allocation attr was detected in (the same memory, then)? */
+bool ddtx_hmem_attr_covers(const struct ddtx_hmem_attr *attr, const void *addr);
 
 /*
  * A dma-buf file descriptor for the device range holding [addr, addr + len): the range is

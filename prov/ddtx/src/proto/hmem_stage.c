@@ -110,12 +110,13 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
  * without FI_HMEM.  attr (count entries) is filled when 1 is returned.  Segments starting in
  * a page the domain already knows as host memory (engine/host_pages.h) skip the driver: on a
- * GPU host a host-only job would otherwise pay a driver call per iov entry per operation.
+ * GPU host a host-only job would otherwise pay a driver call per iov entry per operation.  So do
+ * segments in the device allocation of the one before (one query per allocation per call).
  */
 static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 		    struct ddtx_hmem_attr **attr)
 {
-	struct ddtx_hmem_attr *a = NULL;
+	struct ddtx_hmem_attr *a = NULL, last = { .iface = DDTX_HMEM_SYSTEM, .device = -1 };
 	bool device = false;
 
 	*attr = NULL;
@@ -125,7 +126,9 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 		struct ddtx_hmem_attr one;
 		if (!iov[i].iov_len)
 			continue;
-		if (ddtx_host_pages_known(pep->pd->host_pages, iov[i].iov_base)) {
+		if (ddtx_hmem_attr_covers(&last, iov[i].iov_base)) {
+			one = last; /* the allocation of the segment before: no driver query */
+		} else if (ddtx_host_pages_known(pep->pd->host_pages, iov[i].iov_base)) {
 			pep->pd->stats.hmem_ptr_cached++;
 			if (!a)
 				continue;
@@ -136,6 +139,8 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 			pep->pd->stats.hmem_ptr_queries++;
 			if (one.iface == DDTX_HMEM_SYSTEM)
 				ddtx_host_pages_learn(pep->pd->host_pages, iov[i].iov_base);
+			else
+				last = one;
 		}
 		if (one.iface == DDTX_HMEM_SYSTEM && !a)
 			continue;
