@@ -119,6 +119,10 @@ struct fi_ddtx_stats {
 	 * of another message to the sender, and ACK messages of their own (each listing one or
 	 * more sends; FI_DDTX_ACK_DELAY_US). */
 	uint64_t acks_carried, acks_alone;
+	/* CUDA IPC receives copied by one launch of the device copy kernel (beside copy_2d and
+	 * copy_batched above), and sends whose blocks the sender packed with the pack kernel
+	 * into a device bounce buffer that it offered instead (too many blocks to list). */
+	uint64_t hmem_ipc_copy_kernel, hmem_ipc_tx_packed;
 };
 
 /*

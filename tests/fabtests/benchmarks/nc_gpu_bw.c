@@ -137,7 +137,7 @@ struct job {
  * time each side spent in the application's own kernels, and what ddtx says it did. */
 struct result {
 	double us, kernel_us[2];
-	uint64_t ipc_rx, ipc_2d, copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
+	uint64_t ipc_rx, ipc_2d, ipc_kernel, tx_packed, copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
 };
 static struct result *res;
 
@@ -269,6 +269,10 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 	__atomic_add_fetch(&res->ipc_rx, s1.hmem_ipc_rx - s0.hmem_ipc_rx, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&res->ipc_2d, s1.hmem_ipc_copy_2d - s0.hmem_ipc_copy_2d,
 			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ipc_kernel, s1.hmem_ipc_copy_kernel - s0.hmem_ipc_copy_kernel,
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->tx_packed, s1.hmem_ipc_tx_packed - s0.hmem_ipc_tx_packed,
+			   __ATOMIC_RELAXED);
 	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
 		__atomic_add_fetch(&res->copy_ops[w], s1.hmem_copy_ops[w] - s0.hmem_copy_ops[w],
 				   __ATOMIC_RELAXED);
@@ -332,9 +336,10 @@ int main(int argc, char **argv)
 				snprintf(via, sizeof(via), "pack %.1f us, unpack %.1f us",
 					 res->kernel_us[0], res->kernel_us[1]);
 			else if (res->ipc_rx)
-				snprintf(via, sizeof(via), "ipc %s %.2f, q %.1f",
-					 res->ipc_2d ? "2d" : "batched", res->ipc_rx / n,
-					 res->ptr_queries / n);
+				snprintf(via, sizeof(via), "ipc%s %s %.2f, q %.1f",
+					 res->tx_packed ? " of the sender's device pack" : "",
+					 res->ipc_kernel ? "kernel" : res->ipc_2d ? "2d" : "batched",
+					 res->ipc_rx / n, res->ptr_queries / n);
 			else
 				snprintf(via, sizeof(via), "staged seg %.2f 2d %.2f kernel %.2f, q %.1f",
 					 res->copy_ops[0] / n, res->copy_ops[1] / n,

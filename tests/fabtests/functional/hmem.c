@@ -249,8 +249,8 @@ static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 			 "%s: CUDA IPC, yet a copy through host memory", what);
 	if (!sender)
 		FT_CHECK(s1->hmem_ipc_bytes - s0->hmem_ipc_bytes == total &&
-			 s1->hmem_ipc_copy_2d + s1->hmem_ipc_copy_batched -
-			 s0->hmem_ipc_copy_2d - s0->hmem_ipc_copy_batched == 1,
+			 s1->hmem_ipc_copy_2d + s1->hmem_ipc_copy_batched + s1->hmem_ipc_copy_kernel -
+			 s0->hmem_ipc_copy_2d - s0->hmem_ipc_copy_batched - s0->hmem_ipc_copy_kernel == 1,
 			 "%s: CUDA IPC bytes or copies miscounted", what);
 	return true;
 }

@@ -483,6 +483,24 @@ static void test_gpu_runs(void)
 		ddtx_dl_put(dl);
 	}
 
+	/* Bytes per run are capped: 512 blocks of 4 KiB are 128 runs of 4 blocks (one run was one
+	 * SM's work on an H200); a 40000-byte block is cut in 16 KiB pieces, a run each. */
+	static struct iovec big[512];
+	uint8_t *at = (uint8_t *)(uintptr_t)0x100000; /* addresses only, never touched */
+	strided(big, at, 512, 4096, 8192);
+	CHECK(!ddtx_gpu_runs_from_iov(big, 512, (uintptr_t)at, 0, &r) && r.nruns == 128 && r.runs[0].n == 4 &&
+	      r.runs[1].off == 4 * 8192 && r.runs[127].payload == 127 * 16384,
+	      "capped vector: %zu runs", r.nruns);
+	check_runs_shape(&r, 512 * 4096, 4);
+	ddtx_gpu_runs_free(&r);
+	strided(big, at, 3, 40000, 50000);
+	CHECK(!ddtx_gpu_runs_from_iov(big, 3, (uintptr_t)at, 0, &r) && r.nruns == 9 &&
+	      r.runs[1].off == 16384 && r.runs[2].block == 40000 - 32768 &&
+	      r.runs[3].off == 50000 && r.runs[8].payload == 80000 + 32768,
+	      "cut blocks: %zu runs", r.nruns);
+	check_runs_shape(&r, 3 * 40000, 1);
+	ddtx_gpu_runs_free(&r);
+
 	for (size_t i = 0; i < ARENA; i++)
 		canary[i] = (uint8_t)rnd();
 	memcpy(arena, canary, ARENA);

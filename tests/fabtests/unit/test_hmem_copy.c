@@ -4,10 +4,13 @@
  * segment lists (vector or not, one device or not) and the way chosen for it, by the cost line
  * and under FI_DDTX_HMEM_COPY's forcing, fallbacks included; and the runs the pack kernel
  * would read for an arbitrary list (ddtx_gpu_runs_from_iov), through the kernel's index
- * arithmetic run on the host, against the plain iov walk.
+ * arithmetic run on the host, against the plain iov walk; and the device copy kernel's pieces
+ * (engine/gpu_pieces.h) for random lists of copies, through its loops run on the host.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "engine/gpu_pieces.h"
 #include "engine/gpu_runs.h"
 #include "engine/hmem_copy.h"
 #include "engine/iov.h"
@@ -135,10 +138,61 @@ static void test_runs_from_iov(void)
 	}
 }
 
+/* Random copies between two 1 MiB areas (lengths 1 B .. 40 KiB, any alignment): the pieces
+ * keep the groups' limits, cover every byte once, and the kernel's loops copy them exactly. */
+static void test_pieces(void)
+{
+	static uint8_t src[1 << 20], dst[1 << 20], want[1 << 20];
+	static struct ddtx_hmem_copy_op ops[2000];
+	uint64_t rng = 7;
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	for (int iter = 0; iter < 60 && !failures; iter++) {
+		size_t n = 0, at = 0;
+		memset(dst, 0, sizeof(dst));
+		memset(want, 0, sizeof(want));
+		while (n < 2000) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			size_t len = iter % 3 == 0 ? 1 + (rng >> 33) % 40000
+				   : iter % 3 == 1 ? 1 + (rng >> 33) % 300 : 8;
+			size_t gap = (rng >> 20) % 64;
+			if (at + gap + len > sizeof(dst))
+				break;
+			at += gap;
+			size_t from = (rng >> 40) % (sizeof(src) - len);
+			ops[n++] = (struct ddtx_hmem_copy_op){ dst + at, src + from, len };
+			memcpy(want + at, src + from, len);
+			at += len;
+		}
+		struct ddtx_gpu_pieces pc;
+		CHECK(ddtx_gpu_pieces_build(ops, n, &pc) == 0, "pieces_build");
+		size_t bytes = 0;
+		for (size_t i = 0; i < n; i++)
+			bytes += ops[i].len;
+		CHECK(pc.bytes == bytes && pc.group[0] == 0 && pc.group[pc.ngroups] == pc.npieces,
+		      "pieces cover %zu of %zu bytes", pc.bytes, bytes);
+		for (size_t g = 0; g < pc.ngroups; g++) {
+			uint64_t gb = 0;
+			CHECK(pc.group[g + 1] > pc.group[g] &&
+			      pc.group[g + 1] - pc.group[g] <= DDTX_GPU_PIECES_PER_GROUP,
+			      "group %zu holds %u pieces", g, pc.group[g + 1] - pc.group[g]);
+			for (uint32_t i = pc.group[g]; i < pc.group[g + 1]; i++)
+				gb += pc.p[i].len;
+			CHECK(gb <= DDTX_GPU_PIECE_MAX_BYTES, "group %zu holds %llu bytes", g,
+			      (unsigned long long)gb);
+		}
+		CHECK(ddtx_gpu_pieces_apply(&pc) == bytes, "copied bytes");
+		CHECK(!memcmp(dst, want, sizeof(dst)), "iteration %d: the pieces' copy differs", iter);
+		ddtx_gpu_pieces_free(&pc);
+	}
+}
+
 int main(void)
 {
 	test_shapes();
 	test_runs_from_iov();
+	test_pieces();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	else

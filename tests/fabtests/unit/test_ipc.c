@@ -23,6 +23,7 @@
 
 #include <rdma/fi_errno.h>
 
+#include "engine/gpu_kernels.h"
 #include "engine/ipc_cache.h"
 #include "engine/ipc_copy.h"
 #include "proto/proto_internal.h"
@@ -411,14 +412,16 @@ static int importer(int to_peer, int from_peer)
 	CHECK(ddtx_ipc_cache_map(c, &ep_a, 1, &h, &theirs) == 0, "map the peer's allocation");
 	/* their vector of 512 B blocks at 1 KiB -> our vector at 2 KiB (2-D), then an irregular
 	 * list -> our contiguous tail (batch) */
-	static struct iovec sv[512], dv[512];
+	static struct iovec sv[512], dv[512], vv[256];
 	for (size_t i = 0; i < 256; i++) {
-		sv[i] = (struct iovec){ (uint8_t *)theirs + 1024 * i, 512 };
+		vv[i] = (struct iovec){ (uint8_t *)theirs + 1024 * i, 512 };
 		dv[i] = (struct iovec){ (uint8_t *)mine + 2048 * i, 512 };
 	}
 	struct ddtx_ipc_plan p;
-	CHECK(ddtx_ipc_plan_build(dv, 256, sv, 256, 256 * 512, &p) == 0 && p.two_d, "2-D plan");
-	CHECK(ddtx_ipc_plan_run(0, &p) == 0, "2-D copy");
+	CHECK(ddtx_ipc_plan_build(dv, 256, vv, 256, 256 * 512, &p) == 0 && p.two_d, "2-D plan");
+	int r2;
+	CHECK(ddtx_ipc_plan_run(0, &p, DDTX_HMEM_COPY_2D, &r2) == DDTX_HMEM_COPY_2D && r2 == 0,
+	      "2-D copy");
 	ddtx_ipc_plan_free(&p);
 	size_t n = 0, total = 0;
 	for (size_t off = 600000; n < 300; n++) {
@@ -429,7 +432,8 @@ static int importer(int to_peer, int from_peer)
 	}
 	struct iovec tail = { (uint8_t *)mine + 600000, total };
 	CHECK(ddtx_ipc_plan_build(&tail, 1, sv, n, total, &p) == 0 && !p.two_d, "batch plan");
-	CHECK(ddtx_ipc_plan_run(0, &p) == 0, "batched copies");
+	CHECK(ddtx_ipc_plan_run(0, &p, DDTX_HMEM_COPY_SEGMENTS, &r2) == DDTX_HMEM_COPY_SEGMENTS &&
+	      r2 == 0, "batched copies");
 	ddtx_ipc_plan_free(&p);
 	CHECK(ddtx_hmem_copy(0, got, mine, SPAN, DDTX_HMEM_TO_HOST) == 0, "read back");
 	static uint8_t want[SPAN];
@@ -445,6 +449,25 @@ static int importer(int to_peer, int from_peer)
 	for (size_t i = 0; i < SPAN; i++)
 		bad += got[i] != want[i];
 	CHECK(bad == 0, "%zu of %d bytes wrong", bad, SPAN);
+	/* The same two plans by the device copy kernel, where the kernels load (a real GPU). */
+	if (ddtx_gpu_kernels_ready(0)) {
+		static uint8_t zero[SPAN];
+		CHECK(ddtx_hmem_copy(0, mine, zero, SPAN, DDTX_HMEM_TO_DEVICE) == 0, "zero again");
+		CHECK(ddtx_ipc_plan_build(dv, 256, vv, 256, 256 * 512, &p) == 0 &&
+		      ddtx_ipc_plan_run(0, &p, DDTX_HMEM_COPY_KERNEL, &r2) == DDTX_HMEM_COPY_KERNEL &&
+		      r2 == 0, "vector by the copy kernel");
+		ddtx_ipc_plan_free(&p);
+		CHECK(ddtx_ipc_plan_build(&tail, 1, sv, n, total, &p) == 0 &&
+		      ddtx_ipc_plan_run(0, &p, DDTX_HMEM_COPY_AUTO, &r2) == DDTX_HMEM_COPY_KERNEL &&
+		      r2 == 0, "irregular list by the copy kernel");
+		ddtx_ipc_plan_free(&p);
+		CHECK(ddtx_hmem_copy(0, got, mine, SPAN, DDTX_HMEM_TO_HOST) == 0, "read back");
+		bad = 0;
+		for (size_t i = 0; i < SPAN; i++)
+			bad += got[i] != want[i];
+		CHECK(bad == 0, "copy kernel: %zu of %d bytes wrong", bad, SPAN);
+		printf("  the copy kernel: the vector and the irregular list, every byte right\n");
+	}
 	/* mapped again: a hit, no second open */
 	void *again;
 	CHECK(ddtx_ipc_cache_map(c, &ep_a, 1, &h, &again) == 0 && again == theirs, "hit");

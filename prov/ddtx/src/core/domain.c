@@ -194,12 +194,14 @@ static void print_stats(struct ddtx_domain *domain)
 			"answered by the host page cache %llu\n", U(s->hmem_ptr_queries),
 		U(s->hmem_ptr_cached));
 	fprintf(stderr, "ddtx stats:   CUDA IPC: sends %llu staged after a decline %llu; receives "
-			"%llu bytes %llu (2-D %llu batched %llu) declined %llu errors %llu; mappings "
-			"opened %llu reused %llu stale %llu\n", U(s->hmem_ipc_tx),
+			"%llu bytes %llu (2-D %llu batched %llu kernel %llu) declined %llu errors %llu; "
+			"mappings opened %llu reused %llu stale %llu; sends packed on the device "
+			"%llu\n", U(s->hmem_ipc_tx),
 		U(s->hmem_ipc_tx_staged), U(s->hmem_ipc_rx), U(s->hmem_ipc_bytes),
-		U(s->hmem_ipc_copy_2d), U(s->hmem_ipc_copy_batched), U(s->hmem_ipc_declined),
+		U(s->hmem_ipc_copy_2d), U(s->hmem_ipc_copy_batched), U(s->hmem_ipc_copy_kernel),
+		U(s->hmem_ipc_declined),
 		U(s->hmem_ipc_errors), U(s->hmem_ipc_opens), U(s->hmem_ipc_hits),
-		U(s->hmem_ipc_stale));
+		U(s->hmem_ipc_stale), U(s->hmem_ipc_tx_packed));
 	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu\n", U(s->pulls),
 		U(s->pull_splits));
 	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",

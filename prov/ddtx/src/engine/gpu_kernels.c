@@ -7,6 +7,7 @@
 #include <rdma/fi_errno.h>
 
 #include "common/log.h"
+#include "engine/gpu_pieces.h"
 #include "hmem/hmem.h"
 
 #ifdef DDTX_HAVE_GPU_KERNELS
@@ -43,7 +44,13 @@ static struct {
 	bool tried[MAX_DEVICES];
 	void *module[MAX_DEVICES];
 	void *runs_fn[MAX_DEVICES][NWIDTH];
-} km = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	void *pieces_fn[MAX_DEVICES];
+	/* the pieces' descriptors in device memory, kept and grown (cuMemFree waits for the
+	 * device: not once per copy) */
+	pthread_mutex_t pieces_lock;
+	void *pieces_mem[MAX_DEVICES];
+	size_t pieces_cap[MAX_DEVICES];
+} km = { .lock = PTHREAD_MUTEX_INITIALIZER, .pieces_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int load(int device)
 {
@@ -61,6 +68,9 @@ static int load(int device)
 		for (int w = 0; !ret && w < NWIDTH; w++)
 			ret = ddtx_hmem_module_function(km.module[device], runs_names[w],
 							&km.runs_fn[device][w]);
+		if (!ret)
+			ret = ddtx_hmem_module_function(km.module[device], "ddtx_pieces",
+							&km.pieces_fn[device]);
 		if (ret) {
 			DDTX_WARN(FI_LOG_CORE, "gpu: pack kernels do not load on device %d: %s\n",
 				  device, fi_strerror(-ret));
@@ -149,4 +159,80 @@ int ddtx_gpu_pack(struct ddtx_gpu_layout *gl, void *origin, size_t lo, void *pac
 		done += n;
 	}
 	return 0;
+}
+
+/* Device memory for descriptors, at least bytes, kept per device (call with pieces_lock held). */
+static int descriptor_room(int device, size_t bytes, uint8_t **mem)
+{
+	int ret = 0;
+
+	if (km.pieces_cap[device] < bytes) {
+		size_t cap = 64 << 10;
+		while (cap < bytes)
+			cap *= 2;
+		if (km.pieces_mem[device])
+			ddtx_hmem_dev_free(device, km.pieces_mem[device]);
+		km.pieces_cap[device] = 0;
+		if (!(ret = ddtx_hmem_dev_alloc(device, cap, &km.pieces_mem[device])))
+			km.pieces_cap[device] = cap;
+		else
+			km.pieces_mem[device] = NULL;
+	}
+	*mem = km.pieces_mem[device];
+	return ret;
+}
+
+int ddtx_gpu_copy_pieces(int device, const struct ddtx_hmem_copy_op *ops, size_t n)
+{
+	struct ddtx_gpu_pieces pc;
+	uint8_t *mem;
+	int ret = load(device);
+
+	if (ret || (ret = ddtx_gpu_pieces_build(ops, n, &pc)))
+		return ret;
+	if (!pc.ngroups || pc.ngroups > 0x7fffffff) {
+		ret = pc.ngroups ? -FI_EMSGSIZE : 0;
+		ddtx_gpu_pieces_free(&pc);
+		return ret;
+	}
+	size_t pbytes = pc.npieces * sizeof(*pc.p), gbytes = (pc.ngroups + 1) * sizeof(*pc.group);
+	pthread_mutex_lock(&km.pieces_lock);
+	if (!(ret = descriptor_room(device, pbytes + gbytes, &mem)) &&
+	    !(ret = ddtx_hmem_copy(device, mem, pc.p, pbytes, DDTX_HMEM_TO_DEVICE)) &&
+	    !(ret = ddtx_hmem_copy(device, mem + pbytes, pc.group, gbytes, DDTX_HMEM_TO_DEVICE))) {
+		void *dp = mem, *dg = mem + pbytes;
+		void *args[] = { &dp, &dg };
+		ret = ddtx_hmem_launch(device, km.pieces_fn[device], (unsigned)pc.ngroups,
+				       DDTX_GPU_PACK_THREADS, args);
+	}
+	pthread_mutex_unlock(&km.pieces_lock);
+	ddtx_gpu_pieces_free(&pc);
+	return ret;
+}
+
+int ddtx_gpu_pack_iov(int device, const struct iovec *iov, size_t count, void *packed,
+		      size_t len, bool gather)
+{
+	struct ddtx_gpu_layout gl = { .device = device };
+	uint8_t *mem;
+	size_t i = 0;
+	int ret = load(device);
+
+	while (i < count && !iov[i].iov_len)
+		i++;
+	if (ret || i == count)
+		return ret;
+	uintptr_t origin = (uintptr_t)iov[i].iov_base;
+	if ((ret = ddtx_gpu_runs_from_iov(iov, count, origin, 0, &gl.runs)))
+		return ret;
+	size_t bytes = gl.runs.nruns * sizeof(*gl.runs.runs);
+	pthread_mutex_lock(&km.pieces_lock);
+	if (!(ret = descriptor_room(device, bytes, &mem)) &&
+	    !(ret = ddtx_hmem_copy(device, mem, gl.runs.runs, bytes, DDTX_HMEM_TO_DEVICE))) {
+		gl.dev_runs = mem;
+		ret = ddtx_gpu_pack(&gl, (void *)origin, 0, packed, len, gather);
+	}
+	pthread_mutex_unlock(&km.pieces_lock);
+	ddtx_gpu_runs_free(&gl.runs);
+	return ret;
 }

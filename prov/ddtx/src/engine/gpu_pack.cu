@@ -10,6 +10,7 @@
 
 #include "gpu_runs.h"
 #include "gpu_run_word.h"
+#include "gpu_piece_word.h"
 
 template <typename T>
 __device__ __forceinline__ void copy_word(uint8_t *dst, const uint8_t *src)
@@ -58,3 +59,38 @@ RUNS_KERNEL(ddtx_runs_w16, uint4)
 RUNS_KERNEL(ddtx_runs_w8, uint64_t)
 RUNS_KERNEL(ddtx_runs_w4, uint32_t)
 RUNS_KERNEL(ddtx_runs_w1, uint8_t)
+
+// Pieces (gpu_pieces.h): any list of (dst, src, len) in one launch, one group per thread block.
+template <typename T>
+__device__ __forceinline__ void piece_copy(const ddtx_gpu_piece &q, uint64_t first,
+					   uint64_t step)
+{
+	uint8_t *d = reinterpret_cast<uint8_t *>(q.dst);
+	const uint8_t *s = reinterpret_cast<const uint8_t *>(q.src);
+	for (uint64_t k = first; k < q.len / sizeof(T); k += step)
+		copy_word<T>(d + k * sizeof(T), s + k * sizeof(T));
+}
+
+__device__ __forceinline__ void piece_words(const ddtx_gpu_piece &q, uint64_t first,
+					    uint64_t step)
+{
+	switch (ddtx_gpu_piece_width(q.dst, q.src, q.len)) {
+	case 16: piece_copy<uint4>(q, first, step); break;
+	case 8: piece_copy<uint64_t>(q, first, step); break;
+	case 4: piece_copy<uint32_t>(q, first, step); break;
+	default: piece_copy<uint8_t>(q, first, step); break;
+	}
+}
+
+extern "C" __global__ void ddtx_pieces(const ddtx_gpu_piece *p, const uint32_t *group)
+{
+	const uint32_t first = group[blockIdx.x], end = group[blockIdx.x + 1];
+	// short pieces: a thread each
+	for (uint32_t i = first + threadIdx.x; i < end; i += blockDim.x)
+		if (p[i].len <= DDTX_GPU_PIECE_SHORT)
+			piece_words(p[i], 0, 1);
+	// longer ones: the whole block on each
+	for (uint32_t i = first; i < end; i++)
+		if (p[i].len > DDTX_GPU_PIECE_SHORT)
+			piece_words(p[i], threadIdx.x, blockDim.x);
+}

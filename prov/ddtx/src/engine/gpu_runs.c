@@ -32,14 +32,41 @@ static struct ddtx_gpu_run *push(struct builder *b)
 	return &b->r->runs[b->r->nruns++];
 }
 
-/* n blocks of `block` bytes at stride from off: extend the last run where they continue it. */
+static void sink_blocks(struct builder *b, int64_t off, uint64_t block, int64_t stride,
+			uint64_t n);
+
+/* n blocks of `block` bytes at stride from off: extend the last run where they continue it.
+ * A block over DDTX_GPU_RUN_MAX_BYTES is cut into pieces of that size, a run of one piece
+ * each, so that no thread block is left alone with a long copy. */
 static void sink(struct builder *b, int64_t off, uint64_t block, int64_t stride, uint64_t n)
 {
+	if (block <= DDTX_GPU_RUN_MAX_BYTES) {
+		sink_blocks(b, off, block, stride, n);
+		return;
+	}
+	for (uint64_t k = 0; k < n && !b->failed; k++) {
+		int64_t at = off + (int64_t)k * stride;
+		for (uint64_t done = 0; done < block && !b->failed;) {
+			uint64_t piece = block - done < DDTX_GPU_RUN_MAX_BYTES
+						 ? block - done
+						 : DDTX_GPU_RUN_MAX_BYTES;
+			sink_blocks(b, at + (int64_t)done, piece, 0, 1);
+			done += piece;
+		}
+	}
+}
+
+static void sink_blocks(struct builder *b, int64_t off, uint64_t block, int64_t stride,
+			uint64_t n)
+{
+	/* A run holds at most DDTX_GPU_RUN_MAX_BYTES (and b->max blocks). */
+	uint64_t max = DDTX_GPU_RUN_MAX_BYTES / block < b->max ? DDTX_GPU_RUN_MAX_BYTES / block
+								: b->max;
 	while (n && !b->failed) {
 		struct ddtx_gpu_run *last = b->r->nruns ? &b->r->runs[b->r->nruns - 1] : NULL;
 		uint64_t take;
 
-		if (last && last->block == block && last->n < b->max) {
+		if (last && last->block == block && last->n < max) {
 			/* A run of one block takes its stride from the block that follows it. */
 			int64_t gap = off - (last->off + (int64_t)(last->n - 1) * last->stride);
 			bool fits = last->n == 1 ? (n == 1 || gap == stride) : gap == last->stride &&
@@ -47,7 +74,7 @@ static void sink(struct builder *b, int64_t off, uint64_t block, int64_t stride,
 			if (fits) {
 				if (last->n == 1)
 					last->stride = gap;
-				take = n < b->max - last->n ? n : b->max - last->n;
+				take = n < max - last->n ? n : max - last->n;
 				last->n += take;
 				goto next;
 			}
@@ -55,7 +82,7 @@ static void sink(struct builder *b, int64_t off, uint64_t block, int64_t stride,
 		last = push(b);
 		if (!last)
 			return;
-		take = n < b->max ? n : b->max;
+		take = n < max ? n : max;
 		*last = (struct ddtx_gpu_run){ .payload = b->payload, .off = off, .block = block,
 					       .stride = n > 1 ? stride : 0, .n = take };
 next:

@@ -2,9 +2,9 @@
 /*
  * Runs: what the device pack kernels (gpu_pack.cu) read.  A compiled layout (dataloop.h) is
  * flattened into runs of equal blocks at a constant stride; the pack kernel gives each run one
- * thread block, whose threads copy the run's bytes.  A run holds at most max_blocks blocks so
- * that the work per thread block stays bounded (a 1M-row vector is cut into many runs, which
- * the GPU spreads over its SMs).  The layout of struct ddtx_gpu_run is shared with the kernel:
+ * thread block, whose threads copy the run's bytes.  A run holds at most max_blocks blocks and
+ * DDTX_GPU_RUN_MAX_BYTES bytes so that the work per thread block stays bounded (a 1M-row vector
+ * or one 1 MiB block is cut into many runs, which the GPU spreads over its SMs).  The layout of struct ddtx_gpu_run is shared with the kernel:
  * only fixed-width fields, no pointers.
  *
  * ddtx_gpu_runs_apply is the kernel's algorithm on the host, byte for byte: the unit test
@@ -38,6 +38,9 @@ struct ddtx_gpu_runs {
 
 /* Blocks per run, at most: 64 KiB of 8-byte blocks keep one thread block busy a few us. */
 #define DDTX_GPU_RUN_MAX_BLOCKS 8192
+/* Bytes per run, at most (a longer block is cut in pieces): on an H200 a vector of 512 4 KiB
+ * blocks as one run, one thread block, packed in 450 us, a single SM's copy rate. */
+#define DDTX_GPU_RUN_MAX_BYTES ((uint64_t)16 << 10)
 
 /*
  * Flatten dl into runs of at most max_blocks blocks (0: DDTX_GPU_RUN_MAX_BLOCKS).  Runs are in

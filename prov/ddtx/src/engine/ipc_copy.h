@@ -4,9 +4,9 @@
  * sender's blocks, mapped here by CUDA IPC, into the receiver's, or back): no host memory in
  * between.  Both lists are walked together and cut into pieces where either side's segment
  * ends; pieces that continue on both sides merge.  If every piece has one length and each
- * side one stride (a vector into a vector, or into one contiguous buffer), the plan is one
- * 2-D copy (cuMemcpy2DAsync); otherwise it is the pieces, queued back to back as one batch
- * (cuMemcpyAsync each) and waited for once.
+ * side one stride (a vector into a vector, or into one contiguous buffer), the plan can be one
+ * 2-D copy (cuMemcpy2DAsync); any plan can run as one launch of the device copy kernel, or as
+ * its pieces queued back to back as one batch (cuMemcpyAsync each) and waited for once.
  */
 #ifndef DDTX_IPC_COPY_H
 #define DDTX_IPC_COPY_H
@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
+#include "engine/hmem_copy.h"
 #include "hmem/hmem.h"
 
 struct ddtx_ipc_plan {
@@ -38,8 +39,13 @@ int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec
 			size_t nsrc, size_t len, struct ddtx_ipc_plan *p);
 void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p);
 
-/* Run it in device's context through the driver (hmem); 0 or -FI_E* as hmem's copies.  A 2-D
- * plan whose driver lacks the 2-D call runs as the batch. */
-int ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p);
+/*
+ * Run it in device's context, the way asked (FI_DDTX_HMEM_COPY) where it can: KERNEL (and AUTO)
+ * the device copy kernel over the pieces (engine/gpu_pieces.h) when there is more than one and
+ * the kernels load, 2D the one 2-D copy of a vector plan, else SEGMENTS, the batch.  Returns
+ * the way used; *ret is 0 or -FI_E* as hmem's copies.
+ */
+enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
+				      enum ddtx_hmem_copy way, int *ret);
 
 #endif /* DDTX_IPC_COPY_H */

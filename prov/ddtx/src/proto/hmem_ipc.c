@@ -214,9 +214,14 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 		st->hmem_ipc_declined++;
 		return false;
 	}
-	ret = ddtx_ipc_plan_run(device, &plan);
-	st->hmem_ipc_copy_2d += plan.two_d;
-	st->hmem_ipc_copy_batched += !plan.two_d;
+	/* The copy kernel writes device memory only: into host memory, the copy engine. */
+	enum ddtx_hmem_copy want = (enum ddtx_hmem_copy)ddtx_settings.hmem_copy;
+	if (want == DDTX_HMEM_COPY_KERNEL || want == DDTX_HMEM_COPY_AUTO)
+		want = stage && ddtx_stage_on_device(stage) ? want : DDTX_HMEM_COPY_2D;
+	enum ddtx_hmem_copy way = ddtx_ipc_plan_run(device, &plan, want, &ret);
+	st->hmem_ipc_copy_2d += way == DDTX_HMEM_COPY_2D;
+	st->hmem_ipc_copy_batched += way == DDTX_HMEM_COPY_SEGMENTS;
+	st->hmem_ipc_copy_kernel += way == DDTX_HMEM_COPY_KERNEL;
 	ddtx_ipc_plan_free(&plan);
 	free(src);
 	/* The sender's completion: delivered, or the error the copy ended with. */

@@ -40,6 +40,7 @@ struct ddtx_stage {
 	enum ddtx_hmem_copy way;         /* how the device part is copied */
 	int device;                      /* the device, for the 2D and kernel ways */
 	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered) */
+	struct ddtx_dev_bounce dev;      /* device bounce buffer (packed on the device), or none */
 	bool delivered;                  /* receive: bytes placed in iov directly (CUDA IPC) */
 };
 
@@ -97,9 +98,61 @@ static void bounce_give(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	s->bounce.iov_base = NULL;
 }
 
+/*
+ * Device bounce buffers (device memory packed by the kernel: CUDA IPC offers of many blocks,
+ * and kernel staging): kept per endpoint like the host ones, sized in powers of two.  Kept,
+ * not freed: cuMemFree waits for the device, and a buffer used again keeps its IPC handle,
+ * which the peer then finds mapped already.
+ */
+static int dev_bounce_take(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t len)
+{
+	for (unsigned i = 0; i < pep->ndev_bounce_free; i++) {
+		struct ddtx_dev_bounce *b = &pep->dev_bounce_free[i];
+		if (b->device == s->device && b->cap >= len) {
+			s->dev = *b;
+			*b = pep->dev_bounce_free[--pep->ndev_bounce_free];
+			return 0;
+		}
+	}
+	size_t cap = BOUNCE_MIN;
+	while (cap < len && cap <= SIZE_MAX / 2)
+		cap *= 2;
+	if (cap < len)
+		return -FI_ENOMEM;
+	s->dev = (struct ddtx_dev_bounce){ NULL, cap, s->device };
+	int ret = ddtx_hmem_dev_alloc(s->device, cap, &s->dev.p);
+	if (ret)
+		s->dev.p = NULL;
+	return ret;
+}
+
+static void dev_bounce_free_one(struct ddtx_dev_bounce *b)
+{
+	ddtx_hmem_dev_free(b->device, b->p);
+	b->p = NULL;
+}
+
+static void dev_bounce_give(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	if (!s->dev.p)
+		return;
+	if (pep->ndev_bounce_free == DDTX_BOUNCE_KEEP) {
+		/* the smallest goes */
+		unsigned k = 0;
+		for (unsigned i = 1; i < DDTX_BOUNCE_KEEP; i++)
+			if (pep->dev_bounce_free[i].cap < pep->dev_bounce_free[k].cap)
+				k = i;
+		dev_bounce_free_one(&pep->dev_bounce_free[k]);
+		pep->dev_bounce_free[k] = pep->dev_bounce_free[--pep->ndev_bounce_free];
+	}
+	pep->dev_bounce_free[pep->ndev_bounce_free++] = s->dev;
+	s->dev.p = NULL;
+}
+
 static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 {
 	bounce_give(pep, s);
+	dev_bounce_give(pep, s);
 	free(s->iov);
 	free(s->attr);
 	free(s);
@@ -188,31 +241,23 @@ static int copy_2d(struct ddtx_stage *s, size_t len, bool to_bounce)
 			 : ddtx_hmem_copy(s->device, dev, b, rem, DDTX_HMEM_TO_DEVICE);
 }
 
-/* KERNEL: the pack kernel between the segments and device scratch, one copy to/from it. */
-static int copy_kernel(struct ddtx_stage *s, size_t len, bool to_bounce)
+/* KERNEL: the pack kernel between the segments and a device bounce buffer, one copy to/from
+ * it. */
+static int copy_kernel(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t len,
+		       bool to_bounce)
 {
-	struct ddtx_gpu_runs runs;
-	struct ddtx_gpu_layout gl;
-	uintptr_t origin = (uintptr_t)s->iov[0].iov_base;
-	void *scratch = NULL;
-	int ret;
+	int ret = s->dev.p ? 0 : dev_bounce_take(pep, s, len ? len : 1);
 
-	if ((ret = ddtx_gpu_runs_from_iov(s->iov, s->count, origin, 0, &runs)) ||
-	    (ret = ddtx_gpu_layout_upload(&runs, s->device, &gl)))
+	if (ret)
 		return ret;
-	if (!(ret = ddtx_hmem_dev_alloc(s->device, len ? len : 1, &scratch))) {
-		if (to_bounce) {
-			if (!(ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, true)))
-				ret = ddtx_hmem_copy(s->device, s->bounce.iov_base, scratch, len,
-						     DDTX_HMEM_TO_HOST);
-		} else {
-			if (!(ret = ddtx_hmem_copy(s->device, scratch, s->bounce.iov_base, len,
-						   DDTX_HMEM_TO_DEVICE)))
-				ret = ddtx_gpu_pack(&gl, (void *)origin, 0, scratch, len, false);
-		}
-		ddtx_hmem_dev_free(s->device, scratch);
+	if (to_bounce) {
+		if (!(ret = ddtx_gpu_pack_iov(s->device, s->iov, s->count, s->dev.p, len, true)))
+			ret = ddtx_hmem_copy(s->device, s->bounce.iov_base, s->dev.p, len,
+					     DDTX_HMEM_TO_HOST);
+	} else if (!(ret = ddtx_hmem_copy(s->device, s->dev.p, s->bounce.iov_base, len,
+					  DDTX_HMEM_TO_DEVICE))) {
+		ret = ddtx_gpu_pack_iov(s->device, s->iov, s->count, s->dev.p, len, false);
 	}
-	ddtx_gpu_layout_free(&gl);
 	return ret;
 }
 
@@ -247,14 +292,16 @@ static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
 
 /* Copy between the caller's segments and the bounce buffer (to_bounce: send side), up to len;
  * a way the driver turns out not to have falls back to segments. */
-static int stage_copy(struct fi_ddtx_stats *st, struct ddtx_stage *s, size_t len, bool to_bounce)
+static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t len,
+		      bool to_bounce)
 {
+	struct fi_ddtx_stats *st = &pep->pd->stats;
 	int ret = -FI_ENOSYS;
 
 	if (s->way == DDTX_HMEM_COPY_2D)
 		ret = copy_2d(s, len, to_bounce);
 	else if (s->way == DDTX_HMEM_COPY_KERNEL)
-		ret = copy_kernel(s, len, to_bounce);
+		ret = copy_kernel(pep, s, len, to_bounce);
 	if (ret == -FI_ENOSYS) {
 		if (s->way != DDTX_HMEM_COPY_SEGMENTS)
 			st->hmem_copy_fallbacks++;
@@ -354,7 +401,7 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	/* A send that may go by CUDA IPC copies nothing yet (ddtx_stage_fill does, if needed). */
 	s->deferred = !rx && ipc_possible(pep, s, *flags);
 	if ((ret = choose_way(st, s)) ||
-	    (!rx && !s->deferred && (ret = stage_copy(st, s, total, true)))) {
+	    (!rx && !s->deferred && (ret = stage_copy(pep, s, total, true)))) {
 		stage_free(pep, s);
 		return ret;
 	}
@@ -395,7 +442,7 @@ bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion
 	if (!s)
 		return true;
 	if (s->rx && c->len && !s->delivered) { /* truncated receives too: their bytes count */
-		int ret = stage_copy(&pep->pd->stats, s, c->len, false);
+		int ret = stage_copy(pep, s, c->len, false);
 		if (ret) {
 			pep->pd->stats.hmem_copy_errors++;
 			c->err = -ret;
@@ -433,6 +480,8 @@ void ddtx_stage_free_all(struct ddtx_proto_ep *pep)
 		struct ddtx_bounce *b = &pep->bounce_free[--pep->nbounce_free];
 		ddtx_hmem_host_free(b->p, b->pinned);
 	}
+	while (pep->ndev_bounce_free)
+		dev_bounce_free_one(&pep->dev_bounce_free[--pep->ndev_bounce_free]);
 }
 
 bool ddtx_stage_deferred(const struct ddtx_stage *s)
@@ -445,13 +494,30 @@ int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	if (!s || !s->deferred)
 		return 0;
 	s->deferred = false;
-	return stage_copy(&pep->pd->stats, s, s->bounce.iov_len, true);
+	return stage_copy(pep, s, s->bounce.iov_len, true);
 }
 
 int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
 			 size_t *len, size_t room)
 {
-	return ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, s->device, offer, len, room);
+	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, s->device, offer, len,
+				       room);
+	if (ret != -FI_EMSGSIZE || s->count < 2 || s->device < 0 ||
+	    !ddtx_gpu_kernels_ready(s->device))
+		return ret;
+	/* Too many blocks to list in the RTS: pack them on the device into a bounce buffer of
+	 * ours and offer that one segment (the receiver's copy kernel scatters it). */
+	size_t total = s->bounce.iov_len;
+	struct ddtx_hmem_attr a;
+	if ((ret = dev_bounce_take(pep, s, total)) ||
+	    (ret = ddtx_gpu_pack_iov(s->device, s->iov, s->count, s->dev.p, total, true)))
+		return ret;
+	struct iovec one = { s->dev.p, total };
+	ddtx_hmem_detect(s->dev.p, &a);
+	ret = ddtx_ipc_offer_build(pep, &one, 1, &a, s->device, offer, len, room);
+	if (!ret)
+		pep->pd->stats.hmem_ipc_tx_packed++;
+	return ret;
 }
 
 struct ddtx_stage *ddtx_stage_of(struct ddtx_proto_ep *pep, void *context)
@@ -473,6 +539,15 @@ void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, siz
 	*iov = s->iov;
 	*count = s->count;
 	*device = s->device;
+}
+
+bool ddtx_stage_on_device(const struct ddtx_stage *s)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (s->iov[i].iov_len &&
+		    (s->attr[i].iface != DDTX_HMEM_CUDA || s->attr[i].device != s->device))
+			return false;
+	return s->device >= 0;
 }
 
 void ddtx_stage_delivered(struct ddtx_stage *s)

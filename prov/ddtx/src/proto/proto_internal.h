@@ -305,6 +305,12 @@ struct ddtx_proto_ep {
 		bool pinned;
 	} bounce_free[DDTX_BOUNCE_KEEP];
 	unsigned nbounce_free;
+	struct ddtx_dev_bounce {             /* hmem_stage.c: device bounce buffers kept */
+		void *p;
+		size_t cap;
+		int device;
+	} dev_bounce_free[DDTX_BOUNCE_KEEP];
+	unsigned ndev_bounce_free;
 	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
 	unsigned nacks;
 	uint64_t progress_calls;
@@ -335,9 +341,11 @@ void ddtx_stage_free_all(struct ddtx_proto_ep *pep);
  * but not filled (the device data may never need to pass through it).  ddtx_stage_fill: fill
  * it now (0, or -FI_EIO from the device copy).  ddtx_stage_ipc_offer: the IPC offer of the
  * stage's segments (malloc'ed, *len bytes, at most room), or -FI_E* when they cannot be
- * offered.  ddtx_stage_of: the stage a context names, or NULL.  ddtx_stage_target: the
- * caller's segments and their device.  ddtx_stage_delivered: a receive's bytes were placed in
- * the caller's segments directly: nothing to copy at completion.
+ * offered; segments too many to list are packed on the device by the kernel first, and their
+ * packed copy is offered.  ddtx_stage_of: the stage a context names, or NULL.
+ * ddtx_stage_target: the caller's segments and their device; ddtx_stage_on_device: all of them
+ * memory of that device.  ddtx_stage_delivered: a receive's bytes were placed in the caller's
+ * segments directly: nothing to copy at completion.
  */
 bool ddtx_stage_deferred(const struct ddtx_stage *s);
 int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
@@ -346,6 +354,7 @@ int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void *
 struct ddtx_stage *ddtx_stage_of(struct ddtx_proto_ep *pep, void *context);
 void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, size_t *count,
 		       int *device);
+bool ddtx_stage_on_device(const struct ddtx_stage *s);
 void ddtx_stage_delivered(struct ddtx_stage *s);
 
 /* hmem_ipc.c: CUDA IPC on the shm wire */
