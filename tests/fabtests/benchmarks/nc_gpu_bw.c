@@ -137,7 +137,8 @@ struct job {
  * time each side spent in the application's own kernels, and what ddtx says it did. */
 struct result {
 	double us, kernel_us[2];
-	uint64_t ipc_rx, ipc_2d, ipc_kernel, tx_packed, copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
+	uint64_t ipc_rx, ipc_2d, ipc_kernel, tx_packed, ipc_opens;
+	uint64_t copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
 };
 static struct result *res;
 
@@ -273,6 +274,8 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 			   __ATOMIC_RELAXED);
 	__atomic_add_fetch(&res->tx_packed, s1.hmem_ipc_tx_packed - s0.hmem_ipc_tx_packed,
 			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ipc_opens, s1.hmem_ipc_opens - s0.hmem_ipc_opens,
+			   __ATOMIC_RELAXED);
 	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
 		__atomic_add_fetch(&res->copy_ops[w], s1.hmem_copy_ops[w] - s0.hmem_copy_ops[w],
 				   __ATOMIC_RELAXED);
@@ -336,10 +339,10 @@ int main(int argc, char **argv)
 				snprintf(via, sizeof(via), "pack %.1f us, unpack %.1f us",
 					 res->kernel_us[0], res->kernel_us[1]);
 			else if (res->ipc_rx)
-				snprintf(via, sizeof(via), "ipc%s %s %.2f, q %.1f",
+				snprintf(via, sizeof(via), "ipc%s %s %.2f, q %.1f, opens %.2f",
 					 res->tx_packed ? " of the sender's device pack" : "",
 					 res->ipc_kernel ? "kernel" : res->ipc_2d ? "2d" : "batched",
-					 res->ipc_rx / n, res->ptr_queries / n);
+					 res->ipc_rx / n, res->ptr_queries / n, res->ipc_opens / n);
 			else
 				snprintf(via, sizeof(via), "staged seg %.2f 2d %.2f kernel %.2f, q %.1f",
 					 res->copy_ops[0] / n, res->copy_ops[1] / n,
