@@ -2,6 +2,7 @@
 #include "engine/gpu_kernels.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
@@ -196,10 +197,17 @@ int ddtx_gpu_copy_pieces(int device, const struct ddtx_hmem_copy_op *ops, size_t
 		return ret;
 	}
 	size_t pbytes = pc.npieces * sizeof(*pc.p), gbytes = (pc.ngroups + 1) * sizeof(*pc.group);
+	/* one upload of both (each synchronous copy costs several us) */
+	uint8_t *both = realloc(pc.p, pbytes + gbytes);
+	if (!both) {
+		ddtx_gpu_pieces_free(&pc);
+		return -FI_ENOMEM;
+	}
+	pc.p = (struct ddtx_gpu_piece *)both;
+	memcpy(both + pbytes, pc.group, gbytes);
 	pthread_mutex_lock(&km.pieces_lock);
 	if (!(ret = descriptor_room(device, pbytes + gbytes, &mem)) &&
-	    !(ret = ddtx_hmem_copy(device, mem, pc.p, pbytes, DDTX_HMEM_TO_DEVICE)) &&
-	    !(ret = ddtx_hmem_copy(device, mem + pbytes, pc.group, gbytes, DDTX_HMEM_TO_DEVICE))) {
+	    !(ret = ddtx_hmem_copy(device, mem, both, pbytes + gbytes, DDTX_HMEM_TO_DEVICE))) {
 		void *dp = mem, *dg = mem + pbytes;
 		void *args[] = { &dp, &dg };
 		ret = ddtx_hmem_launch(device, km.pieces_fn[device], (unsigned)pc.ngroups,

@@ -109,10 +109,12 @@ void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p)
 enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
 				      enum ddtx_hmem_copy way, int *ret)
 {
-	/* The kernel unless another way is asked for: on an H200 (2026-11-26) the copy engine
-	 * took 150 us for a 2-D copy of 64 rows of 3 KiB, and a batch costs a call per piece. */
-	if ((way == DDTX_HMEM_COPY_KERNEL || way == DDTX_HMEM_COPY_AUTO) && p->nops > 1 &&
-	    ddtx_gpu_kernels_ready(device)) {
+	/* AUTO: one 2-D copy for a vector, the copy kernel for any other list of pieces.  On an
+	 * H200 (2026-11-26, test_ipc, nothing else on the GPU) a 2-D copy of 256 rows of 512 B
+	 * took 11.9 us, the copy kernel 37.8 (its descriptors uploaded, a launch, a wait), and a
+	 * batch costs a driver call per piece (64 rows of 3 KiB: 2 ms). */
+	if ((way == DDTX_HMEM_COPY_KERNEL || (way == DDTX_HMEM_COPY_AUTO && !p->two_d)) &&
+	    p->nops > 1 && ddtx_gpu_kernels_ready(device)) {
 		*ret = ddtx_gpu_copy_pieces(device, p->ops, p->nops);
 		if (*ret != -FI_ENOSYS)
 			return DDTX_HMEM_COPY_KERNEL;

@@ -40,10 +40,11 @@ int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec
 void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p);
 
 /*
- * Run it in device's context, the way asked (FI_DDTX_HMEM_COPY) where it can: KERNEL (and AUTO)
- * the device copy kernel over the pieces (engine/gpu_pieces.h) when there is more than one and
- * the kernels load, 2D the one 2-D copy of a vector plan, else SEGMENTS, the batch.  Returns
- * the way used; *ret is 0 or -FI_E* as hmem's copies.
+ * Run it in device's context, the way asked (FI_DDTX_HMEM_COPY) where it can: KERNEL the device
+ * copy kernel over the pieces (engine/gpu_pieces.h) when there is more than one and the
+ * kernels load, 2D the one 2-D copy of a vector plan, else SEGMENTS, the batch; AUTO the 2-D
+ * copy for a vector, else the kernel.  Returns the way used; *ret is 0 or -FI_E* as hmem's
+ * copies.
  */
 enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
 				      enum ddtx_hmem_copy way, int *ret);

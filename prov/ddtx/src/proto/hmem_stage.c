@@ -503,13 +503,15 @@ int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void *
 	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, s->device, offer, len,
 				       room);
 	if (ret != -FI_EMSGSIZE || s->count < 2 || s->device < 0 ||
-	    ddtx_settings.hmem_copy != DDTX_HMEM_COPY_KERNEL || !ddtx_gpu_kernels_ready(s->device))
+	    s->way != DDTX_HMEM_COPY_KERNEL || !ddtx_gpu_kernels_ready(s->device))
 		return ret;
-	/* Too many blocks to list in the RTS: pack them on the device into a bounce buffer of
-	 * ours and offer that one segment (the receiver's copy kernel scatters it).  Only when
-	 * FI_DDTX_HMEM_COPY=kernel asks: two processes launching kernels on one GPU made it the
-	 * slower way on an H200 (OSU vector 64 B x 8192: 766 us against 243 staged by 2-D
-	 * copies; docs/benchmark-results.md). */
+	/* Too many blocks to list in the RTS, and staging would pack them with the kernel anyway:
+	 * pack them on the device into a bounce buffer of ours and offer that one segment (the
+	 * receiver's copy kernel scatters it), which spares both trips through host memory
+	 * (H200, NAS_MG x face, 4096 x 8 B: 622 us against 722 staged).  A vector stages by 2-D
+	 * copies instead: two processes launching kernels on one GPU made the packed offer the
+	 * slower way there (OSU vector 64 B x 8192: 789 us against 352 staged by 2-D copies;
+	 * docs/benchmark-results.md). */
 	size_t total = s->bounce.iov_len;
 	struct ddtx_hmem_attr a;
 	if ((ret = dev_bounce_take(pep, s, total)) ||
