@@ -253,13 +253,12 @@ static void check_cma_permitted(void)
 	CHECK(pipe(p) == 0, "pipe");
 	pid = fork();
 	if (pid == 0) {
-		read(p[0], &c, 1);
-		_exit(0);
+		_exit(read(p[0], &c, 1) == 1 ? 0 : 1); /* wait for the probe */
 	}
 	struct iovec l = { &dst, 1 }, r = { &probe, 1 };
 	ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
 	int err = errno;
-	write(p[1], &c, 1);
+	CHECK(write(p[1], &c, 1) == 1, "release the child");
 	waitpid(pid, NULL, 0);
 	close(p[0]);
 	close(p[1]);
