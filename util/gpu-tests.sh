@@ -8,7 +8,8 @@
 #   util/gpu-tests.sh           there: build into build-gpu/ against .gpu-deps/, then run the
 #                               device-memory tests against the real driver (ft_hmem: every byte
 #                               of every layout, device->device, device->host, host->device;
-#                               test_hmem_cuda) and the GPU benchmark (nc_gpu_bw).  Logs go to
+#                               test_hmem_cuda, test_ipc) and the GPU benchmarks (gpu_share:
+#                               two processes sharing the GPU; nc_gpu_bw).  Logs go to
 #                               $OUT when set (the device tool brings them back), else build-gpu/.
 # One line from this machine, with the device tool:
 #   run(command="util/gpu-tests.sh", carry=[".gpu-deps"])
@@ -68,6 +69,7 @@ t() { local lim=$1; shift; local s=$SECONDS; timeout -k 5 "$lim" "$@"; local rc=
 		t 90 $f/ft_hmem "$x"
 	done
 	for x in d2d d2h; do t 90 $f/ft_hmem FI_DDTX_HMEM_IPC=0 "$x"; done
+	t 60 build-gpu/tests/fabtests/benchmarks/gpu_share
 	t 150 build-gpu/tests/fabtests/benchmarks/nc_gpu_bw
 	echo "all in $SECONDS s"
 } 2>&1 | tee "$out/gpu-tests.log"

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What one GPU shared by two processes costs a copy (the question nc_gpu_bw left open on an
+ * H200: a 2-D copy or a kernel cost 11-38 us in one process, 100-250 us more inside a
+ * ping-pong of two).  Two processes take turns, as a send and its reply do: the measured one
+ * copies from the other's allocation through CUDA IPC into its own (one 2-D copy of 256 rows
+ * of 512 B, the same by ddtx's copy kernel, 128 KiB by one copy), then hands the turn over;
+ * the other does, in its turn, one of:
+ *   sleeps     waits for its turn in nanosleep (the GPU idle in that process)
+ *   spins      waits spinning on the shared flag (a polling progress loop, no CUDA call)
+ *   queries    spins asking the driver about a pointer (ddtx classifying segments)
+ *   1d copy    one 4 KiB device-to-device copy in its own memory (the copy engine)
+ *   kernel     one launch of the copy kernel over 4 KiB of its own memory (the SMs)
+ * and the table gives the measured copy's microseconds for each pair.  Nothing asserted;
+ * without a driver and a device: 77.  Links the provider's internals (hmem/, engine/).
+ *   gpu_share [ITERS]
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/gpu_kernels.h"
+#include "engine/ipc_copy.h"
+#include "hmem/hmem.h"
+
+enum { SPAN = 1 << 20, ROWS = 256, ROW = 512 };
+enum other { SLEEPS, SPINS, QUERIES, COPY_1D, KERNEL, NOTHER };
+static const char *const other_name[NOTHER] = { "sleeps", "spins", "queries", "1d copy",
+						"kernel" };
+enum way { W_2D, W_KERNEL, W_1D, NWAY };
+static const char *const way_name[NWAY] = { "2-D copy", "copy kernel", "one copy 128K" };
+
+static struct shared {
+	_Atomic int turn;     /* 0: the measured process, 1: the other */
+	_Atomic int other;    /* what the other does in its turn; NOTHER: exit */
+	_Atomic int ready;
+	struct ddtx_hmem_ipc h;
+} *sh;
+
+static double now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static void wait_turn(int want, bool sleep)
+{
+	struct timespec ns = { 0, 20000 };
+	while (atomic_load(&sh->turn) != want)
+		if (sleep)
+			nanosleep(&ns, NULL);
+}
+
+static int other_process(void)
+{
+	void *mem;
+	if (ddtx_hmem_dev_alloc(0, SPAN, &mem) || ddtx_hmem_ipc_export(mem, &sh->h))
+		return 1;
+	struct ddtx_hmem_copy_op op = { (uint8_t *)mem + SPAN / 2, mem, 4096 };
+	struct ddtx_hmem_attr a;
+	atomic_store(&sh->ready, 1);
+	for (;;) {
+		int o = atomic_load(&sh->other);
+		if (o == NOTHER)
+			break;
+		if (o == QUERIES)
+			while (atomic_load(&sh->turn) != 1)
+				ddtx_hmem_detect(mem, &a);
+		else
+			wait_turn(1, o == SLEEPS);
+		if (atomic_load(&sh->other) == NOTHER)
+			break;
+		if (o == COPY_1D)
+			ddtx_hmem_copy_batch(0, &op, 1);
+		else if (o == KERNEL)
+			ddtx_gpu_copy_pieces(0, &op, 1);
+		atomic_store(&sh->turn, 0);
+	}
+	ddtx_hmem_dev_free(0, mem);
+	return 0;
+}
+
+static int measured_process(int iters)
+{
+	void *mine, *theirs;
+	size_t size;
+	static struct iovec sv[ROWS], dv[ROWS];
+	struct ddtx_ipc_plan plan[NWAY];
+	int ret;
+
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	if (ddtx_hmem_dev_alloc(0, SPAN, &mine) || ddtx_hmem_ipc_open(0, sh->h.handle, &theirs, &size))
+		return 1;
+	for (size_t i = 0; i < ROWS; i++) {
+		sv[i] = (struct iovec){ (uint8_t *)theirs + 1024 * i, ROW };
+		dv[i] = (struct iovec){ (uint8_t *)mine + 2048 * i, ROW };
+	}
+	struct iovec s1 = { theirs, ROWS * ROW }, d1 = { mine, ROWS * ROW };
+	if (ddtx_ipc_plan_build(dv, ROWS, sv, ROWS, ROWS * ROW, &plan[W_2D]) ||
+	    ddtx_ipc_plan_build(dv, ROWS, sv, ROWS, ROWS * ROW, &plan[W_KERNEL]) ||
+	    ddtx_ipc_plan_build(&d1, 1, &s1, 1, ROWS * ROW, &plan[W_1D]))
+		return 1;
+	const enum ddtx_hmem_copy how[NWAY] = { DDTX_HMEM_COPY_2D, DDTX_HMEM_COPY_KERNEL,
+						DDTX_HMEM_COPY_SEGMENTS };
+	printf("# gpu_share: the measured process's copy (us, mean of %d turns) while the other\n"
+	       "# process, in its turn, ...\n%-10s", iters, "other");
+	for (int w = 0; w < NWAY; w++)
+		printf(" %14s", way_name[w]);
+	printf("\n");
+	for (int o = 0; o < NOTHER; o++) {
+		atomic_store(&sh->other, o);
+		printf("%-10s", other_name[o]);
+		for (int w = 0; w < NWAY; w++) {
+			double t = 0;
+			for (int k = -3; k < iters; k++) {
+				double t0 = now_us();
+				ddtx_ipc_plan_run(0, &plan[w], how[w], &ret);
+				if (k >= 0)
+					t += now_us() - t0;
+				atomic_store(&sh->turn, 1);
+				wait_turn(0, false);
+			}
+			printf(" %14.1f", ret ? -1.0 : t / iters);
+		}
+		printf("\n");
+	}
+	atomic_store(&sh->other, NOTHER);
+	atomic_store(&sh->turn, 1);
+	for (int w = 0; w < NWAY; w++)
+		ddtx_ipc_plan_free(&plan[w]);
+	ddtx_hmem_ipc_close(0, theirs);
+	ddtx_hmem_dev_free(0, mine);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 1 ? atoi(argv[1]) : 50;
+
+	/* Fork before the driver starts (CUDA does not survive fork); probe in a child. */
+	pid_t probe = fork();
+	if (probe == 0)
+		_exit(ddtx_hmem_cuda_available() && ddtx_gpu_kernels_ready(0) ? 0 : 77);
+	int status = 0;
+	waitpid(probe, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		printf("SKIP: no CUDA driver with a device, or no kernels in this build\n");
+		return 77;
+	}
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(other_process());
+	int ret = measured_process(iters);
+	waitpid(pid, &status, 0);
+	return ret || !WIFEXITED(status) || WEXITSTATUS(status) ? 1 : 0;
+}
