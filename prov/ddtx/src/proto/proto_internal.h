@@ -115,6 +115,7 @@ struct ddtx_tx {
 	uint64_t tag;
 	struct iovec *iov;               /* private copy of the caller's list, or the list of
 					  * layout (a handle's, which tx holds) when borrowed */
+	size_t iov_cap;                  /* entries the private copy holds (iov_spare.c) */
 	bool iov_borrowed;
 	size_t count;
 	size_t total;
@@ -164,6 +165,7 @@ struct ddtx_rx {
 	size_t count;
 	size_t capacity;                 /* bytes the buffers hold */
 	struct iovec iov_inline[1];
+	size_t iov_cap;                  /* entries a private copy holds (iov_spare.c) */
 	bool iov_borrowed;               /* iov is the list of cached (a handle's layout) */
 	struct ddtx_iov_vec vec;         /* iov is one vector (eager delivery by the kernels) */
 	/* FI_MULTI_RECV: the parent buffer and bookkeeping */
@@ -259,6 +261,9 @@ struct ddtx_ack_owed {
 /* ACKs an endpoint owes at most; one more flushes them all first. */
 #define DDTX_ACKS_OWED_MAX 64
 
+/* Copies of long iov lists kept per endpoint for the next operation (iov_spare.c). */
+#define DDTX_IOV_SPARES 4
+
 /* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
 #define DDTX_BOUNCE_KEEP 4
 
@@ -311,6 +316,10 @@ struct ddtx_proto_ep {
 		int device;
 	} dev_bounce_free[DDTX_BOUNCE_KEEP];
 	unsigned ndev_bounce_free;
+	struct ddtx_iov_spare {              /* iov_spare.c: long iov list copies kept */
+		struct iovec *v;
+		size_t cap;
+	} iov_spare[DDTX_IOV_SPARES];
 	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
 	unsigned nacks;
 	uint64_t progress_calls;
@@ -336,6 +345,15 @@ void ddtx_stage_abort(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
 bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion *c);
 void *ddtx_stage_find(struct ddtx_proto_ep *pep, void *context);
 void ddtx_stage_free_all(struct ddtx_proto_ep *pep);
+
+/*
+ * iov_spare.c: room for a copy of a count-entry iov list (*cap entries: at least count, at
+ * least 1), a long one from the endpoint's spares when one fits; given back when the operation
+ * ends (kept if long, else freed); all freed when the endpoint closes.  NULL: no memory.
+ */
+struct iovec *ddtx_iov_take(struct ddtx_proto_ep *pep, size_t count, size_t *cap);
+void ddtx_iov_give(struct ddtx_proto_ep *pep, struct iovec *v, size_t cap);
+void ddtx_iov_spares_free(struct ddtx_proto_ep *pep);
 /*
  * For CUDA IPC (hmem_ipc.c).  A send's stage may be deferred: its bounce buffer is set aside
  * but not filled (the device data may never need to pass through it).  ddtx_stage_fill: fill

@@ -12,11 +12,13 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 	struct ddtx_rx *rx = calloc(1, sizeof(*rx));
 	if (!rx)
 		return NULL;
-	rx->iov = count <= 1 ? rx->iov_inline : malloc(count * sizeof(*iov));
+	rx->iov = count <= 1 ? rx->iov_inline : ddtx_iov_take(pep, count, &rx->iov_cap);
 	rx->id = ddtx_optable_add(&pep->rxs, rx);
 	if (!rx->iov || !rx->id) {
 		if (rx->iov != rx->iov_inline)
-			free(rx->iov);
+			ddtx_iov_give(pep, rx->iov, rx->iov_cap);
+		if (rx->id)
+			ddtx_optable_remove(&pep->rxs, rx->id);
 		free(rx);
 		return NULL;
 	}
@@ -68,7 +70,7 @@ void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		ddtx_layout_put(lc, rx->cached);
 	ddtx_optable_remove(&pep->rxs, rx->id);
 	if (rx->iov != rx->iov_inline && !rx->iov_borrowed)
-		free(rx->iov);
+		ddtx_iov_give(pep, rx->iov, rx->iov_cap);
 	free(rx);
 }
 

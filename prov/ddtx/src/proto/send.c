@@ -104,11 +104,13 @@ static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 	if (!tx)
 		return NULL;
 	tx->iov_borrowed = borrow;
-	tx->iov = borrow ? (struct iovec *)iov : malloc(DDTX_MAX(count, (size_t)1) * sizeof(*iov));
+	tx->iov = borrow ? (struct iovec *)iov : ddtx_iov_take(pep, count, &tx->iov_cap);
 	tx->id = ddtx_optable_add(&pep->txs, tx);
 	if (!tx->iov || !tx->id) {
 		if (!borrow)
-			free(tx->iov);
+			ddtx_iov_give(pep, tx->iov, tx->iov_cap);
+		if (tx->id)
+			ddtx_optable_remove(&pep->txs, tx->id);
 		free(tx);
 		return NULL;
 	}
@@ -134,7 +136,7 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	if (tx->id)
 		ddtx_optable_remove(&pep->txs, tx->id);
 	if (!tx->iov_borrowed)
-		free(tx->iov);
+		ddtx_iov_give(pep, tx->iov, tx->iov_cap);
 	free(tx);
 }
 
