@@ -61,6 +61,15 @@ const char *ddtx_proto_hmem_describe(void)
  */
 #define BOUNCE_MIN ((size_t)64 << 10)
 
+/* The size of a new bounce buffer for len bytes: the power of two from BOUNCE_MIN; 0 if none. */
+static size_t bounce_size(size_t len)
+{
+	size_t cap = BOUNCE_MIN;
+	while (cap < len && cap <= SIZE_MAX / 2)
+		cap *= 2;
+	return cap < len ? 0 : cap;
+}
+
 static int bounce_take(struct ddtx_proto_ep *pep, int device, struct ddtx_stage *s, size_t len)
 {
 	for (unsigned i = 0; i < pep->nbounce_free; i++) {
@@ -73,10 +82,8 @@ static int bounce_take(struct ddtx_proto_ep *pep, int device, struct ddtx_stage 
 			return 0;
 		}
 	}
-	size_t cap = BOUNCE_MIN;
-	while (cap < len && cap <= SIZE_MAX / 2)
-		cap *= 2;
-	if (cap < len)
+	size_t cap = bounce_size(len);
+	if (!cap)
 		return -FI_ENOMEM;
 	s->bounce.iov_base = ddtx_hmem_host_alloc(device >= 0 ? device : 0, cap,
 						  &s->bounce_pinned);
@@ -114,10 +121,8 @@ static int dev_bounce_take(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size
 			return 0;
 		}
 	}
-	size_t cap = BOUNCE_MIN;
-	while (cap < len && cap <= SIZE_MAX / 2)
-		cap *= 2;
-	if (cap < len)
+	size_t cap = bounce_size(len);
+	if (!cap)
 		return -FI_ENOMEM;
 	s->dev = (struct ddtx_dev_bounce){ NULL, cap, s->device };
 	int ret = ddtx_hmem_dev_alloc(s->device, cap, &s->dev.p);
