@@ -563,6 +563,15 @@ static int t_errors(struct ft_ctx *ctx, void *arg)
 	ret = (int)fi_recvmsg(fx.ep, &m, FI_MULTI_RECV);
 	FT_CHECK(ret == -FI_EOPNOTSUPP, "FI_MULTI_RECV into device memory: %d", ret);
 
+	/* A device segment running past its allocation: refused at the call (a copy kernel
+	 * would fault and leave the context unusable). */
+	uint8_t *small = dev_alloc(4096);
+	ret = (int)fi_send(fx.ep, small, (size_t)64 << 20, NULL, fx.peers[0], NULL);
+	FT_CHECK(ret == -FI_EINVAL, "send running past its device allocation: %d", ret);
+	ret = (int)fi_recv(fx.ep, small, (size_t)64 << 20, NULL, FI_ADDR_UNSPEC, NULL);
+	FT_CHECK(ret == -FI_EINVAL, "recv running past its device allocation: %d", ret);
+	cu.free((uintptr_t)small);
+
 	/* Freed device memory behind its MR's descriptor: refused at the call. */
 	uint8_t *gone = dev_alloc(4096);
 	iov.iov_base = gone;

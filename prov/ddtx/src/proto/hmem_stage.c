@@ -166,7 +166,7 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 /*
  * Which of iov's segments are device memory: 0 when none is (or CUDA is absent: the common
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
- * without FI_HMEM.  attr (count entries) is filled when 1 is returned.  Segments starting in
+ * without FI_HMEM or one runs past its allocation.  attr (count entries) is filled when 1 is returned.  Segments starting in
  * a page the domain already knows as host memory (engine/host_pages.h) skip the driver: on a
  * GPU host a host-only job would otherwise pay a driver call per iov entry per operation.  So do
  * segments in the device allocation of the one before (one query per allocation per call).
@@ -202,6 +202,16 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 		}
 		if (one.iface == DDTX_HMEM_SYSTEM && !a)
 			continue;
+		/* A device segment running past its allocation would fault a copy kernel, which
+		 * leaves the process's context unusable, where a driver copy only fails. */
+		uintptr_t at = (uintptr_t)iov[i].iov_base;
+		if (one.iface == DDTX_HMEM_CUDA && one.range_size &&
+		    iov[i].iov_len > one.range_base + one.range_size - at) {
+			DDTX_WARN(FI_LOG_EP_DATA, "segment %zu (%zu bytes) runs past its device "
+				  "allocation\n", i, iov[i].iov_len);
+			free(a);
+			return -FI_EINVAL;
+		}
 		if (!a && !(a = calloc(count, sizeof(*a))))
 			return -FI_ENOMEM;
 		a[i] = one;
