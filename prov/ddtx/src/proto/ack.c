@@ -19,8 +19,8 @@
  *    late), taking the domain lock only when it is free (a thread inside a call flushes them
  *    itself); it parks after a second with nothing owed;
  *  - when the endpoint closes.
- * Only on a wire whose messages cost more than an unexpected copy (caps.carry_acks: the ofi
- * wire); on shm a carried ACK made the reply arrive before the sender posted its receive, and
+ * Only to a peer reached by a wire whose messages cost more than an unexpected copy
+ * (caps.carry_acks: the ofi wire, alone or as wire/multi's fabric wire); on shm a carried ACK made the reply arrive before the sender posted its receive, and
  * MPICH's one-host latencies grew (nas_lu-y 2.8 -> 3.3 us, lammps_full 27.6 -> 31.7).
  * The ACK of a rendezvous leaves at once (with whatever else is owed to that peer): deferred,
  * MPICH's MPI_Alltoall of 256 KiB over the tcp core took 713-852 us where it takes 530
@@ -200,7 +200,8 @@ void ddtx_ack_owe(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, b
 		flush(pep, false);
 	pep->acks[pep->nacks++] = (struct ddtx_ack_owed){
 		.peer = peer, .tx_id = tx_id, .call = pep->progress_calls, .epoch = pep->ack_epoch};
-	if (defer && ddtx_settings.ack_delay_us && pep->caps->carry_acks)
+	if (defer && ddtx_settings.ack_delay_us &&
+	    ddtx_wire_peer_carries_acks(pep->wire, peer, pep->caps->carry_acks))
 		timer_kick(pep->pd);
 	else
 		flush_peer(pep, peer, false);

@@ -171,6 +171,12 @@ size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_
 	return DDTX_MAX(n, max_send_size);
 }
 
+bool ddtx_wire_peer_carries_acks(struct ddtx_wire_ep *ep, ddtx_peer_t peer, bool domain_caps)
+{
+	return ep && ep->impl->peer_carries_acks ? ep->impl->peer_carries_acks(ep, peer)
+						 : domain_caps;
+}
+
 int ddtx_wire_send(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		   const struct iovec *iov, size_t count)
 {

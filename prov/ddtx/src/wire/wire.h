@@ -235,6 +235,9 @@ bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
  * tcp;ofi_rxm is held to rxm's 16 KiB eager size).  It never shrinks for a peer.
  */
 size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t max_send_size);
+/* Should delivery ACKs to peer wait for a message to ride on (caps.carry_acks, per peer where
+ * the wire has several kinds of peer: wire/multi answers for the peer's sub-wire)? */
+bool ddtx_wire_peer_carries_acks(struct ddtx_wire_ep *ep, ddtx_peer_t peer, bool domain_caps);
 
 /*
  * Send hdr followed by the gathered iov (at most caps.max_sge entries) as one message of at

@@ -41,6 +41,8 @@ struct ddtx_wire_impl {
 	bool (*peer_alive)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	/* The largest message to peer now, if above caps.max_send_size; 0 or NULL: not. */
 	size_t (*peer_send_size)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+	/* Do delivery ACKs to peer wait for a message to ride on?  NULL: caps.carry_acks. */
+	bool (*peer_carries_acks)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	int (*send)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count);
 	int (*send_claim)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,

@@ -51,7 +51,7 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	/* PACK overlaps on the local wire; a fabric message is held to max_send_size (claim),
 	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */
 	c->pack_fill = false;
-	/* per peer it would be the sub-wire's choice; not made yet: every ACK at once */
+	/* per peer, the sub-wire's (multi_peer_carries_acks); this is for a peer not yet known */
 	c->carry_acks = false;
 }
 
@@ -494,6 +494,16 @@ static bool multi_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 	       ddtx_wire_peer_alive(ep->sub[p->sub], p->sub_peer);
 }
 
+/* A peer's ACK carrying is its sub-wire's (the ofi wire carries, shm does not). */
+static bool multi_peer_carries_acks(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
+
+	return p && ddtx_wire_peer_carries_acks(ep->sub[p->sub], p->sub_peer,
+						ep->dom->sub_caps[p->sub]->carry_acks);
+}
+
 /* ---- traffic: each call goes to the peer's sub-wire, and is counted there ---- */
 
 static int multi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
@@ -650,6 +660,7 @@ const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.peer_insert = multi_peer_insert,
 	.peer_addr = multi_peer_addr,
 	.peer_alive = multi_peer_alive,
+	.peer_carries_acks = multi_peer_carries_acks,
 	.send = multi_send,
 	.send_claim = multi_send_claim,
 	.send_commit = multi_send_commit,
