@@ -58,9 +58,10 @@ static void define_params(void)
 			"(default: auto)");
 	fi_param_define(&ddtx_prov, "hmem_copy", FI_PARAM_STRING,
 			"Device memory (FI_HMEM_CUDA): how host staging copies between device "
-			"memory and its bounce buffer: auto, segments (a driver copy per segment), "
-			"2d (cuMemcpy2D for vectors) or kernel (the device pack kernel, then one "
-			"copy) (default: auto)");
+			"memory and its bounce buffer, and a CUDA IPC receiver from the sender's "
+			"blocks: auto, segments (a driver copy per segment), 2d (cuMemcpy2D for "
+			"vectors) or kernel (the device pack kernel then one copy; for IPC the copy "
+			"kernel) (default: auto)");
 	fi_param_define(&ddtx_prov, "hmem_ipc", FI_PARAM_BOOL,
 			"Device memory (FI_HMEM_CUDA) on the shm wire: offer the receiver CUDA IPC "
 			"handles of a rendezvous send's device buffers, so that it copies device to "
