@@ -241,6 +241,11 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *wep)
 				else
 					n += complete(ep, cqe[i].op_context, cqe[i].len, 0);
 			}
+			/* Fewer than asked: the CQ is drained for now.  Reading it again would poll
+			 * the core's sockets once more (a system call on tcp) for what the next
+			 * progress call finds anyway. */
+			if (got < DDTX_OFI_CQ_BATCH)
+				break;
 			continue;
 		}
 		if (got == -FI_EAVAIL) {
