@@ -527,6 +527,11 @@ void fx_check_scheme(const struct fi_ddtx_stats *b, const struct fi_ddtx_stats *
 		return;
 	}
 	uint64_t rdv = d[FI_DDTX_SCHEME_PACK] + d[FI_DDTX_SCHEME_SGL] + d[FI_DDTX_SCHEME_UMR];
+	/* Under auto with FI_DDTX_EAGER_SIZE unset, a list of small blocks may go eagerly up to the
+	 * wire's message room (the cost model's choice; msg.c's eager_small_blocks checks it). */
+	if (forced < 0 && !getenv("FI_DDTX_EAGER_SIZE") && d[FI_DDTX_SCHEME_EAGER] == 1 &&
+	    db[FI_DDTX_SCHEME_EAGER] == size && rdv == 0)
+		return;
 	FT_CHECK(d[FI_DDTX_SCHEME_EAGER] == 0 && rdv == 1,
 		 "%s: %zu bytes: want one rendezvous message, stats delta:%s", what, size, desc);
 	if (forced >= 0)

@@ -95,6 +95,74 @@ static int t_send_recv(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * Lists of small blocks over FI_DDTX_EAGER_SIZE may go eagerly up to the wire's message room
+ * (proto/choose.c): 20 messages of 1024 32-byte blocks (32 KiB) under auto, at least one
+ * eager (none when FI_DDTX_EAGER_SIZE is set: it caps every message); 20 of two 16 KiB blocks
+ * and a byte never eager (their blocks are large).  Every byte checked.
+ */
+static int t_eager_small_blocks(struct ft_ctx *ctx, void *arg)
+{
+	enum { N = 1024, BLK = 32, STRIDE = 64, ROUNDS = 20 };
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	int peer = 1 - ctx->rank;
+	bool capped = getenv("FI_DDTX_EAGER_SIZE") != NULL;
+	for (int kind = 0; kind < 2; kind++) {
+		size_t n = kind == 0 ? N : 2, blk = kind == 0 ? BLK : 16384;
+		size_t stride = kind == 0 ? STRIDE : 16384 + 4096, total = n * blk + (kind ? 1 : 0);
+		struct fi_ddtx_stats s0, s1;
+		fx_stats(&fx, &s0);
+		for (int i = 0; i < ROUNDS; i++) {
+			uint64_t seed = 700 + (uint64_t)kind * 100 + (uint64_t)i;
+			if (ctx->rank == 0) {
+				uint8_t *img = fx_alloc(total), *sparse = fx_alloc(n * stride + 1);
+				struct iovec iov[N + 1];
+				fx_fill(img, total, seed, 0);
+				for (size_t k = 0; k < n; k++) {
+					iov[k] = (struct iovec){sparse + k * stride, blk};
+					memcpy(iov[k].iov_base, img + k * blk, blk);
+				}
+				size_t cnt = n;
+				if (kind) { /* the odd byte */
+					iov[cnt++] = (struct iovec){sparse + n * stride, 1};
+					sparse[n * stride] = img[n * blk];
+				}
+				struct fi_msg m = {.msg_iov = iov, .iov_count = cnt,
+						   .addr = fx.peers[peer], .context = img};
+				FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_COMPLETION));
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				free(img);
+				free(sparse);
+			} else {
+				uint8_t *buf = fx_alloc(total);
+				FX_OK(&fx, fi_recv(fx.ep, buf, total, NULL, fx.peers[peer], buf));
+				struct fx_comp c;
+				fx_wait(&fx, 1, &c, TMO);
+				FT_CHECK(c.len == total, "received %zu bytes, want %zu", c.len, total);
+				FX_CHECK_PATTERN(buf, total, seed, 0, "message %d of %zu blocks", i, n);
+				free(buf);
+			}
+		}
+		fx_pbarrier(ctx, &fx);
+		fx_stats(&fx, &s1);
+		if (ctx->rank == 1) {
+			uint64_t eager = s1.ops[FI_DDTX_SCHEME_EAGER] - s0.ops[FI_DDTX_SCHEME_EAGER];
+			printf("%zu blocks of %zu B (%zu B): %llu of %d eager%s\n", n, blk, total,
+			       (unsigned long long)eager, ROUNDS, capped ? " (FI_DDTX_EAGER_SIZE set)" : "");
+			if (kind == 0 && !capped)
+				FT_CHECK(eager >= 1, "no message of small blocks over the eager size went "
+					 "eagerly");
+			else
+				FT_CHECK(eager == 0, "%llu messages went eagerly", (unsigned long long)eager);
+		}
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- fi_sendv / fi_recvv and fi_sendmsg / fi_recvmsg with different cuts --------------- */
 
 struct vcase {
@@ -1828,6 +1896,7 @@ static const struct fx_test tests[] = {
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},
 	{"sendv_recvv", 2, 60, t_sendv, NULL},
+	{"eager_small_blocks", 2, 60, t_eager_small_blocks, NULL},
 	{"sendmsg_recvmsg", 2, 60, t_sendmsg, NULL},
 	{"sendmsg_recvmsg_pack", 2, 60, t_sendmsg, "pack"},
 	{"sendmsg_recvmsg_sgl", 2, 60, t_sendmsg, "sgl"},

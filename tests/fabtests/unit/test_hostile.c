@@ -445,7 +445,7 @@ static void t_rts_summary(void)
  */
 static void t_rts_first_chunk(void)
 {
-	enum { N = 1024, BLK = 32, STRIDE = 64 }; /* 32 KiB: above the eager size */
+	enum { N = 1024, BLK = 80, STRIDE = 160 }; /* 80 KiB: above one message's room */
 	static struct iovec iov[N];
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i * 7 + 3);

@@ -24,6 +24,7 @@ struct ddtx_settings {
 	size_t threshold;                  /* FI_DDTX_THRESHOLD: 0 = learned; else auto picks zero
 					    * copy when the average block is at least this */
 	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
+	bool eager_size_set;               /* ... given by the user (it then caps every message) */
 	size_t pull_split;                 /* FI_DDTX_PULL_SPLIT: smallest pull shared with the
 					    * sender's writes (0: never) */
 	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */

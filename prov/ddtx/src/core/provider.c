@@ -71,7 +71,9 @@ static void define_params(void)
 			"this many bytes, overriding the threshold learned from measured costs "
 			"(default: 0, learned)");
 	fi_param_define(&ddtx_prov, "eager_size", FI_PARAM_SIZE_T,
-			"Largest message sent eagerly through the peer's ring (default: 16384)");
+			"Largest message sent eagerly through the peer's ring (default: 16384 for "
+			"contiguous messages and lists of blocks over 512 B; lists of smaller blocks "
+			"up to the ring's slot; when set, every message)");
 	fi_param_define(&ddtx_prov, "pull_split", FI_PARAM_SIZE_T,
 			"shm wire: smallest contiguous message the receiver reads in part while the "
 			"sender writes the rest; 0: the receiver reads all (default: 98304)");
@@ -213,7 +215,11 @@ void ddtx_settings_load(void)
 	load_scheme();
 	load_hmem_copy();
 	load_size("threshold", &ddtx_settings.threshold);
-	load_size("eager_size", &ddtx_settings.eager_size);
+	size_t eager = 0;
+	if (fi_param_get_size_t(&ddtx_prov, "eager_size", &eager) == 0) {
+		ddtx_settings.eager_size = eager;
+		ddtx_settings.eager_size_set = true;
+	}
 	load_size("pull_split", &ddtx_settings.pull_split);
 	load_size("max_sge", &ddtx_settings.max_sge);
 	load_size("max_mkey_entries", &ddtx_settings.max_mkey_entries);

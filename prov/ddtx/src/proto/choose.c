@@ -209,6 +209,24 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
 	return eager / 2 + PULL_HANDSHAKE_NS;
 }
 
+/*
+ * Lists of blocks at most this long on average may go eagerly up to the wire's message room
+ * (unless FI_DDTX_EAGER_SIZE is set or a scheme forced): their rendezvous would pack them anyway,
+ * through the same ring, after a handshake.  On the shm wire, 8 MiB as messages of 4096 8-byte
+ * blocks (32 KiB) moved in 6874 us eagerly against 12171 by PACK rendezvous (ping-pong; 4534 /
+ * 8277 streaming), and messages of 1024 32-byte blocks 1.8x faster.
+ */
+#define EAGER_SMALL_BLOCK 512
+
+size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
+			       size_t blocks)
+{
+	if (!ddtx_settings.eager_size_set && forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT &&
+	    blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
+		return room;
+	return DDTX_MIN(ddtx_settings.eager_size, room);
+}
+
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 {
 	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)

@@ -497,6 +497,9 @@ const char *ddtx_check_carried_ack(const struct ddtx_hdr_base *b);
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
 					bool can_pull);
 /* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
+/* The largest message of bytes in blocks that may go eagerly, the wire's room being room. */
+size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
+			       size_t blocks);
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
 /* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
 bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
