@@ -488,7 +488,8 @@ static void test_gpu_runs(void)
 	static struct iovec big[512];
 	uint8_t *at = (uint8_t *)(uintptr_t)0x100000; /* addresses only, never touched */
 	strided(big, at, 512, 4096, 8192);
-	CHECK(!ddtx_gpu_runs_from_iov(big, 512, (uintptr_t)at, 0, &r) && r.nruns == 128 && r.runs[0].n == 4 &&
+	CHECK(!ddtx_gpu_runs_from_iov(big, 512, (uintptr_t)at, 0, &r) && r.nruns == 128 &&
+	      r.runs[0].n == 4 &&
 	      r.runs[1].off == 4 * 8192 && r.runs[127].payload == 127 * 16384,
 	      "capped vector: %zu runs", r.nruns);
 	check_runs_shape(&r, 512 * 4096, 4);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * A piece of a copy and its word width (gpu_pieces.h), shared by the device copy kernel and its host
- * twin (ddtx_gpu_pieces_apply): the widest of 16, 8, 4 bytes dividing both addresses and the
- * length, else 1.  Plain C that nvcc also reads.
+ * A piece of a copy and its word width (gpu_pieces.h), shared by the device copy kernel and
+ * its host twin (ddtx_gpu_pieces_apply): the widest of 16, 8, 4 bytes dividing both addresses
+ * and the length, else 1.  Plain C that nvcc also reads.
  */
 #ifndef DDTX_ENGINE_GPU_PIECE_WORD_H
 #define DDTX_ENGINE_GPU_PIECE_WORD_H

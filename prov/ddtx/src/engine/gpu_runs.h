@@ -4,8 +4,8 @@
  * flattened into runs of equal blocks at a constant stride; the pack kernel gives each run one
  * thread block, whose threads copy the run's bytes.  A run holds at most max_blocks blocks and
  * DDTX_GPU_RUN_MAX_BYTES bytes so that the work per thread block stays bounded (a 1M-row vector
- * or one 1 MiB block is cut into many runs, which the GPU spreads over its SMs).  The layout of struct ddtx_gpu_run is shared with the kernel:
- * only fixed-width fields, no pointers.
+ * or one 1 MiB block is cut into many runs, which the GPU spreads over its SMs).  The layout of
+ * struct ddtx_gpu_run is shared with the kernel: only fixed-width fields, no pointers.
  *
  * ddtx_gpu_runs_apply is the kernel's algorithm on the host, byte for byte: the unit test
  * checks the runs against the dataloop's own gather/scatter through it, and the host-staging

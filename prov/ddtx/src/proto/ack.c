@@ -20,8 +20,9 @@
  *    itself); it parks after a second with nothing owed;
  *  - when the endpoint closes.
  * Only to a peer reached by a wire whose messages cost more than an unexpected copy
- * (caps.carry_acks: the ofi wire, alone or as wire/multi's fabric wire); on shm a carried ACK made the reply arrive before the sender posted its receive, and
- * MPICH's one-host latencies grew (nas_lu-y 2.8 -> 3.3 us, lammps_full 27.6 -> 31.7).
+ * (caps.carry_acks: the ofi wire, alone or as wire/multi's fabric wire); on shm a carried ACK
+ * made the reply arrive before the sender posted its receive, and MPICH's one-host latencies
+ * grew (nas_lu-y 2.8 -> 3.3 us, lammps_full 27.6 -> 31.7).
  * The ACK of a rendezvous leaves at once (with whatever else is owed to that peer): deferred,
  * MPICH's MPI_Alltoall of 256 KiB over the tcp core took 713-852 us where it takes 530
  * (fft2d-256-p2), while eager sizes gained 2-4 us (nas_lu-y, lammps_atomic, 8 KiB).

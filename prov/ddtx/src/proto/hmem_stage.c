@@ -166,10 +166,11 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 /*
  * Which of iov's segments are device memory: 0 when none is (or CUDA is absent: the common
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
- * without FI_HMEM or one runs past its allocation.  attr (count entries) is filled when 1 is returned.  Segments starting in
- * a page the domain already knows as host memory (engine/host_pages.h) skip the driver: on a
- * GPU host a host-only job would otherwise pay a driver call per iov entry per operation.  So do
- * segments in the device allocation of the one before (one query per allocation per call).
+ * without FI_HMEM or one runs past its allocation.  attr (count entries) is filled when 1 is
+ * returned.  Segments starting in a page the domain already knows as host memory
+ * (engine/host_pages.h) skip the driver: on a GPU host a host-only job would otherwise pay a
+ * driver call per iov entry per operation.  So do segments in the device allocation of the one
+ * before (one query per allocation per call).
  */
 static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 		    struct ddtx_hmem_attr **attr)
