@@ -33,7 +33,8 @@
  *              On the shm wire a device sender's rendezvous goes by CUDA IPC (the receiver
  *              copies from the sender's blocks; fi_ddtx_stats.hmem_ipc_*): checked to be so
  *              above the eager size, with no copy through host memory on either side;
- *              FI_DDTX_HMEM_IPC=0: staged only.
+ *              FI_DDTX_HMEM_IPC=0: staged only.  A receiver in host memory declines the
+ *              irregular list (300 pieces, a driver copy each): staged, both sides count it.
  *   ipc_decline  d2d with a receiver that declines every IPC offer: the sender stages after
  *              the CTS, every byte checked, both sides count it
  *   ipc_freed  a device send whose buffer is freed before the receiver takes the offer: error
@@ -216,12 +217,21 @@ static int expected_way(const struct layout *l, bool *fallback)
  */
 static bool receiver_declines; /* ipc_decline: the receiver runs with FI_DDTX_HMEM_IPC=0 */
 
+/* A receiver in host memory declines an offer of more than 16 pieces that no 2-D copy moves
+ * (a driver copy each), unless FI_DDTX_HMEM_COPY forces a way. */
+static bool declined_to_host(const struct dir *d, const struct layout *l)
+{
+	const char *f = getenv("FI_DDTX_HMEM_COPY");
+	return d->sdev && !d->rdev && !l->block && l->count > 16 && (!f || !strcmp(f, "auto"));
+}
+
 static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
-		      const struct dir *d, size_t total, bool sender, const char *what)
+		      const struct dir *d, const struct layout *l, size_t total, bool sender,
+		      const char *what)
 {
 	bool on = fx_env_long("FI_DDTX_HMEM_IPC", 1) != 0 && !getenv("FI_DDTX_WIRE");
 	uint64_t n = sender ? s1->hmem_ipc_tx - s0->hmem_ipc_tx : s1->hmem_ipc_rx - s0->hmem_ipc_rx;
-	if (receiver_declines && d->sdev && total > 16384) {
+	if ((receiver_declines || (on && declined_to_host(d, l))) && d->sdev && total > 16384) {
 		/* offered, declined, and staged after all */
 		uint64_t k = sender ? s1->hmem_ipc_tx_staged - s0->hmem_ipc_tx_staged
 				    : s1->hmem_ipc_declined - s0->hmem_ipc_declined;
@@ -236,7 +246,7 @@ static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 				 fx_scheme_name(forced));
 		return false;
 	}
-	if (!on || !d->sdev || receiver_declines)
+	if (!on || !d->sdev || receiver_declines || declined_to_host(d, l))
 		FT_CHECK(n == 0, "%s: %llu messages by CUDA IPC, want none", what,
 			 (unsigned long long)n);
 	else if (total > 16384)
@@ -341,7 +351,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged == (d->sdev ? 1u : 0u),
 			 "%s: %llu staged sends", what,
 			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
-		if (!check_ipc(&s0, &s1, d, total, true, what) && d->sdev)
+		if (!check_ipc(&s0, &s1, d, l, total, true, what) && d->sdev)
 			check_way(&s0, &s1, l, what);
 	} else {
 		if (d->tagged) {
@@ -360,7 +370,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_stats(fx, &s1);
 		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
 			 "%s: staged receives", what);
-		if (!check_ipc(&s0, &s1, d, total, false, what) && d->rdev)
+		if (!check_ipc(&s0, &s1, d, l, total, false, what) && d->rdev)
 			check_way(&s0, &s1, l, what);
 		/* want: the receiver's own bytes, with the sender's packed stream scattered in */
 		uint8_t *sender = fx_alloc(span), *p = want;

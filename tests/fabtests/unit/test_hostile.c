@@ -570,7 +570,7 @@ static void t_ipc_forged(void)
 		struct ddtx_hdr_rts h;
 		struct ddtx_ipc_offer o;
 		struct ddtx_ipc_alloc a[1];
-		struct ddtx_ipc_seg s[2];
+		struct ddtx_ipc_run r;
 	} m;
 	for (int i = 0; i < 5; i++) {
 		memset(&m, 0, sizeof(m));
@@ -580,19 +580,18 @@ static void t_ipc_forged(void)
 		m.h.total_len = TOTAL;
 		m.h.nblocks = 1;
 		m.h.min_block = m.h.avg_block = TOTAL;
-		m.o = (struct ddtx_ipc_offer){1, 2};
+		m.o = (struct ddtx_ipc_offer){1, 1};
 		memset(m.a[0].handle, 0xab, sizeof(m.a[0].handle));
 		m.a[0].base = 0x7f0000000000ull;
 		m.a[0].size = 1 << 20;
 		m.a[0].buffer_id = 99;
-		m.s[0] = (struct ddtx_ipc_seg){0, 0, 0, TOTAL / 2};
-		m.s[1] = (struct ddtx_ipc_seg){0, 0, 65536, TOTAL / 2};
+		m.r = (struct ddtx_ipc_run){0, 0, 2, TOTAL / 2, 0, 65536}; /* two halves */
 		size_t len = sizeof(m);
 		switch (i) {
-		case 0: m.s[1].offset = (1 << 20) - 10; break;     /* past its allocation */
-		case 1: m.s[1].alloc = 1; break;                     /* no such allocation */
+		case 0: m.r.stride = (1 << 20) - 10; break;          /* past its allocation */
+		case 1: m.r.alloc = 1; break;                        /* no such allocation */
 		case 2: m.h.total_len = TOTAL + 1; m.h.min_block = m.h.avg_block = TOTAL + 1; break;
-		case 3: len -= sizeof(m.s[1]); break;                /* nseg says 2, one there */
+		case 3: m.o.nrun = 2; break;                         /* nrun says 2, one there */
 		case 4: m.o.nalloc = 0; break;
 		}
 		CHECK(hostile_send(&H, &H.attacker, &m, len) == 0, "send");

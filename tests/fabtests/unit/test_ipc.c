@@ -9,6 +9,9 @@
  *            eviction, failed opens not cached, everything closed at the end
  *   offer    peer_check's checks of a CUDA IPC offer (an RTS with DDTX_HDR_IPC): a valid one
  *            passes, each malformed field is named
+ *   runs     the offer's segments as runs (proto/ipc_runs.c): encoded and walked back, every
+ *            segment where it was, for the benchmark's layouts and random lists; runs of the
+ *            many-block layouts as small as vectors make them; what does not fit refused
  *   process  two real processes through the driver (the test-only libcuda.so.1 stand-in, or
  *            a GPU): one exports a device allocation, the other maps it through the cache and
  *            copies device to device with the plan into its own device memory; every byte
@@ -27,6 +30,7 @@
 #include "engine/gpu_kernels.h"
 #include "engine/ipc_cache.h"
 #include "engine/ipc_copy.h"
+#include "proto/ipc_runs.h"
 #include "proto/proto_internal.h"
 #include "unit_check.h"
 
@@ -287,10 +291,13 @@ static void test_cache(void)
 
 /* ---- the offer as peer_check sees it ---- */
 
+/* Two allocations; a vector of two segments in the first, a list of one in the second. */
 struct offer_msg {
 	struct ddtx_ipc_offer o;
 	struct ddtx_ipc_alloc a[2];
-	struct ddtx_ipc_seg s[3];
+	struct ddtx_ipc_run v;
+	struct ddtx_ipc_run l;
+	uint64_t l_off[1];
 };
 
 static void offer_ok(struct ddtx_hdr_rts *rts, struct offer_msg *m)
@@ -298,12 +305,12 @@ static void offer_ok(struct ddtx_hdr_rts *rts, struct offer_msg *m)
 	memset(m, 0, sizeof(*m));
 	memset(rts, 0, sizeof(*rts));
 	rts->total_len = 300;
-	m->o = (struct ddtx_ipc_offer){ 2, 3 };
+	m->o = (struct ddtx_ipc_offer){ 2, 2 };
 	m->a[0] = (struct ddtx_ipc_alloc){ .base = 0x10000, .size = 4096, .buffer_id = 1 };
 	m->a[1] = (struct ddtx_ipc_alloc){ .base = 0x90000, .size = 100, .buffer_id = 2 };
-	m->s[0] = (struct ddtx_ipc_seg){ 0, 0, 0, 100 };
-	m->s[1] = (struct ddtx_ipc_seg){ 1, 0, 0, 100 };
-	m->s[2] = (struct ddtx_ipc_seg){ 0, 0, 3996, 100 };
+	m->v = (struct ddtx_ipc_run){ 0, 0, 2, 100, 0, 3996 };
+	m->l = (struct ddtx_ipc_run){ 1, DDTX_IPC_RUN_LIST, 1, 100, 0, 0 };
+	m->l_off[0] = 0;
 }
 
 static void test_offer(void)
@@ -327,21 +334,115 @@ static void test_offer(void)
 	BAD("ipc nalloc", m.o.nalloc = 0);
 	BAD("ipc nalloc", m.o.nalloc = DDTX_IPC_MAX_ALLOCS + 1);
 	BAD("ipc nalloc", m.o.nalloc = 2, len = sizeof(m.o) + 100);
-	BAD("ipc nseg", m.o.nseg = 0);
-	BAD("ipc nseg", m.o.nseg = 4);
-	BAD("ipc nseg", len = sizeof(m) - 1);
-	BAD("ipc nseg", m.o.nseg = UINT32_MAX);
+	BAD("ipc nrun", m.o.nrun = 0);
+	BAD("ipc nrun", m.o.nrun = 3);
+	BAD("ipc nrun", len = sizeof(m) - 1);
+	BAD("ipc nrun", m.o.nrun = UINT32_MAX);
+	BAD("ipc offer length", m.o.nrun = 1);
 	BAD("ipc allocation", m.a[1].size = 0);
 	BAD("ipc allocation", m.a[1].base = UINT64_MAX - 10);
-	BAD("ipc segment", m.s[1].alloc = 2);
-	BAD("ipc segment", m.s[1].len = 0);
-	BAD("ipc segment", m.s[2].offset = 3997);
-	BAD("ipc segment", m.s[2].offset = UINT64_MAX);
-	BAD("ipc segment", m.s[0].len = UINT64_MAX);
+	BAD("ipc run", m.l.alloc = 2);
+	BAD("ipc run", m.v.len = 0);
+	BAD("ipc run", m.v.count = 0);
+	BAD("ipc run", m.v.flags = 2);
+	BAD("ipc run", m.l.offset = 1);
+	BAD("ipc run", m.l.stride = 8);
+	BAD("ipc segment", m.v.stride = 3997);
+	BAD("ipc segment", m.v.offset = 1);
+	BAD("ipc segment", m.v.offset = UINT64_MAX);
+	BAD("ipc segment", m.v.stride = UINT64_MAX / 2);
+	BAD("ipc segment", m.v.len = UINT64_MAX);
+	BAD("ipc segment", m.l_off[0] = 1);
+	BAD("ipc segment", m.l_off[0] = UINT64_MAX);
+	BAD("ipc segment", m.l.len = 101, m.l_off[0] = 0, rts.total_len = 301);
+	BAD("ipc segments", m.v.count = DDTX_IPC_MAX_SEGS, m.v.stride = 0);
 	BAD("ipc segment lengths", rts.total_len = 299);
 	BAD("ipc segment lengths", rts.total_len = 301);
+	/* a vector of stride 0 (one block sent again and again) is a valid one */
+	offer_ok(&rts, &m);
+	m.v = (struct ddtx_ipc_run){ 0, 0, 3, 100, 3996, 0 };
+	rts.total_len = 400;
+	CHECK((bad = ddtx_check_ipc_offer(&rts, &m, sizeof(m))) == NULL, "stride 0: %s", bad);
 #undef BAD
 	printf("offer: checks passed\n");
+}
+
+/* ---- runs: the sender's encoding, read back by the receiver's walk ---- */
+
+static void runs_round_trip(const struct ddtx_ipc_piece *seg, size_t n, size_t room,
+			    uint32_t want_runs, const char *what)
+{
+	static uint8_t buf[1 << 20];
+	static struct iovec got[DDTX_IPC_MAX_SEGS];
+	struct ddtx_ipc_alloc alloc[2] = { { .size = 1ull << 40 }, { .size = 1ull << 40 } };
+	void *local[2] = { (void *)(uintptr_t)0x100000000ull, (void *)(uintptr_t)0x900000000ull };
+	uint32_t nrun;
+	size_t used = ddtx_ipc_runs_encode(seg, n, buf, room, &nrun), nseg;
+	uint64_t bytes, total = 0;
+
+	CHECK(used && used <= room, "%s: encoded in %zu of %zu bytes", what, used, room);
+	if (!used)
+		return;
+	CHECK(!want_runs || nrun == want_runs, "%s: %u runs, want %u", what, nrun, want_runs);
+	const char *bad = ddtx_ipc_runs_walk(buf, used, nrun, alloc, 2, local, got, &nseg, &bytes);
+	CHECK(!bad && nseg == n, "%s: walk %s, %zu segments of %zu", what, bad ? bad : "ok", nseg,
+	      n);
+	for (size_t i = 0; !bad && i < n; i++) {
+		total += seg[i].len;
+		uint8_t *want = (uint8_t *)local[seg[i].alloc] + seg[i].offset;
+		CHECK(got[i].iov_base == want && got[i].iov_len == seg[i].len,
+		      "%s: segment %zu moved", what, i);
+	}
+	CHECK(bad || bytes == total, "%s: %llu bytes, want %llu", what, (unsigned long long)bytes,
+	      (unsigned long long)total);
+}
+
+static void test_runs(void)
+{
+	static struct ddtx_ipc_piece seg[DDTX_IPC_MAX_SEGS + 1];
+	uint8_t buf[256];
+	uint32_t nrun;
+
+	/* NAS_MG x face: 64 rows of 64 x 8 B, 1040 B apart in a row, rows 68640 apart */
+	for (size_t r = 0, n = 0; r < 64; r++)
+		for (size_t b = 0; b < 64; b++, n++)
+			seg[n] = (struct ddtx_ipc_piece){ 0, r * 68640 + b * 1040, 8 };
+	runs_round_trip(seg, 4096, 64 * sizeof(struct ddtx_ipc_run), 64, "NAS_MG x");
+	/* OSU vector: one run */
+	for (size_t i = 0; i < 8192; i++)
+		seg[i] = (struct ddtx_ipc_piece){ 0, i * 128, 64 };
+	runs_round_trip(seg, 8192, sizeof(struct ddtx_ipc_run), 1, "OSU vector");
+	/* random 4 B blocks (SPECFEM3D_oc): one list, 8 B a block */
+	for (size_t i = 0; i < 3225; i++)
+		seg[i] = (struct ddtx_ipc_piece){ 0, (next() % 88881) * 4, 4 };
+	runs_round_trip(seg, 3225, sizeof(struct ddtx_ipc_run) + 3225 * 8, 0, "random 4 B");
+	/* one segment; two (a list of two); backwards; both allocations; lengths changing */
+	seg[0] = (struct ddtx_ipc_piece){ 1, 77, 5 };
+	runs_round_trip(seg, 1, 40, 1, "one");
+	seg[1] = (struct ddtx_ipc_piece){ 1, 99, 5 };
+	runs_round_trip(seg, 2, 48, 1, "two");
+	for (size_t i = 0; i < 10; i++)
+		seg[i] = (struct ddtx_ipc_piece){ (uint32_t)(i & 1), 1000 - i * 50, 10 + i % 3 };
+	runs_round_trip(seg, 10, 4096, 10, "backwards, alternating");
+	/* random lists of any shape, vectors among them */
+	for (int t = 0; t < 200; t++) {
+		size_t n = 1 + next() % 3000;
+		for (size_t i = 0; i < n;) {
+			size_t m = 1 + next() % 8, len = 1 + next() % 64, stride = next() % 200;
+			uint64_t at = next() % 100000;
+			uint32_t alloc = next() % 2;
+			for (size_t k = 0; k < m && i < n; k++, i++)
+				seg[i] = (struct ddtx_ipc_piece){ alloc, at + k * stride, len };
+		}
+		runs_round_trip(seg, n, sizeof(buf) > n * 40 ? sizeof(buf) : n * 40, 0, "random");
+	}
+	/* what does not fit: 0 */
+	for (size_t i = 0; i < 100; i++)
+		seg[i] = (struct ddtx_ipc_piece){ 0, i * 7919 % 1000, 8 };
+	CHECK(!ddtx_ipc_runs_encode(seg, 100, buf, sizeof(buf), &nrun), "100 blocks in 256 B");
+	CHECK(!ddtx_ipc_runs_encode(seg, DDTX_IPC_MAX_SEGS + 1, buf, sizeof(buf), &nrun),
+	      "over DDTX_IPC_MAX_SEGS");
+	printf("runs: round trips passed\n");
 }
 
 /* ---- two processes through the driver ---- */
@@ -569,6 +670,8 @@ int main(int argc, char **argv)
 		test_cache();
 	else if (!strcmp(which, "offer"))
 		test_offer();
+	else if (!strcmp(which, "runs"))
+		test_runs();
 	else if (!strcmp(which, "process")) {
 		int ret = test_process();
 		if (ret)

@@ -24,8 +24,9 @@
  * 4: the first PACK chunk in the RTS; 5: RTS and ACK with DDTX_HDR_IPC (CUDA IPC offer and its
  * answer); 6: pull (RTS.pull_key, CTS with PULLED); 7: split pull (CTS with SPLIT),
  * RTS.pull_addr (the pull's key comes from the registration cache); 8: delivery ACKs carried
- * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids) */
-#define DDTX_PROTO_VERSION 8
+ * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids);
+ * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one */
+#define DDTX_PROTO_VERSION 9
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -155,15 +156,21 @@ struct ddtx_hdr_rma_data {
 /*
  * A CUDA IPC offer (RTS with DDTX_HDR_IPC; docs/wire-protocol.md): the sender's device
  * allocations holding the payload, each with its driver handle, then the payload's segments in
- * order as (allocation, offset from its base, length).  The receiver maps the allocations and
- * copies the segments device to device, or declines by answering with an ordinary CTS.
+ * order, as runs: a vector (count segments of len bytes, offset from the allocation's base, each
+ * next stride further) or a list (count segments of len bytes at the offsets that follow it).
+ * Runs keep the offers of many-block layouts within one message (NAS_MG's x face, 4096 blocks
+ * of 8 B: 64 runs of 32 B; 3225 random blocks of 4 B: one list of 25.8 KB), so the receiver
+ * alone touches the GPU.  The receiver maps the allocations and copies the segments device to
+ * device, or declines by answering with an ordinary CTS.
  */
 #define DDTX_IPC_MAX_ALLOCS 16
+#define DDTX_IPC_MAX_SEGS 65536 /* segments of one offer: what a receiver expands */
 
 struct ddtx_ipc_offer {
 	uint32_t nalloc;
-	uint32_t nseg;
-	/* struct ddtx_ipc_alloc alloc[nalloc]; struct ddtx_ipc_seg seg[nseg]; */
+	uint32_t nrun;
+	/* struct ddtx_ipc_alloc alloc[nalloc]; then nrun runs, each a struct ddtx_ipc_run and,
+	 * for a list, its count offsets (uint64_t) */
 };
 
 struct ddtx_ipc_alloc {
@@ -173,11 +180,15 @@ struct ddtx_ipc_alloc {
 	uint64_t buffer_id;  /* CU_POINTER_ATTRIBUTE_BUFFER_ID: a new one after free + alloc */
 };
 
-struct ddtx_ipc_seg {
-	uint32_t alloc;      /* index into alloc[] */
-	uint32_t reserved;
-	uint64_t offset;     /* from the allocation's base */
-	uint64_t len;
+#define DDTX_IPC_RUN_LIST 1 /* the segments' offsets follow the run */
+
+struct ddtx_ipc_run {
+	uint16_t alloc;      /* index into alloc[] */
+	uint16_t flags;      /* DDTX_IPC_RUN_LIST */
+	uint32_t count;      /* segments, at least 1 */
+	uint64_t len;        /* bytes of each, at least 1 */
+	uint64_t offset;     /* vector: the first one's, from the allocation's base; list: 0 */
+	uint64_t stride;     /* vector: from one segment's start to the next; list: 0 */
 };
 
 /*
@@ -236,7 +247,7 @@ _Static_assert(sizeof(struct ddtx_hdr_atomic_resp) == 24, "hdr_atomic_resp layou
 _Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
 _Static_assert(sizeof(struct ddtx_ipc_offer) == 8, "ipc_offer layout");
 _Static_assert(sizeof(struct ddtx_ipc_alloc) == 88, "ipc_alloc layout");
-_Static_assert(sizeof(struct ddtx_ipc_seg) == 24, "ipc_seg layout");
+_Static_assert(sizeof(struct ddtx_ipc_run) == 32, "ipc_run layout");
 
 static inline size_t ddtx_hdr_min_len(unsigned type)
 {

@@ -505,6 +505,14 @@ bool ddtx_stage_deferred(const struct ddtx_stage *s)
 	return s && s->deferred;
 }
 
+/* Staged, such a send would run the pack kernel here and the receiver its unpack: both
+ * processes on the GPU each transfer, about 140 us a switch on one GPU shared by two (H200,
+ * gpu_share); offered, only the receiver copies. */
+bool ddtx_stage_prefers_ipc(const struct ddtx_stage *s)
+{
+	return s && s->deferred && s->way == DDTX_HMEM_COPY_KERNEL;
+}
+
 int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 {
 	if (!s || !s->deferred)

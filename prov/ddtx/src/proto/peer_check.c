@@ -7,6 +7,7 @@
  * proto_ep.c's dispatch, the id lookups in each handler, status codes in hdr.h.
  */
 #include "engine/atomic_exec.h"
+#include "proto/ipc_runs.h"
 #include "proto/proto_internal.h"
 
 /*
@@ -50,10 +51,11 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 }
 
 /*
- * A CUDA IPC offer (hdr.h) steers where the receiver's copy engine reads: exactly its length;
- * 1..DDTX_IPC_MAX_ALLOCS allocations, each non-empty without wrapping; segments each non-empty,
- * naming an allocation and lying inside it, together total_len bytes.  (A handle the driver
- * refuses is declined later, not here: only the driver can tell.)
+ * A CUDA IPC offer (hdr.h) steers where the receiver's copy engine reads: 1..DDTX_IPC_MAX_ALLOCS
+ * allocations, each non-empty without wrapping, then runs taking exactly the rest of its length
+ * (proto/ipc_runs.c: every segment non-empty and inside its allocation, at most
+ * DDTX_IPC_MAX_SEGS), together total_len bytes.  (A handle the driver refuses is declined
+ * later, not here: only the driver can tell.)
  */
 const char *ddtx_check_ipc_offer(const struct ddtx_hdr_rts *rts, const void *offer, size_t len)
 {
@@ -66,23 +68,17 @@ const char *ddtx_check_ipc_offer(const struct ddtx_hdr_rts *rts, const void *off
 	if (rest < o->nalloc * sizeof(struct ddtx_ipc_alloc))
 		return "ipc nalloc";
 	rest -= o->nalloc * sizeof(struct ddtx_ipc_alloc);
-	if (!o->nseg || rest != (size_t)o->nseg * sizeof(struct ddtx_ipc_seg))
-		return "ipc nseg";
 	const struct ddtx_ipc_alloc *a = (const void *)(o + 1);
-	const struct ddtx_ipc_seg *s = (const void *)(a + o->nalloc);
 	for (uint32_t k = 0; k < o->nalloc; k++)
 		if (!a[k].size || a[k].base + a[k].size < a[k].base)
 			return "ipc allocation";
-	uint64_t sum = 0;
-	for (uint32_t i = 0; i < o->nseg; i++) {
-		if (s[i].alloc >= o->nalloc || !s[i].len || s[i].offset > a[s[i].alloc].size ||
-		    s[i].len > a[s[i].alloc].size - s[i].offset)
-			return "ipc segment";
-		if (s[i].len > rts->total_len - sum)
-			return "ipc segment lengths";
-		sum += s[i].len;
-	}
-	if (sum != rts->total_len)
+	size_t nseg;
+	uint64_t bytes;
+	const char *bad = ddtx_ipc_runs_walk(a + o->nalloc, rest, o->nrun, a, o->nalloc, NULL, NULL,
+					     &nseg, &bytes);
+	if (bad)
+		return bad;
+	if (bytes != rts->total_len)
 		return "ipc segment lengths";
 	return NULL;
 }

@@ -356,7 +356,9 @@ void ddtx_iov_give(struct ddtx_proto_ep *pep, struct iovec *v, size_t cap);
 void ddtx_iov_spares_free(struct ddtx_proto_ep *pep);
 /*
  * For CUDA IPC (hmem_ipc.c).  A send's stage may be deferred: its bounce buffer is set aside
- * but not filled (the device data may never need to pass through it).  ddtx_stage_fill: fill
+ * but not filled (the device data may never need to pass through it).
+ * ddtx_stage_prefers_ipc: such a send whose staging would take the pack kernel (many small
+ * blocks), which should go by IPC even when small enough to be eager.  ddtx_stage_fill: fill
  * it now (0, or -FI_EIO from the device copy).  ddtx_stage_ipc_offer: the IPC offer of the
  * stage's segments (malloc'ed, *len bytes, at most room), or -FI_E* when they cannot be
  * offered; segments too many to list are packed on the device by the kernel first, and their
@@ -366,6 +368,7 @@ void ddtx_iov_spares_free(struct ddtx_proto_ep *pep);
  * segments directly: nothing to copy at completion.
  */
 bool ddtx_stage_deferred(const struct ddtx_stage *s);
+bool ddtx_stage_prefers_ipc(const struct ddtx_stage *s);
 int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s);
 int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
 			 size_t *len, size_t room);

@@ -345,7 +345,10 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 	}
 	/* Device memory that may go by CUDA IPC (hmem_ipc.c): a rendezvous offers it, anything
-	 * else (eager, or segments that cannot be offered) stages it now. */
+	 * else (eager, or segments that cannot be offered) stages it now.  Many small device
+	 * blocks are offered even when small: staged, they would take a kernel on each side. */
+	if (ddtx_stage_prefers_ipc(stage))
+		eager = false;
 	if (ddtx_stage_deferred(stage)) {
 		ipc = !eager && !ddtx_stage_ipc_offer(pep, stage, &offer, &offer_len,
 						      pep->caps->max_send_size -

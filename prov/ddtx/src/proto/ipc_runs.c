@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CUDA IPC offers list their segments as runs.  One entry per segment (24 bytes) let an RTS of
+ * 64 KiB name about 2700 blocks: NAS_MG's x face (4096 x 8 B) and the OSU vector (8192 x 64 B)
+ * did not fit, so the sender packed them with a kernel or staged them, and both processes then
+ * used the GPU on every transfer, which on one GPU shared by two processes costs about 140 us a
+ * switch (gpu_share, H200).  As runs they fit, and only the receiver touches the GPU.
+ */
+#include <string.h>
+
+#include "proto/ipc_runs.h"
+
+/* Segments from i on that form a vector with seg[i]: one allocation, one length, one forward
+ * stride (*stride).  At least 1. */
+static size_t vector_at(const struct ddtx_ipc_piece *seg, size_t i, size_t n, uint64_t *stride)
+{
+	size_t j = i + 1;
+	*stride = 0;
+	if (j == n || seg[j].alloc != seg[i].alloc || seg[j].len != seg[i].len ||
+	    seg[j].offset < seg[i].offset)
+		return 1;
+	*stride = seg[j].offset - seg[i].offset;
+	while (++j < n && seg[j].alloc == seg[i].alloc && seg[j].len == seg[i].len &&
+	       seg[j].offset >= seg[j - 1].offset && seg[j].offset - seg[j - 1].offset == *stride)
+		;
+	return j - i;
+}
+
+size_t ddtx_ipc_runs_encode(const struct ddtx_ipc_piece *seg, size_t n, void *out, size_t room,
+			    uint32_t *nrun)
+{
+	uint8_t *p = out;
+	size_t used = 0;
+	struct ddtx_ipc_run *list = NULL; /* the list being gathered, last in out */
+
+	*nrun = 0;
+	if (n > DDTX_IPC_MAX_SEGS)
+		return 0;
+	for (size_t i = 0; i < n;) {
+		uint64_t stride;
+		size_t m = vector_at(seg, i, n, &stride);
+		if (m >= 3) {
+			/* a vector: 32 bytes, where a list would take 8 a segment more */
+			if (room - used < sizeof(struct ddtx_ipc_run))
+				return 0;
+			struct ddtx_ipc_run r = { (uint16_t)seg[i].alloc, 0, (uint32_t)m, seg[i].len,
+						  seg[i].offset, stride };
+			memcpy(p + used, &r, sizeof(r));
+			used += sizeof(r);
+			(*nrun)++;
+			list = NULL;
+			i += m;
+			continue;
+		}
+		if (!list || list->alloc != seg[i].alloc || list->len != seg[i].len) {
+			if (room - used < sizeof(*list))
+				return 0;
+			list = (struct ddtx_ipc_run *)(p + used);
+			*list = (struct ddtx_ipc_run){ (uint16_t)seg[i].alloc, DDTX_IPC_RUN_LIST, 0,
+						       seg[i].len, 0, 0 };
+			used += sizeof(*list);
+			(*nrun)++;
+		}
+		if (room - used < sizeof(uint64_t))
+			return 0;
+		memcpy(p + used, &seg[i].offset, sizeof(uint64_t));
+		used += sizeof(uint64_t);
+		list->count++;
+		i++;
+	}
+	return used;
+}
+
+const char *ddtx_ipc_runs_walk(const void *runs, size_t len, uint32_t nrun,
+			       const struct ddtx_ipc_alloc *alloc, uint32_t nalloc,
+			       void *const *local, struct iovec *out, size_t *nseg,
+			       uint64_t *bytes)
+{
+	const uint8_t *p = runs, *end = p + len;
+	size_t segs = 0;
+	uint64_t sum = 0;
+
+	if (!nrun)
+		return "ipc nrun";
+	for (uint32_t k = 0; k < nrun; k++) {
+		struct ddtx_ipc_run r;
+		uint64_t run_bytes;
+		if ((size_t)(end - p) < sizeof(r))
+			return "ipc nrun";
+		memcpy(&r, p, sizeof(r));
+		p += sizeof(r);
+		bool list = r.flags & DDTX_IPC_RUN_LIST;
+		if (r.alloc >= nalloc || (r.flags & ~DDTX_IPC_RUN_LIST) || !r.count || !r.len ||
+		    (list && (r.offset || r.stride)))
+			return "ipc run";
+		if (r.count > DDTX_IPC_MAX_SEGS - segs)
+			return "ipc segments";
+		uint64_t size = alloc[r.alloc].size;
+		if (r.len > size || __builtin_mul_overflow((uint64_t)r.count, r.len, &run_bytes) ||
+		    run_bytes > UINT64_MAX - sum)
+			return "ipc segment";
+		const uint64_t last = size - r.len; /* the highest offset a segment may start at */
+		uint8_t *base = local ? (uint8_t *)local[r.alloc] : NULL;
+		if (list) {
+			if ((size_t)(end - p) / sizeof(uint64_t) < r.count)
+				return "ipc nrun";
+			for (uint32_t i = 0; i < r.count; i++, p += sizeof(uint64_t)) {
+				uint64_t off;
+				memcpy(&off, p, sizeof(off));
+				if (off > last)
+					return "ipc segment";
+				if (out)
+					out[segs + i] = (struct iovec){ base + off, r.len };
+			}
+		} else {
+			if (r.offset > last ||
+			    (r.count > 1 && r.stride > (last - r.offset) / (r.count - 1)))
+				return "ipc segment";
+			for (uint32_t i = 0; out && i < r.count; i++)
+				out[segs + i] = (struct iovec){ base + r.offset + i * r.stride, r.len };
+		}
+		segs += r.count;
+		sum += run_bytes;
+	}
+	if (p != end)
+		return "ipc offer length";
+	*nseg = segs;
+	*bytes = sum;
+	return NULL;
+}
