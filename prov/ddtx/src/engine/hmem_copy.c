@@ -26,9 +26,9 @@ void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *d
 		if (!iov[i].iov_len)
 			continue;
 		out->segments++;
-		if (device[i] < 0 || (dev >= 0 && device[i] != dev))
+		if (device && (device[i] < 0 || (dev >= 0 && device[i] != dev)))
 			out->one_device = false;
-		dev = device[i];
+		dev = device ? device[i] : 0;
 		if (!prev) {
 			out->block = iov[i].iov_len;
 		} else {

@@ -39,7 +39,8 @@ struct ddtx_hmem_copy_shape {
 	bool kernels;                   /* the pack kernels loaded for that device */
 };
 
-/* Describe iov (count entries; device[i]: segment i is device memory of device dev). */
+/* Describe iov (count entries; device[i]: segment i is device memory of device dev; device
+ * NULL: all of one device). */
 void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *device,
 			     struct ddtx_hmem_copy_shape *out);
 

@@ -40,14 +40,72 @@ static bool is_vector(const struct ddtx_ipc_plan *p)
 	return true;
 }
 
+/* The plan's pieces (a vector, is_vector) as one 2-D copy. */
+static void set_2d(struct ddtx_ipc_plan *p)
+{
+	p->two_d = true;
+	p->d2.dst = p->ops[0].dst;
+	p->d2.src = p->ops[0].src;
+	p->d2.width = p->ops[0].len;
+	p->d2.height = p->nops;
+	p->d2.dpitch = (uintptr_t)p->ops[1].dst - (uintptr_t)p->ops[0].dst;
+	p->d2.spitch = (uintptr_t)p->ops[1].src - (uintptr_t)p->ops[0].src;
+}
+
+/* iov as one vector: every segment *block bytes, each *stride after the one before (going up,
+ * not overlapping), none empty.  A tight pass: most layouts sent from device memory are. */
+static bool vector_of(const struct iovec *v, size_t n, size_t *block, uintptr_t *stride)
+{
+	if (n < 2 || !v[0].iov_len)
+		return false;
+	*block = v[0].iov_len;
+	*stride = (uintptr_t)v[1].iov_base - (uintptr_t)v[0].iov_base;
+	if ((intptr_t)*stride < (intptr_t)*block)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (v[i].iov_len != *block ||
+		    (uintptr_t)v[i].iov_base - (uintptr_t)v[i - 1].iov_base != *stride)
+			return false;
+	return true;
+}
+
+/* A vector into a vector of the same block, whole blocks: the pieces are the blocks, listed in
+ * one pass without the general walk (8192 blocks: 50 us a transfer before). */
+static bool plan_vectors(const struct iovec *dst, size_t ndst, const struct iovec *src,
+			 size_t nsrc, size_t len, struct ddtx_ipc_plan *p)
+{
+	size_t db, sb;
+	uintptr_t ds, ss;
+	if (!vector_of(dst, ndst, &db, &ds) || !vector_of(src, nsrc, &sb, &ss) || db != sb ||
+	    (ds == db && ss == sb) || len % db || len / db < 2 || len / db > ndst ||
+	    len / db > nsrc)
+		return false; /* (contiguous on both sides: the walk merges it into one copy) */
+	size_t rows = len / db;
+	if (!(p->ops = malloc(rows * sizeof(*p->ops))))
+		return false; /* the general walk reports it */
+	for (size_t i = 0; i < rows; i++)
+		p->ops[i] = (struct ddtx_hmem_copy_op){ (uint8_t *)dst[0].iov_base + i * ds,
+							(const uint8_t *)src[0].iov_base + i * ss,
+							db };
+	p->nops = rows;
+	return true;
+}
+
 int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec *src,
 			size_t nsrc, size_t len, struct ddtx_ipc_plan *p)
 {
-	size_t di = 0, si = 0, doff = 0, soff = 0, cap = 16;
+	/* Each piece but the last ends where a segment of one side does: at most ndst + nsrc - 1
+	 * of them, so no growing on the way (8192 blocks: 50 us with doubling). */
+	size_t di = 0, si = 0, doff = 0, soff = 0, cap = ndst + nsrc ? ndst + nsrc : 1;
 
 	*p = (struct ddtx_ipc_plan){ 0 };
 	if (len > total_of(dst, ndst) || len > total_of(src, nsrc))
 		return -FI_EINVAL;
+	if (plan_vectors(dst, ndst, src, nsrc, len, p)) {
+		p->bytes = len;
+		set_2d(p);
+		return 0;
+	}
 	if (!(p->ops = malloc(cap * sizeof(*p->ops))))
 		return -FI_ENOMEM;
 	for (size_t left = len; left;) {
@@ -87,15 +145,8 @@ int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec
 		left -= n;
 	}
 	p->bytes = len;
-	if (is_vector(p)) {
-		p->two_d = true;
-		p->d2.dst = p->ops[0].dst;
-		p->d2.src = p->ops[0].src;
-		p->d2.width = p->ops[0].len;
-		p->d2.height = p->nops;
-		p->d2.dpitch = (uintptr_t)p->ops[1].dst - (uintptr_t)p->ops[0].dst;
-		p->d2.spitch = (uintptr_t)p->ops[1].src - (uintptr_t)p->ops[0].src;
-	}
+	if (is_vector(p))
+		set_2d(p);
 	return 0;
 }
 

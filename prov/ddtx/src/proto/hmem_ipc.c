@@ -57,8 +57,8 @@ void ddtx_ipc_close_all(struct ddtx_proto_domain *pd)
 }
 
 int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-			 const struct ddtx_hmem_attr *attr, int device, void **out, size_t *len,
-			 size_t room)
+			 const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one,
+			 int device, void **out, size_t *len, size_t room)
 {
 	struct ddtx_ipc_cache *c = ddtx_ipc_cache_of(pep->pd, device);
 	struct ddtx_ipc_alloc allocs[DDTX_IPC_MAX_ALLOCS];
@@ -83,8 +83,9 @@ int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, siz
 		if (!iov[i].iov_len)
 			continue;
 		uint64_t a = (uintptr_t)iov[i].iov_base;
+		const struct ddtx_hmem_attr *at = attr ? &attr[i] : one;
 		uint32_t k;
-		if (attr[i].iface != DDTX_HMEM_CUDA || attr[i].device != device) {
+		if (at->iface != DDTX_HMEM_CUDA || at->device != device) {
 			ret = -FI_EOPNOTSUPP; /* host memory or another device: staged */
 			goto fail;
 		}
@@ -97,7 +98,7 @@ int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, siz
 				ret = -FI_EMSGSIZE;
 				goto fail;
 			}
-			if ((ret = ddtx_ipc_cache_export(c, iov[i].iov_base, attr[i].buffer_id, &h)))
+			if ((ret = ddtx_ipc_cache_export(c, iov[i].iov_base, at->buffer_id, &h)))
 				goto fail;
 			memcpy(allocs[k].handle, h.handle, sizeof(allocs[k].handle));
 			allocs[k].base = h.base;

@@ -33,7 +33,8 @@ struct ddtx_stage {
 	bool rx;
 	struct iovec *iov;               /* the caller's segments (device and host) */
 	size_t count;
-	struct ddtx_hmem_attr *attr;     /* memory of each segment */
+	struct ddtx_hmem_attr *attr;     /* memory of each segment, or NULL: */
+	struct ddtx_hmem_attr one;       /* every segment in this device allocation */
 	struct iovec bounce;             /* host memory the operation underneath uses */
 	size_t bounce_cap;               /* its size as allocated */
 	bool bounce_pinned;
@@ -163,17 +164,33 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	free(s);
 }
 
+/* Do all n segments lie in attr's device allocation?  One tight pass: no entry per segment. */
+static bool in_one_allocation(const struct ddtx_hmem_attr *attr, const struct iovec *iov,
+			      size_t n)
+{
+	const uintptr_t base = attr->range_base, size = attr->range_size;
+	if (!size)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t at = (uintptr_t)iov[i].iov_base - base;
+		if (iov[i].iov_len && (at >= size || iov[i].iov_len > size - at))
+			return false;
+	}
+	return true;
+}
+
 /*
  * Which of iov's segments are device memory: 0 when none is (or CUDA is absent: the common
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
  * without FI_HMEM or one runs past its allocation.  attr (count entries) is filled when 1 is
- * returned.  Segments starting in a page the domain already knows as host memory
+ * returned, unless every segment lies in the first one's device allocation: then *attr is NULL
+ * and *one that allocation (a layout of 8192 blocks cost 30 us a side in per-segment entries).  Segments starting in a page the domain already knows as host memory
  * (engine/host_pages.h) skip the driver: on a GPU host a host-only job would otherwise pay a
  * driver call per iov entry per operation.  So do segments in the device allocation of the one
  * before (one query per allocation per call).
  */
 static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-		    struct ddtx_hmem_attr **attr)
+		    struct ddtx_hmem_attr **attr, struct ddtx_hmem_attr *uniform)
 {
 	struct ddtx_hmem_attr *a = NULL, last = { .iface = DDTX_HMEM_SYSTEM, .device = -1 };
 	bool device = false;
@@ -200,6 +217,15 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 				ddtx_host_pages_learn(pep->pd->host_pages, iov[i].iov_base);
 			else
 				last = one;
+			if (!a && one.iface == DDTX_HMEM_CUDA &&
+			    in_one_allocation(&one, iov, count)) {
+				if (!pep->pd->hmem) {
+					device = true;
+					break; /* refused below */
+				}
+				*uniform = one;
+				return 1;
+			}
 		}
 		if (one.iface == DDTX_HMEM_SYSTEM && !a)
 			continue;
@@ -230,6 +256,12 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 	}
 	*attr = a;
 	return 1;
+}
+
+/* The memory segment i lies in. */
+static const struct ddtx_hmem_attr *seg_attr(const struct ddtx_stage *s, size_t i)
+{
+	return s->attr ? &s->attr[i] : &s->one;
 }
 
 /* 2D: rows of the vector in one call, a last partial row (a truncated receive) on its own. */
@@ -288,15 +320,16 @@ static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
 		int ret = 0;
 		if (!n)
 			continue;
-		if (s->attr[i].iface == DDTX_HMEM_SYSTEM) {
+		const struct ddtx_hmem_attr *a = seg_attr(s, i);
+		if (a->iface == DDTX_HMEM_SYSTEM) {
 			if (to_bounce)
 				memcpy(b, seg, n);
 			else
 				memcpy(seg, b, n);
 		} else if (to_bounce) {
-			ret = ddtx_hmem_copy(s->attr[i].device, b, seg, n, DDTX_HMEM_TO_HOST);
+			ret = ddtx_hmem_copy(a->device, b, seg, n, DDTX_HMEM_TO_HOST);
 		} else {
-			ret = ddtx_hmem_copy(s->attr[i].device, seg, b, n, DDTX_HMEM_TO_DEVICE);
+			ret = ddtx_hmem_copy(a->device, seg, b, n, DDTX_HMEM_TO_DEVICE);
 		}
 		if (ret)
 			return ret;
@@ -335,16 +368,18 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
 static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
 {
 	struct ddtx_hmem_copy_shape shape;
-	int *dev = malloc(s->count * sizeof(int));
+	int *dev = NULL;
 	bool fell_back;
 
-	if (!dev)
-		return -FI_ENOMEM;
-	s->device = -1;
-	for (size_t i = 0; i < s->count; i++) {
-		dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
-		if (s->iov[i].iov_len && s->device < 0)
-			s->device = dev[i];
+	s->device = s->attr ? -1 : s->one.device;
+	if (s->attr) {
+		if (!(dev = malloc(s->count * sizeof(int))))
+			return -FI_ENOMEM;
+		for (size_t i = 0; i < s->count; i++) {
+			dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
+			if (s->iov[i].iov_len && s->device < 0)
+				s->device = dev[i];
+		}
 	}
 	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
 	free(dev);
@@ -366,6 +401,8 @@ static bool ipc_possible(struct ddtx_proto_ep *pep, const struct ddtx_stage *s, 
 {
 	if (!ddtx_settings.hmem_ipc || (flags & FI_INJECT) || strcmp(pep->caps->name, "shm"))
 		return false;
+	if (!s->attr)
+		return true; /* all in one device allocation */
 	int device = -1;
 	for (size_t i = 0; i < s->count; i++) {
 		if (!s->iov[i].iov_len)
@@ -381,8 +418,8 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 		     size_t *count, void **context, uint64_t *flags, bool report,
 		     struct ddtx_stage **out)
 {
-	struct ddtx_hmem_attr *attr;
-	int ret = classify(pep, *iov, *count, &attr);
+	struct ddtx_hmem_attr *attr, one;
+	int ret = classify(pep, *iov, *count, &attr, &one);
 
 	*out = NULL;
 	if (ret <= 0)
@@ -395,8 +432,8 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	}
 	struct ddtx_stage *s = calloc(1, sizeof(*s));
 	size_t total = ddtx_iov_total(*iov, *count);
-	int device = -1;
-	for (size_t i = 0; i < *count && device < 0; i++)
+	int device = attr ? -1 : one.device;
+	for (size_t i = 0; attr && i < *count && device < 0; i++)
 		device = attr[i].iface == DDTX_HMEM_CUDA ? attr[i].device : -1;
 	if (!s || !(s->iov = malloc(*count * sizeof(**iov))) ||
 	    bounce_take(pep, device, s, total)) {
@@ -409,6 +446,7 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	memcpy(s->iov, *iov, *count * sizeof(**iov));
 	s->count = *count;
 	s->attr = attr;
+	s->one = one;
 	s->bounce.iov_len = total;
 	s->context = *context;
 	s->report = report;
@@ -524,8 +562,8 @@ int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
 			 size_t *len, size_t room)
 {
-	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, s->device, offer, len,
-				       room);
+	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, &s->one, s->device, offer,
+				       len, room);
 	if (ret != -FI_EMSGSIZE || s->count < 2 || s->device < 0 ||
 	    s->way != DDTX_HMEM_COPY_KERNEL || !ddtx_gpu_kernels_ready(s->device))
 		return ret;
@@ -543,7 +581,7 @@ int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void *
 		return ret;
 	struct iovec one = { s->dev.p, total };
 	ddtx_hmem_detect(s->dev.p, &a);
-	ret = ddtx_ipc_offer_build(pep, &one, 1, &a, s->device, offer, len, room);
+	ret = ddtx_ipc_offer_build(pep, &one, 1, &a, NULL, s->device, offer, len, room);
 	if (!ret)
 		pep->pd->stats.hmem_ipc_tx_packed++;
 	return ret;
@@ -572,6 +610,8 @@ void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, siz
 
 bool ddtx_stage_on_device(const struct ddtx_stage *s)
 {
+	if (!s->attr)
+		return s->one.iface == DDTX_HMEM_CUDA && s->device >= 0;
 	for (size_t i = 0; i < s->count; i++)
 		if (s->iov[i].iov_len &&
 		    (s->attr[i].iface != DDTX_HMEM_CUDA || s->attr[i].device != s->device))

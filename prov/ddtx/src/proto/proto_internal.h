@@ -383,10 +383,12 @@ struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int devic
 void ddtx_ipc_close_all(struct ddtx_proto_domain *pd);
 /* Close the mappings this endpoint holds of one peer's allocations (peer gone), or of all. */
 void ddtx_ipc_drop(struct ddtx_proto_ep *pep, bool all_peers, ddtx_peer_t peer);
+/* The RTS's offer of iov's device segments (attr: each one's memory, or NULL: all in one's
+ * allocation): malloc'ed, *len bytes, at most room; -FI_EMSGSIZE when they do not fit. */
 struct ddtx_hmem_attr;
 int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-			 const struct ddtx_hmem_attr *attr, int device, void **out, size_t *len,
-			 size_t room);
+			 const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one,
+			 int device, void **out, size_t *len, size_t room);
 /* rx matched an RTS with an IPC offer: true if the offer was taken (rx is finished or failed
  * and freed), false if declined (go on with an ordinary CTS; the offer is not payload). */
 bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *offer,
