@@ -369,60 +369,78 @@ static void test_offer(void)
 
 /* ---- runs: the sender's encoding, read back by the receiver's walk ---- */
 
-static void runs_round_trip(const struct ddtx_ipc_piece *seg, size_t n, size_t room,
-			    uint32_t want_runs, const char *what)
+/* A segment of the sender's: allocation, offset in it, length (0: an empty iov entry). */
+struct seg {
+	uint32_t alloc;
+	uint64_t offset, len;
+};
+
+static void runs_round_trip(const struct seg *seg, size_t n, size_t room, uint32_t want_runs,
+			    const char *what)
 {
-	static uint8_t buf[1 << 20];
-	static struct iovec got[DDTX_IPC_MAX_SEGS];
+	static uint8_t buf[1 << 20], alloc_of[DDTX_IPC_MAX_SEGS + 1];
+	static struct iovec iov[DDTX_IPC_MAX_SEGS + 1], got[DDTX_IPC_MAX_SEGS];
 	struct ddtx_ipc_alloc alloc[2] = { { .size = 1ull << 40 }, { .size = 1ull << 40 } };
-	void *local[2] = { (void *)(uintptr_t)0x100000000ull, (void *)(uintptr_t)0x900000000ull };
+	const uint64_t base[2] = { 0x100000000ull, 0x900000000ull }; /* the sender's */
+	void *local[2] = { (void *)(uintptr_t)0x200000000ull, (void *)(uintptr_t)0xa00000000ull };
 	uint32_t nrun;
-	size_t used = ddtx_ipc_runs_encode(seg, n, buf, room, &nrun), nseg;
+	size_t nseg, nonempty = 0;
 	uint64_t bytes, total = 0;
 
+	for (size_t i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ (void *)(uintptr_t)(base[seg[i].alloc] + seg[i].offset),
+					 seg[i].len };
+		alloc_of[i] = (uint8_t)seg[i].alloc;
+	}
+	size_t used = ddtx_ipc_runs_encode(iov, n, alloc_of, base, buf, room, &nrun);
 	CHECK(used && used <= room, "%s: encoded in %zu of %zu bytes", what, used, room);
 	if (!used)
 		return;
 	CHECK(!want_runs || nrun == want_runs, "%s: %u runs, want %u", what, nrun, want_runs);
 	const char *bad = ddtx_ipc_runs_walk(buf, used, nrun, alloc, 2, local, got, &nseg, &bytes);
-	CHECK(!bad && nseg == n, "%s: walk %s, %zu segments of %zu", what, bad ? bad : "ok", nseg,
-	      n);
 	for (size_t i = 0; !bad && i < n; i++) {
+		if (!seg[i].len)
+			continue;
 		total += seg[i].len;
 		uint8_t *want = (uint8_t *)local[seg[i].alloc] + seg[i].offset;
-		CHECK(got[i].iov_base == want && got[i].iov_len == seg[i].len,
-		      "%s: segment %zu moved", what, i);
+		CHECK(nonempty < nseg && got[nonempty].iov_base == want &&
+		      got[nonempty].iov_len == seg[i].len, "%s: segment %zu moved", what, i);
+		nonempty++;
 	}
+	CHECK(!bad && nseg == nonempty, "%s: walk %s, %zu segments of %zu", what,
+	      bad ? bad : "ok", nseg, nonempty);
 	CHECK(bad || bytes == total, "%s: %llu bytes, want %llu", what, (unsigned long long)bytes,
 	      (unsigned long long)total);
 }
 
 static void test_runs(void)
 {
-	static struct ddtx_ipc_piece seg[DDTX_IPC_MAX_SEGS + 1];
+	static struct seg seg[DDTX_IPC_MAX_SEGS + 1];
+	static struct iovec iov[DDTX_IPC_MAX_SEGS + 1];
+	const uint64_t base[1] = { 0x100000000ull };
 	uint8_t buf[256];
 	uint32_t nrun;
 
 	/* NAS_MG x face: 64 rows of 64 x 8 B, 1040 B apart in a row, rows 68640 apart */
 	for (size_t r = 0, n = 0; r < 64; r++)
 		for (size_t b = 0; b < 64; b++, n++)
-			seg[n] = (struct ddtx_ipc_piece){ 0, r * 68640 + b * 1040, 8 };
+			seg[n] = (struct seg){ 0, r * 68640 + b * 1040, 8 };
 	runs_round_trip(seg, 4096, 64 * sizeof(struct ddtx_ipc_run), 64, "NAS_MG x");
 	/* OSU vector: one run */
 	for (size_t i = 0; i < 8192; i++)
-		seg[i] = (struct ddtx_ipc_piece){ 0, i * 128, 64 };
+		seg[i] = (struct seg){ 0, i * 128, 64 };
 	runs_round_trip(seg, 8192, sizeof(struct ddtx_ipc_run), 1, "OSU vector");
 	/* random 4 B blocks (SPECFEM3D_oc): one list, 8 B a block */
 	for (size_t i = 0; i < 3225; i++)
-		seg[i] = (struct ddtx_ipc_piece){ 0, (next() % 88881) * 4, 4 };
+		seg[i] = (struct seg){ 0, (next() % 88881) * 4, 4 };
 	runs_round_trip(seg, 3225, sizeof(struct ddtx_ipc_run) + 3225 * 8, 0, "random 4 B");
 	/* one segment; two (a list of two); backwards; both allocations; lengths changing */
-	seg[0] = (struct ddtx_ipc_piece){ 1, 77, 5 };
+	seg[0] = (struct seg){ 1, 77, 5 };
 	runs_round_trip(seg, 1, 40, 1, "one");
-	seg[1] = (struct ddtx_ipc_piece){ 1, 99, 5 };
+	seg[1] = (struct seg){ 1, 99, 5 };
 	runs_round_trip(seg, 2, 48, 1, "two");
 	for (size_t i = 0; i < 10; i++)
-		seg[i] = (struct ddtx_ipc_piece){ (uint32_t)(i & 1), 1000 - i * 50, 10 + i % 3 };
+		seg[i] = (struct seg){ (uint32_t)(i & 1), 1000 - i * 50, 10 + i % 3 };
 	runs_round_trip(seg, 10, 4096, 10, "backwards, alternating");
 	/* random lists of any shape, vectors among them */
 	for (int t = 0; t < 200; t++) {
@@ -432,16 +450,24 @@ static void test_runs(void)
 			uint64_t at = next() % 100000;
 			uint32_t alloc = next() % 2;
 			for (size_t k = 0; k < m && i < n; k++, i++)
-				seg[i] = (struct ddtx_ipc_piece){ alloc, at + k * stride, len };
+				seg[i] = (struct seg){ alloc, at + k * stride,
+						       next() % 16 ? len : 0 };
 		}
 		runs_round_trip(seg, n, sizeof(buf) > n * 40 ? sizeof(buf) : n * 40, 0, "random");
 	}
 	/* what does not fit: 0 */
-	for (size_t i = 0; i < 100; i++)
-		seg[i] = (struct ddtx_ipc_piece){ 0, i * 7919 % 1000, 8 };
-	CHECK(!ddtx_ipc_runs_encode(seg, 100, buf, sizeof(buf), &nrun), "100 blocks in 256 B");
-	CHECK(!ddtx_ipc_runs_encode(seg, DDTX_IPC_MAX_SEGS + 1, buf, sizeof(buf), &nrun),
-	      "over DDTX_IPC_MAX_SEGS");
+	for (size_t i = 0; i < DDTX_IPC_MAX_SEGS + 1; i++)
+		iov[i] = (struct iovec){ (void *)(uintptr_t)(base[0] + i * 7919 % 1000), 8 };
+	CHECK(!ddtx_ipc_runs_encode(iov, 100, NULL, base, buf, sizeof(buf), &nrun),
+	      "100 blocks in 256 B");
+	static uint8_t big[1 << 20];
+	CHECK(!ddtx_ipc_runs_encode(iov, DDTX_IPC_MAX_SEGS + 1, NULL, base, big, sizeof(big),
+				    &nrun), "over DDTX_IPC_MAX_SEGS");
+	/* one allocation, no allocation list: a vector of 8192 as one run */
+	for (size_t i = 0; i < 8192; i++)
+		iov[i] = (struct iovec){ (void *)(uintptr_t)(base[0] + 64 + i * 128), 64 };
+	CHECK(ddtx_ipc_runs_encode(iov, 8192, NULL, base, buf, sizeof(buf), &nrun) ==
+		      sizeof(struct ddtx_ipc_run) && nrun == 1, "one allocation: %u runs", nrun);
 	printf("runs: round trips passed\n");
 }
 

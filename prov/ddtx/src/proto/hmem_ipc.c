@@ -56,36 +56,58 @@ void ddtx_ipc_close_all(struct ddtx_proto_domain *pd)
 	}
 }
 
+/* Export the allocation holding addr into the offer's next entry. */
+static int offer_alloc(struct ddtx_ipc_cache *c, const void *addr, uint64_t buffer_id,
+		       struct ddtx_ipc_alloc *out)
+{
+	struct ddtx_hmem_ipc h;
+	int ret = ddtx_ipc_cache_export(c, addr, buffer_id, &h);
+	if (ret)
+		return ret;
+	memcpy(out->handle, h.handle, sizeof(out->handle));
+	out->base = h.base;
+	out->size = h.size;
+	out->buffer_id = h.buffer_id;
+	return 0;
+}
+
 int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			 const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one,
 			 int device, void **out, size_t *len, size_t room)
 {
 	struct ddtx_ipc_cache *c = ddtx_ipc_cache_of(pep->pd, device);
 	struct ddtx_ipc_alloc allocs[DDTX_IPC_MAX_ALLOCS];
+	uint64_t base[DDTX_IPC_MAX_ALLOCS];
 	uint32_t nalloc = 0;
-	size_t nseg = 0;
+	size_t first = 0;
 	int ret;
 
 	if (!c)
 		return -FI_ENOSYS;
-	for (size_t i = 0; i < count; i++)
-		nseg += iov[i].iov_len != 0;
-	if (!nseg || nseg > DDTX_IPC_MAX_SEGS || room < sizeof(struct ddtx_ipc_offer))
+	while (first < count && !iov[first].iov_len)
+		first++;
+	if (first == count || room < sizeof(struct ddtx_ipc_offer))
 		return -FI_EMSGSIZE;
-	uint8_t *msg = malloc(room);
-	struct ddtx_ipc_piece *segs = malloc(nseg * sizeof(*segs));
-	if (!msg || !segs) {
+	uint8_t *msg = malloc(room), *alloc_of = attr ? malloc(count) : NULL;
+	if (!msg || (attr && !alloc_of)) {
 		ret = -FI_ENOMEM;
 		goto fail;
 	}
-	nseg = 0;
-	for (size_t i = 0; i < count; i++) {
+	if (!attr) {
+		/* all in one allocation (the stage checked each segment lies inside it) */
+		ret = one->iface != DDTX_HMEM_CUDA || one->device != device
+			      ? -FI_EOPNOTSUPP
+			      : offer_alloc(c, iov[first].iov_base, one->buffer_id, &allocs[0]);
+		if (ret)
+			goto fail;
+		nalloc = 1;
+	}
+	for (size_t i = first; attr && i < count; i++) {
 		if (!iov[i].iov_len)
 			continue;
 		uint64_t a = (uintptr_t)iov[i].iov_base;
-		const struct ddtx_hmem_attr *at = attr ? &attr[i] : one;
 		uint32_t k;
-		if (at->iface != DDTX_HMEM_CUDA || at->device != device) {
+		if (attr[i].iface != DDTX_HMEM_CUDA || attr[i].device != device) {
 			ret = -FI_EOPNOTSUPP; /* host memory or another device: staged */
 			goto fail;
 		}
@@ -93,28 +115,26 @@ int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, siz
 			if (a >= allocs[k].base && a - allocs[k].base < allocs[k].size)
 				break;
 		if (k == nalloc) {
-			struct ddtx_hmem_ipc h;
 			if (nalloc == DDTX_IPC_MAX_ALLOCS) {
 				ret = -FI_EMSGSIZE;
 				goto fail;
 			}
-			if ((ret = ddtx_ipc_cache_export(c, iov[i].iov_base, at->buffer_id, &h)))
+			if ((ret = offer_alloc(c, iov[i].iov_base, attr[i].buffer_id, &allocs[k])))
 				goto fail;
-			memcpy(allocs[k].handle, h.handle, sizeof(allocs[k].handle));
-			allocs[k].base = h.base;
-			allocs[k].size = h.size;
-			allocs[k].buffer_id = h.buffer_id;
 			nalloc++;
 		}
 		if (iov[i].iov_len > allocs[k].size - (a - allocs[k].base)) {
 			ret = -FI_EINVAL; /* runs past its allocation: not ours to offer */
 			goto fail;
 		}
-		segs[nseg++] = (struct ddtx_ipc_piece){ k, a - allocs[k].base, iov[i].iov_len };
+		alloc_of[i] = (uint8_t)k;
 	}
+	for (uint32_t k = 0; k < nalloc; k++)
+		base[k] = allocs[k].base;
 	size_t head = sizeof(struct ddtx_ipc_offer) + nalloc * sizeof(allocs[0]);
 	uint32_t nrun;
-	size_t body = room > head ? ddtx_ipc_runs_encode(segs, nseg, msg + head, room - head, &nrun)
+	size_t body = room > head ? ddtx_ipc_runs_encode(iov, count, alloc_of, base, msg + head,
+							 room - head, &nrun)
 				  : 0;
 	if (!body) {
 		ret = -FI_EMSGSIZE;
@@ -124,13 +144,13 @@ int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, siz
 	o->nalloc = nalloc;
 	o->nrun = nrun;
 	memcpy(o + 1, allocs, nalloc * sizeof(allocs[0]));
-	free(segs);
+	free(alloc_of);
 	*out = msg;
 	*len = head + body;
 	return 0;
 fail:
 	free(msg);
-	free(segs);
+	free(alloc_of);
 	return ret;
 }
 
@@ -155,12 +175,12 @@ static void count_cache(struct fi_ddtx_stats *st, const struct ddtx_ipc_cache *c
 
 /*
  * Map the offer's allocations and list the sender's segments in our address space (*src,
- * *nseg entries).  -FI_E* when a mapping is refused: the offer is declined.  (The runs were
- * checked when the RTS came, ddtx_check_ipc_offer.)
+ * *nseg entries, from the endpoint's spares: *cap).  -FI_E* when a mapping is refused: the
+ * offer is declined.  (The runs were checked when the RTS came, ddtx_check_ipc_offer.)
  */
 static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_peer_t src,
 		     const struct ddtx_ipc_offer *o, size_t offer_len, struct iovec **out,
-		     size_t *nseg)
+		     size_t *nseg, size_t *cap)
 {
 	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
 	const void *runs = allocs + o->nalloc;
@@ -179,7 +199,7 @@ static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_p
 		if (ret)
 			return ret;
 	}
-	struct iovec *v = malloc(*nseg * sizeof(*v));
+	struct iovec *v = ddtx_iov_take(pep, *nseg, cap);
 	if (!v)
 		return -FI_ENOMEM;
 	ddtx_ipc_runs_walk(runs, runs_len, o->nrun, allocs, o->nalloc, local, v, nseg, &bytes);
@@ -197,7 +217,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	size_t ndst = rx->count;
 	int device = 0;
 	struct iovec *src = NULL;
-	size_t nsrc = 0;
+	size_t nsrc = 0, src_cap = 0;
 	struct ddtx_ipc_plan plan;
 
 	if (stage)
@@ -212,10 +232,10 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	}
 	struct ddtx_ipc_cache_stats before;
 	ddtx_ipc_cache_stats(c, &before);
-	int ret = map_offer(c, pep, rx->peer, o, offer_len, &src, &nsrc);
+	int ret = map_offer(c, pep, rx->peer, o, offer_len, &src, &nsrc, &src_cap);
 	count_cache(st, c, &before);
 	if (!ret && (ret = ddtx_ipc_plan_build(dst, ndst, src, nsrc, rx->accepted, &plan)))
-		free(src);
+		ddtx_iov_give(pep, src, src_cap);
 	/* The copy kernel writes device memory only: into host memory, the copy engine, which
 	 * takes a driver copy per piece unless the plan is one 2-D copy (34 us a piece on an
 	 * H200: MILC's 64 blocks took 2.2 ms).  Declined, the sender packs many pieces with
@@ -225,7 +245,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	if (!ret && !on_device && want == DDTX_HMEM_COPY_AUTO && !plan.two_d &&
 	    plan.nops > IPC_HOST_PIECES_MAX) {
 		ddtx_ipc_plan_free(&plan);
-		free(src);
+		ddtx_iov_give(pep, src, src_cap);
 		ret = -FI_EMSGSIZE;
 	}
 	if (ret) {
@@ -241,7 +261,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	st->hmem_ipc_copy_batched += way == DDTX_HMEM_COPY_SEGMENTS;
 	st->hmem_ipc_copy_kernel += way == DDTX_HMEM_COPY_KERNEL;
 	ddtx_ipc_plan_free(&plan);
-	free(src);
+	ddtx_iov_give(pep, src, src_cap);
 	/* The sender's completion: delivered, or the error the copy ended with. */
 	send_ipc_ack(pep, rx->peer, rx->tx_id, ret ? ret : 0);
 	if (ret) {

@@ -32,13 +32,14 @@ struct ddtx_stage {
 	bool report;                     /* did the caller ask for a completion? */
 	bool rx;
 	struct iovec *iov;               /* the caller's segments (device and host) */
-	size_t count;
+	size_t count, iov_cap;           /* iov from the endpoint's spares (iov_spare.c) */
 	struct ddtx_hmem_attr *attr;     /* memory of each segment, or NULL: */
 	struct ddtx_hmem_attr one;       /* every segment in this device allocation */
 	struct iovec bounce;             /* host memory the operation underneath uses */
 	size_t bounce_cap;               /* its size as allocated */
 	bool bounce_pinned;
 	enum ddtx_hmem_copy way;         /* how the device part is copied */
+	bool way_chosen;                 /* (a receive chooses when it first copies) */
 	int device;                      /* the device, for the 2D and kernel ways */
 	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered) */
 	struct ddtx_dev_bounce dev;      /* device bounce buffer (packed on the device), or none */
@@ -159,7 +160,8 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 {
 	bounce_give(pep, s);
 	dev_bounce_give(pep, s);
-	free(s->iov);
+	if (s->iov)
+		ddtx_iov_give(pep, s->iov, s->iov_cap);
 	free(s->attr);
 	free(s);
 }
@@ -339,6 +341,45 @@ static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
 	return 0;
 }
 
+/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
+static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
+{
+	struct ddtx_hmem_copy_shape shape;
+	int *dev = NULL;
+	bool fell_back;
+
+	if (s->attr) {
+		if (!(dev = malloc(s->count * sizeof(int))))
+			return -FI_ENOMEM;
+		for (size_t i = 0; i < s->count; i++)
+			dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
+	}
+	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
+	free(dev);
+	/* Loading the kernels costs a module load once: only asked when they could be used. */
+	shape.kernels = shape.one_device && shape.segments > 1 && s->device >= 0 &&
+			(ddtx_settings.hmem_copy == DDTX_HMEM_COPY_KERNEL ||
+			 ddtx_settings.hmem_copy == DDTX_HMEM_COPY_AUTO) &&
+			ddtx_gpu_kernels_ready(s->device);
+	s->way = ddtx_hmem_copy_choose(&shape, (enum ddtx_hmem_copy)ddtx_settings.hmem_copy,
+				       &fell_back);
+	if (fell_back)
+		st->hmem_copy_fallbacks++;
+	s->way_chosen = true;
+	return 0;
+}
+
+/* The device of the first non-empty device segment (-1: none). */
+static int stage_device(const struct ddtx_stage *s)
+{
+	if (!s->attr)
+		return s->one.device;
+	for (size_t i = 0; i < s->count; i++)
+		if (s->iov[i].iov_len && s->attr[i].iface == DDTX_HMEM_CUDA)
+			return s->attr[i].device;
+	return -1;
+}
+
 /* Copy between the caller's segments and the bounce buffer (to_bounce: send side), up to len;
  * a way the driver turns out not to have falls back to segments. */
 static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t len,
@@ -347,6 +388,9 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
 	struct fi_ddtx_stats *st = &pep->pd->stats;
 	int ret = -FI_ENOSYS;
 
+	if (!s->way_chosen && (ret = choose_way(st, s)))
+		return ret;
+	ret = -FI_ENOSYS;
 	if (s->way == DDTX_HMEM_COPY_2D)
 		ret = copy_2d(s, len, to_bounce);
 	else if (s->way == DDTX_HMEM_COPY_KERNEL)
@@ -362,37 +406,6 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
 		st->hmem_staged_bytes += len;
 	}
 	return ret;
-}
-
-/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
-static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
-{
-	struct ddtx_hmem_copy_shape shape;
-	int *dev = NULL;
-	bool fell_back;
-
-	s->device = s->attr ? -1 : s->one.device;
-	if (s->attr) {
-		if (!(dev = malloc(s->count * sizeof(int))))
-			return -FI_ENOMEM;
-		for (size_t i = 0; i < s->count; i++) {
-			dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
-			if (s->iov[i].iov_len && s->device < 0)
-				s->device = dev[i];
-		}
-	}
-	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
-	free(dev);
-	/* Loading the kernels costs a module load once: only asked when they could be used. */
-	shape.kernels = shape.one_device && shape.segments > 1 && s->device >= 0 &&
-			(ddtx_settings.hmem_copy == DDTX_HMEM_COPY_KERNEL ||
-			 ddtx_settings.hmem_copy == DDTX_HMEM_COPY_AUTO) &&
-			ddtx_gpu_kernels_ready(s->device);
-	s->way = ddtx_hmem_copy_choose(&shape, (enum ddtx_hmem_copy)ddtx_settings.hmem_copy,
-				       &fell_back);
-	if (fell_back)
-		st->hmem_copy_fallbacks++;
-	return 0;
 }
 
 /* Could this send go by CUDA IPC?  The shm wire (peers on this host), every segment device
@@ -435,10 +448,10 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	int device = attr ? -1 : one.device;
 	for (size_t i = 0; attr && i < *count && device < 0; i++)
 		device = attr[i].iface == DDTX_HMEM_CUDA ? attr[i].device : -1;
-	if (!s || !(s->iov = malloc(*count * sizeof(**iov))) ||
+	if (!s || !(s->iov = ddtx_iov_take(pep, *count, &s->iov_cap)) ||
 	    bounce_take(pep, device, s, total)) {
-		if (s)
-			free(s->iov);
+		if (s && s->iov)
+			ddtx_iov_give(pep, s->iov, s->iov_cap);
 		free(s);
 		free(attr);
 		return -FI_ENOMEM;
@@ -454,7 +467,10 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	struct fi_ddtx_stats *st = &pep->pd->stats;
 	/* A send that may go by CUDA IPC copies nothing yet (ddtx_stage_fill does, if needed). */
 	s->deferred = !rx && ipc_possible(pep, s, *flags);
-	if ((ret = choose_way(st, s)) ||
+	s->device = stage_device(s);
+	/* A receive's way waits for its first copy: one taken by CUDA IPC needs none (a pass
+	 * over 8192 blocks cost 11 us). */
+	if ((!rx && (ret = choose_way(st, s))) ||
 	    (!rx && !s->deferred && (ret = stage_copy(pep, s, total, true)))) {
 		stage_free(pep, s);
 		return ret;

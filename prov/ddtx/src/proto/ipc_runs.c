@@ -10,60 +10,88 @@
 
 #include "proto/ipc_runs.h"
 
-/* Segments from i on that form a vector with seg[i]: one allocation, one length, one forward
- * stride (*stride).  At least 1. */
-static size_t vector_at(const struct ddtx_ipc_piece *seg, size_t i, size_t n, uint64_t *stride)
+/* Segment i as the offer names it: its allocation and its offset from the allocation's base. */
+struct piece {
+	uint32_t alloc;
+	uint64_t offset, len;
+};
+
+static struct piece piece_of(const struct iovec *iov, size_t i, const uint8_t *alloc_of,
+			     const uint64_t *base)
 {
-	size_t j = i + 1;
-	*stride = 0;
-	if (j == n || seg[j].alloc != seg[i].alloc || seg[j].len != seg[i].len ||
-	    seg[j].offset < seg[i].offset)
-		return 1;
-	*stride = seg[j].offset - seg[i].offset;
-	while (++j < n && seg[j].alloc == seg[i].alloc && seg[j].len == seg[i].len &&
-	       seg[j].offset >= seg[j - 1].offset && seg[j].offset - seg[j - 1].offset == *stride)
-		;
-	return j - i;
+	uint32_t k = alloc_of ? alloc_of[i] : 0;
+	return (struct piece){ k, (uintptr_t)iov[i].iov_base - base[k], iov[i].iov_len };
 }
 
-size_t ddtx_ipc_runs_encode(const struct ddtx_ipc_piece *seg, size_t n, void *out, size_t room,
-			    uint32_t *nrun)
+/* The next non-empty segment from i on (n if none). */
+static size_t next_seg(const struct iovec *iov, size_t i, size_t n)
+{
+	while (i < n && !iov[i].iov_len)
+		i++;
+	return i;
+}
+
+/* Segments from the one at i on that form a vector with it: one allocation, one length, one
+ * forward stride (*stride); *end the entry after the last.  At least 1. */
+static size_t vector_at(const struct iovec *iov, size_t i, size_t n, const uint8_t *alloc_of,
+			const uint64_t *base, uint64_t *stride, size_t *end)
+{
+	struct piece first = piece_of(iov, i, alloc_of, base), prev = first;
+	size_t m = 1, j = next_seg(iov, i + 1, n);
+	*stride = 0;
+	*end = i + 1;
+	for (; j < n; j = next_seg(iov, j + 1, n)) {
+		struct piece q = piece_of(iov, j, alloc_of, base);
+		if (q.alloc != first.alloc || q.len != first.len || q.offset < prev.offset ||
+		    (m > 1 && q.offset - prev.offset != *stride))
+			break;
+		*stride = q.offset - prev.offset;
+		prev = q;
+		m++;
+		*end = j + 1;
+	}
+	return m;
+}
+
+size_t ddtx_ipc_runs_encode(const struct iovec *iov, size_t n, const uint8_t *alloc_of,
+			    const uint64_t *base, void *out, size_t room, uint32_t *nrun)
 {
 	uint8_t *p = out;
-	size_t used = 0;
+	size_t used = 0, segs = 0;
 	struct ddtx_ipc_run *list = NULL; /* the list being gathered, last in out */
 
 	*nrun = 0;
-	if (n > DDTX_IPC_MAX_SEGS)
-		return 0;
-	for (size_t i = 0; i < n;) {
+	for (size_t i = next_seg(iov, 0, n); i < n; i = next_seg(iov, i, n)) {
+		struct piece q = piece_of(iov, i, alloc_of, base);
 		uint64_t stride;
-		size_t m = vector_at(seg, i, n, &stride);
+		size_t end, m = vector_at(iov, i, n, alloc_of, base, &stride, &end);
+		if ((segs += m >= 3 ? m : 1) > DDTX_IPC_MAX_SEGS)
+			return 0;
 		if (m >= 3) {
 			/* a vector: 32 bytes, where a list would take 8 a segment more */
 			if (room - used < sizeof(struct ddtx_ipc_run))
 				return 0;
-			struct ddtx_ipc_run r = { (uint16_t)seg[i].alloc, 0, (uint32_t)m, seg[i].len,
-						  seg[i].offset, stride };
+			struct ddtx_ipc_run r = { (uint16_t)q.alloc, 0, (uint32_t)m, q.len, q.offset,
+						  stride };
 			memcpy(p + used, &r, sizeof(r));
 			used += sizeof(r);
 			(*nrun)++;
 			list = NULL;
-			i += m;
+			i = end;
 			continue;
 		}
-		if (!list || list->alloc != seg[i].alloc || list->len != seg[i].len) {
+		if (!list || list->alloc != q.alloc || list->len != q.len) {
 			if (room - used < sizeof(*list))
 				return 0;
 			list = (struct ddtx_ipc_run *)(p + used);
-			*list = (struct ddtx_ipc_run){ (uint16_t)seg[i].alloc, DDTX_IPC_RUN_LIST, 0,
-						       seg[i].len, 0, 0 };
+			*list = (struct ddtx_ipc_run){ (uint16_t)q.alloc, DDTX_IPC_RUN_LIST, 0, q.len,
+						       0, 0 };
 			used += sizeof(*list);
 			(*nrun)++;
 		}
 		if (room - used < sizeof(uint64_t))
 			return 0;
-		memcpy(p + used, &seg[i].offset, sizeof(uint64_t));
+		memcpy(p + used, &q.offset, sizeof(uint64_t));
 		used += sizeof(uint64_t);
 		list->count++;
 		i++;

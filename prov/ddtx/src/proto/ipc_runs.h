@@ -12,21 +12,15 @@
 
 #include "proto/hdr.h"
 
-/* One segment as the sender sees it: in allocation `alloc` of its offer, offset from its base. */
-struct ddtx_ipc_piece {
-	uint32_t alloc;
-	uint64_t offset;
-	uint64_t len;
-};
-
 /*
- * Encode n segments (in payload order, each non-empty) as runs into out: three or more of one
- * allocation and length at one forward stride as a vector, the others gathered into lists of one
- * allocation and length.  Returns the bytes written (*nrun the runs), or 0 if more than room
- * would be needed or n is over DDTX_IPC_MAX_SEGS.
+ * Encode the non-empty segments of iov (payload order; n entries) as runs into out: three or
+ * more of one allocation and length at one forward stride as a vector, the others gathered
+ * into lists of one allocation and length.  Segment i lies in allocation alloc_of[i] (alloc_of
+ * NULL: all in allocation 0), whose base is base[alloc].  Returns the bytes written (*nrun the
+ * runs), or 0 if more than room would be needed or there are more than DDTX_IPC_MAX_SEGS.
  */
-size_t ddtx_ipc_runs_encode(const struct ddtx_ipc_piece *seg, size_t n, void *out, size_t room,
-			    uint32_t *nrun);
+size_t ddtx_ipc_runs_encode(const struct iovec *iov, size_t n, const uint8_t *alloc_of,
+			    const uint64_t *base, void *out, size_t room, uint32_t *nrun);
 
 /*
  * Walk nrun runs taking exactly len bytes at runs, against the offer's nalloc allocations:
