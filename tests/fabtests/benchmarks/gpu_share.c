@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * What one GPU shared by two processes costs a copy (the question nc_gpu_bw left open on an
- * H200: a 2-D copy or a kernel cost 11-38 us in one process, 100-250 us more inside a
- * ping-pong of two).  Two processes take turns, as a send and its reply do: the measured one
+ * What one GPU shared by two processes costs a copy (on an H200: a device copy or kernel by
+ * one process costs the other's next one about 140 us; host transfers neither pay nor cause
+ * it).  Two processes take turns, as a send and its reply do: the measured one
  * copies from the other's allocation through CUDA IPC into its own (one 2-D copy of 256 rows
  * of 512 B, the same by ddtx's copy kernel, 128 KiB by one copy), then hands the turn over;
  * and, for comparison, copies that touch no mapping: 128 KiB within its own memory by one copy

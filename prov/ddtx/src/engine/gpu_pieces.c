@@ -7,22 +7,21 @@
 
 #include <rdma/fi_errno.h>
 
-int ddtx_gpu_pieces_build(const struct ddtx_hmem_copy_op *ops, size_t n,
-			  struct ddtx_gpu_pieces *out)
+size_t ddtx_gpu_pieces_count(const struct ddtx_hmem_copy_op *ops, size_t n)
 {
 	size_t np = 0;
 
-	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < n; i++)
 		np += (ops[i].len + DDTX_GPU_PIECE_MAX_BYTES - 1) / DDTX_GPU_PIECE_MAX_BYTES;
-	/* At most one group per piece, and the groups' end. */
-	out->p = malloc((np ? np : 1) * sizeof(*out->p));
-	out->group = malloc((np + 1) * sizeof(*out->group));
-	if (!out->p || !out->group || np > UINT32_MAX) {
-		ddtx_gpu_pieces_free(out);
-		return -FI_ENOMEM;
-	}
+	return np;
+}
+
+void ddtx_gpu_pieces_fill(const struct ddtx_hmem_copy_op *ops, size_t n,
+			  struct ddtx_gpu_piece *p, uint32_t *group, struct ddtx_gpu_pieces *out)
+{
 	size_t in_group = 0, group_bytes = 0;
+
+	*out = (struct ddtx_gpu_pieces){ .p = p, .group = group };
 	for (size_t i = 0; i < n; i++) {
 		for (uint64_t done = 0; done < ops[i].len;) {
 			uint64_t len = ops[i].len - done < DDTX_GPU_PIECE_MAX_BYTES
@@ -43,6 +42,23 @@ int ddtx_gpu_pieces_build(const struct ddtx_hmem_copy_op *ops, size_t n,
 		}
 	}
 	out->group[out->ngroups] = (uint32_t)out->npieces;
+}
+
+int ddtx_gpu_pieces_build(const struct ddtx_hmem_copy_op *ops, size_t n,
+			  struct ddtx_gpu_pieces *out)
+{
+	size_t np = ddtx_gpu_pieces_count(ops, n);
+	/* At most one group per piece, and the groups' end. */
+	struct ddtx_gpu_piece *p = malloc((np ? np : 1) * sizeof(*p));
+	uint32_t *group = malloc((np + 1) * sizeof(*group));
+
+	memset(out, 0, sizeof(*out));
+	if (!p || !group || np > UINT32_MAX) {
+		free(p);
+		free(group);
+		return -FI_ENOMEM;
+	}
+	ddtx_gpu_pieces_fill(ops, n, p, group, out);
 	return 0;
 }
 

@@ -36,6 +36,11 @@ struct ddtx_gpu_pieces {
 /* Cut and group ops (n of them, empty ones skipped).  0 or -FI_ENOMEM. */
 int ddtx_gpu_pieces_build(const struct ddtx_hmem_copy_op *ops, size_t n,
 			  struct ddtx_gpu_pieces *out);
+/* The same into the caller's memory: p for ddtx_gpu_pieces_count(ops, n) pieces, group for
+ * one entry more (out->p and out->group point there; not to be freed). */
+size_t ddtx_gpu_pieces_count(const struct ddtx_hmem_copy_op *ops, size_t n);
+void ddtx_gpu_pieces_fill(const struct ddtx_hmem_copy_op *ops, size_t n,
+			  struct ddtx_gpu_piece *p, uint32_t *group, struct ddtx_gpu_pieces *out);
 void ddtx_gpu_pieces_free(struct ddtx_gpu_pieces *pc);
 
 /* The kernel's loops on the host (addresses are host pointers here).  Returns bytes copied. */

@@ -186,7 +186,8 @@ static bool in_one_allocation(const struct ddtx_hmem_attr *attr, const struct io
  * case costs one test), 1 when some are, -FI_EINVAL when some are but the domain was opened
  * without FI_HMEM or one runs past its allocation.  attr (count entries) is filled when 1 is
  * returned, unless every segment lies in the first one's device allocation: then *attr is NULL
- * and *one that allocation (a layout of 8192 blocks cost 30 us a side in per-segment entries).  Segments starting in a page the domain already knows as host memory
+ * and *uniform that allocation (8192 blocks cost 30 us a side in per-segment entries).
+ * Segments starting in a page the domain already knows as host memory
  * (engine/host_pages.h) skip the driver: on a GPU host a host-only job would otherwise pay a
  * driver call per iov entry per operation.  So do segments in the device allocation of the one
  * before (one query per allocation per call).
