@@ -230,12 +230,10 @@ int ddtx_gpu_copy_pieces(int device, const struct ddtx_hmem_copy_op *ops, size_t
 		ddtx_gpu_pieces_fill(ops, n, (struct ddtx_gpu_piece *)host,
 				     (uint32_t *)(host + pbytes), &pc);
 		size_t used = pbytes + (pc.ngroups + 1) * sizeof(*pc.group);
-		if (!(ret = ddtx_hmem_copy(device, mem, host, used, DDTX_HMEM_TO_DEVICE))) {
-			void *dp = mem, *dg = mem + pbytes;
-			void *args[] = { &dp, &dg };
-			ret = ddtx_hmem_launch(device, km.pieces_fn[device], (unsigned)pc.ngroups,
-					       DDTX_GPU_PACK_THREADS, args);
-		}
+		void *dp = mem, *dg = mem + pbytes;
+		void *args[] = { &dp, &dg };
+		ret = ddtx_hmem_upload_launch(device, mem, host, used, km.pieces_fn[device],
+					      (unsigned)pc.ngroups, DDTX_GPU_PACK_THREADS, args);
 	}
 	pthread_mutex_unlock(&km.pieces_lock);
 	return ret;

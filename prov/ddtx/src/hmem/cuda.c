@@ -351,6 +351,26 @@ int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void
 	return cu.ctx_sync() ? -FI_EIO : 0;
 }
 
+int ddtx_hmem_upload_launch(int device, void *dst, const void *src, size_t len, void *fn,
+			    unsigned grid, unsigned threads, void **args)
+{
+	int ret = use_device(device);
+
+	if (ret)
+		return ret;
+	if (!cu.copy_async)
+		return (ret = ddtx_hmem_copy(device, dst, src, len, DDTX_HMEM_TO_DEVICE))
+			       ? ret
+			       : ddtx_hmem_launch(device, fn, grid, threads, args);
+	/* One wait for both: a synchronous upload first cost a round trip of its own. */
+	if (cu.copy_async((cu_deviceptr)(uintptr_t)dst, (cu_deviceptr)(uintptr_t)src, len, NULL) ||
+	    cu.launch(fn, grid, 1, 1, threads, 1, 1, 0, NULL, args, NULL) != 0) {
+		(void)cu.ctx_sync();
+		return -FI_EIO;
+	}
+	return cu.ctx_sync() ? -FI_EIO : 0;
+}
+
 /* CUDA_MEMCPY2D (cuda.h), 64-bit layout. */
 struct cu_memcpy2d {
 	size_t src_x, src_y;

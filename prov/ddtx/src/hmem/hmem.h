@@ -88,6 +88,10 @@ int ddtx_hmem_module_load(int device, const void *image, void **module);
 void ddtx_hmem_module_unload(int device, void *module);
 int ddtx_hmem_module_function(void *module, const char *name, void **fn);
 int ddtx_hmem_launch(int device, void *fn, unsigned grid, unsigned threads, void **args);
+/* The same after a copy of len bytes from host src (page-locked, for the copy to overlap) to
+ * device dst, both queued in the default stream and waited for once. */
+int ddtx_hmem_upload_launch(int device, void *dst, const void *src, size_t len, void *fn,
+			    unsigned grid, unsigned threads, void **args);
 
 /*
  * CUDA IPC: another process of this host maps a device allocation of ours.  The handle is the
