@@ -5,7 +5,9 @@
  * and under FI_DDTX_HMEM_COPY's forcing, fallbacks included; and the runs the pack kernel
  * would read for an arbitrary list (ddtx_gpu_runs_from_iov), through the kernel's index
  * arithmetic run on the host, against the plain iov walk; and the device copy kernel's pieces
- * (engine/gpu_pieces.h) for random lists of copies, through its loops run on the host.
+ * (engine/gpu_pieces.h) for random lists of copies, through its loops run on the host; and the
+ * learned choice of a way (engine/hmem_way_cost.h): the priors' choices, a way that turns out
+ * faster than its prior taken over, the model into host memory never choosing the kernel.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "engine/gpu_pieces.h"
 #include "engine/gpu_runs.h"
 #include "engine/hmem_copy.h"
+#include "engine/hmem_way_cost.h"
 #include "engine/iov.h"
 
 #include "unit_check.h"
@@ -188,11 +191,56 @@ static void test_pieces(void)
 	}
 }
 
+#define WAY(w) (1u << DDTX_HMEM_COPY_##w)
+
+static void test_way_cost(void)
+{
+	struct ddtx_hmem_way_cost dev, host;
+	const unsigned vec_dev = WAY(SEGMENTS) | WAY(2D) | WAY(KERNEL);
+	ddtx_hmem_way_cost_init(&dev, true);
+	ddtx_hmem_way_cost_init(&host, false);
+
+	/* the priors: MILC's face (64 x 3 KiB) by one 2-D copy, 4096 scattered pieces by the
+	 * kernel, one piece by a driver copy; into host memory a vector by 2-D */
+	CHECK(ddtx_hmem_way_choose(&dev, vec_dev, 196608, 64) == DDTX_HMEM_COPY_2D, "vector");
+	CHECK(ddtx_hmem_way_choose(&dev, WAY(SEGMENTS) | WAY(KERNEL), 32768, 4096) ==
+		      DDTX_HMEM_COPY_KERNEL, "list");
+	CHECK(ddtx_hmem_way_choose(&dev, WAY(SEGMENTS), 100, 1) == DDTX_HMEM_COPY_SEGMENTS,
+	      "one piece");
+	CHECK(ddtx_hmem_way_choose(&host, WAY(SEGMENTS) | WAY(2D), 196608, 64) ==
+		      DDTX_HMEM_COPY_2D, "vector into host");
+	CHECK(ddtx_hmem_way_choose(&dev, 0, 100, 1) == DDTX_HMEM_COPY_SEGMENTS, "none possible");
+
+	/* A device where the kernel copies vectors in 5 us and 2-D copies take 40: the model
+	 * tries the kernel now and then, learns, and takes it for good. */
+	unsigned kernel_late = 0, tried_kernel = 0;
+	for (int i = 0; i < 2000; i++) {
+		enum ddtx_hmem_copy w = ddtx_hmem_way_choose(&dev, WAY(2D) | WAY(KERNEL), 196608, 64);
+		CHECK(w == DDTX_HMEM_COPY_2D || w == DDTX_HMEM_COPY_KERNEL, "way %d not possible", w);
+		tried_kernel += w == DDTX_HMEM_COPY_KERNEL;
+		if (i >= 1900)
+			kernel_late += w == DDTX_HMEM_COPY_KERNEL;
+		ddtx_hmem_way_observe(&dev, w, 196608, 64, w == DDTX_HMEM_COPY_KERNEL ? 5000 : 40000);
+	}
+	CHECK(tried_kernel > 0 && kernel_late >= 90, "the faster kernel taken %u of the last 100",
+	      kernel_late);
+	CHECK(ddtx_hmem_way_predict(&dev, DDTX_HMEM_COPY_KERNEL, 196608, 64) <
+		      ddtx_hmem_way_predict(&dev, DDTX_HMEM_COPY_2D, 196608, 64),
+	      "kernel predicted faster");
+
+	/* into host memory the kernel is never chosen, whatever it is offered */
+	for (int i = 0; i < 200; i++)
+		CHECK(ddtx_hmem_way_choose(&host, WAY(2D) | WAY(KERNEL), 4096, 2) != DDTX_HMEM_COPY_KERNEL,
+		      "kernel into host memory");
+	printf("way cost: learned\n");
+}
+
 int main(void)
 {
 	test_shapes();
 	test_runs_from_iov();
 	test_pieces();
+	test_way_cost();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	else

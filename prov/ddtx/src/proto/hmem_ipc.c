@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "engine/gpu_kernels.h"
 #include "engine/ipc_cache.h"
 #include "engine/ipc_copy.h"
 #include "hmem/hmem.h"
@@ -254,9 +256,24 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 		st->hmem_ipc_declined++;
 		return false;
 	}
-	if (want == DDTX_HMEM_COPY_KERNEL || want == DDTX_HMEM_COPY_AUTO)
-		want = on_device ? want : DDTX_HMEM_COPY_2D;
+	/* auto: the way the model of this kind of destination predicts fastest (or one to try
+	 * again); a forced kernel into host memory takes the copy engine. */
+	struct ddtx_hmem_way_cost *model = &pep->pd->ipc_way[on_device];
+	bool learn = want == DDTX_HMEM_COPY_AUTO;
+	if (learn) {
+		unsigned possible = 1u << DDTX_HMEM_COPY_SEGMENTS;
+		if (plan.two_d)
+			possible |= 1u << DDTX_HMEM_COPY_2D;
+		if (on_device && plan.nops > 1 && ddtx_gpu_kernels_ready(device))
+			possible |= 1u << DDTX_HMEM_COPY_KERNEL;
+		want = ddtx_hmem_way_choose(model, possible, plan.bytes, plan.nops);
+	} else if (want == DDTX_HMEM_COPY_KERNEL && !on_device) {
+		want = DDTX_HMEM_COPY_2D;
+	}
+	uint64_t t0 = ddtx_time_ns();
 	enum ddtx_hmem_copy way = ddtx_ipc_plan_run(device, &plan, want, &ret);
+	if (learn && !ret)
+		ddtx_hmem_way_observe(model, way, plan.bytes, plan.nops, ddtx_time_ns() - t0);
 	st->hmem_ipc_copy_2d += way == DDTX_HMEM_COPY_2D;
 	st->hmem_ipc_copy_batched += way == DDTX_HMEM_COPY_SEGMENTS;
 	st->hmem_ipc_copy_kernel += way == DDTX_HMEM_COPY_KERNEL;

@@ -104,6 +104,8 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
 		goto fail_layouts;
 	}
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
+	ddtx_hmem_way_cost_init(&pd->ipc_way[0], false);
+	ddtx_hmem_way_cost_init(&pd->ipc_way[1], true);
 	*out = pd;
 	return 0;
 fail_layouts:

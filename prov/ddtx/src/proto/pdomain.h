@@ -10,6 +10,7 @@
 
 #include "common/list.h"
 #include "engine/cost.h"
+#include "engine/hmem_way_cost.h"
 #include "proto/proto.h"
 
 struct ddtx_regcache;
@@ -36,6 +37,8 @@ struct ddtx_proto_domain {
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
+	/* how the receiver of a CUDA IPC offer copies, learned: [0] into host, [1] into device */
+	struct ddtx_hmem_way_cost ipc_way[2];
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
