@@ -117,7 +117,7 @@ static const struct shape {
 };
 enum { S_2D, S_KERNEL, S_2D_LOCAL, S_SAME_BYTES, S_SPAN, NS };
 
-static double time_plan(int iters, const struct ddtx_ipc_plan *p, enum ddtx_hmem_copy how)
+static double time_plan(int iters, struct ddtx_ipc_plan *p, enum ddtx_hmem_copy how)
 {
 	double t = 0;
 	int ret = 0;

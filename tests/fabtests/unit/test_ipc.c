@@ -164,6 +164,40 @@ static void test_plan(void)
 	ddtx_ipc_plan_free(&p);
 	CHECK(ddtx_ipc_plan_build(b, 1, a, 4, 401, &p) == -FI_EINVAL, "len past the lists");
 	printf("plan: %zu 2-D, %zu batched\n", two_d, batches);
+
+	/* A source that is one vector (an offer of one run): the same 2-D copy as from its
+	 * blocks listed, without the list; its pieces listed only when a way asks for them. */
+	for (size_t i = 0; i < 100; i++) {
+		sv[i] = (struct iovec){ sbuf + 64 + i * 200, 48 };
+		dv[i] = (struct iovec){ dbuf + 8 + i * 96, 48 };
+	}
+	struct ddtx_ipc_plan pv, pl;
+	CHECK(ddtx_ipc_plan_from_vector(dv, 100, sbuf + 64, 200, 48, 100, 90 * 48, &pv) == 0 &&
+		      ddtx_ipc_plan_build(dv, 100, sv, 100, 90 * 48, &pl) == 0, "vector plans");
+	CHECK(pv.two_d && pl.two_d && !pv.ops && pv.nops == 90 && pl.nops == 90 &&
+		      !memcmp(&pv.d2, &pl.d2, sizeof(pv.d2)), "from a vector: not the listed plan");
+	for (size_t i = 0; i < 100 * 200 + 64; i++)
+		sbuf[i] = (uint8_t)next();
+	memset(dbuf, 0, 100 * 96 + 8);
+	int ret = 1;
+	CHECK(ddtx_ipc_plan_run(0, &pv, DDTX_HMEM_COPY_SEGMENTS, &ret) == DDTX_HMEM_COPY_SEGMENTS &&
+		      pv.ops && pv.ops[89].src == sbuf + 64 + 89 * 200 && pv.ops[89].dst == dbuf + 8 +
+		      89 * 96, "pieces listed for the batch");
+	ddtx_ipc_plan_free(&pv);
+	ddtx_ipc_plan_free(&pl);
+	/* not a vector into a vector of that block, part of a block, contiguous both ways: no */
+	dv[7].iov_len = 47;
+	CHECK(ddtx_ipc_plan_from_vector(dv, 100, sbuf, 200, 48, 100, 48 * 5, &pv) == -FI_EAGAIN,
+	      "dst no vector");
+	dv[7].iov_len = 48;
+	CHECK(ddtx_ipc_plan_from_vector(dv, 100, sbuf, 200, 48, 100, 48 * 5 + 1, &pv) ==
+		      -FI_EAGAIN, "part of a block");
+	CHECK(ddtx_ipc_plan_from_vector(dv, 100, sbuf, 200, 48, 4, 48 * 5, &pv) == -FI_EAGAIN,
+	      "more than the source has");
+	for (size_t i = 0; i < 100; i++)
+		dv[i] = (struct iovec){ dbuf + i * 48, 48 };
+	CHECK(ddtx_ipc_plan_from_vector(dv, 100, sbuf, 48, 48, 100, 48 * 100, &pv) == -FI_EAGAIN,
+	      "contiguous both ways");
 }
 
 /* ---- the caches against counting stand-ins ---- */

@@ -150,6 +150,46 @@ int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec
 	return 0;
 }
 
+int ddtx_ipc_plan_from_vector(const struct iovec *dst, size_t ndst, const void *src,
+			      size_t stride, size_t block, size_t count, size_t len,
+			      struct ddtx_ipc_plan *p)
+{
+	size_t db;
+	uintptr_t ds;
+
+	*p = (struct ddtx_ipc_plan){ 0 };
+	if (!block || len % block || len / block < 2 || len / block > count ||
+	    len / block > ndst || stride < block || !vector_of(dst, ndst, &db, &ds) ||
+	    db != block || (ds == block && stride == block))
+		return -FI_EAGAIN;
+	/* OSU's 8192 blocks: listing and walking them took 24 us a transfer on the receiver */
+	p->two_d = true;
+	p->d2.dst = dst[0].iov_base;
+	p->d2.src = src;
+	p->d2.width = block;
+	p->d2.height = len / block;
+	p->d2.dpitch = ds;
+	p->d2.spitch = stride;
+	p->nops = p->d2.height;
+	p->bytes = len;
+	return 0;
+}
+
+/* The pieces of a 2-D plan built without them. */
+static int plan_ops(struct ddtx_ipc_plan *p)
+{
+	if (p->ops)
+		return 0;
+	if (!(p->ops = malloc(p->nops * sizeof(*p->ops))))
+		return -FI_ENOMEM;
+	for (size_t i = 0; i < p->nops; i++)
+		p->ops[i] = (struct ddtx_hmem_copy_op){ (uint8_t *)p->d2.dst + i * p->d2.dpitch,
+							(const uint8_t *)p->d2.src +
+								i * p->d2.spitch,
+							p->d2.width };
+	return 0;
+}
+
 void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p)
 {
 	free(p->ops);
@@ -157,7 +197,7 @@ void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p)
 	p->nops = 0;
 }
 
-enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
+enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, struct ddtx_ipc_plan *p,
 				      enum ddtx_hmem_copy way, int *ret)
 {
 	/* AUTO: one 2-D copy for a vector, the copy kernel for any other list of pieces.  On an
@@ -166,6 +206,8 @@ enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
 	 * batch costs a driver call per piece (64 rows of 3 KiB: 2 ms). */
 	if ((way == DDTX_HMEM_COPY_KERNEL || (way == DDTX_HMEM_COPY_AUTO && !p->two_d)) &&
 	    p->nops > 1 && ddtx_gpu_kernels_ready(device)) {
+		if ((*ret = plan_ops(p)))
+			return DDTX_HMEM_COPY_KERNEL;
 		*ret = ddtx_gpu_copy_pieces(device, p->ops, p->nops);
 		if (*ret != -FI_ENOSYS)
 			return DDTX_HMEM_COPY_KERNEL;
@@ -176,6 +218,7 @@ enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
 		if (*ret != -FI_ENOSYS)
 			return DDTX_HMEM_COPY_2D;
 	}
-	*ret = ddtx_hmem_copy_batch(device, p->ops, p->nops);
+	if (!(*ret = plan_ops(p)))
+		*ret = ddtx_hmem_copy_batch(device, p->ops, p->nops);
 	return DDTX_HMEM_COPY_SEGMENTS;
 }

@@ -25,7 +25,7 @@ struct ddtx_ipc_plan {
 		const void *src;
 		size_t dpitch, spitch, width, height;
 	} d2;
-	struct ddtx_hmem_copy_op *ops;  /* the pieces (also kept for a 2-D plan) */
+	struct ddtx_hmem_copy_op *ops;  /* the pieces (a 2-D plan: NULL until a way needs them) */
 	size_t nops;
 	size_t bytes;
 };
@@ -37,6 +37,14 @@ struct ddtx_ipc_plan {
  */
 int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec *src,
 			size_t nsrc, size_t len, struct ddtx_ipc_plan *p);
+/*
+ * The same where the source is one vector (count blocks of `block` bytes from src, stride
+ * apart): if dst is a vector of the same block too, the 2-D plan without listing the pieces
+ * (they are listed if a way needs them); -FI_EAGAIN if not (list the source, build as above).
+ */
+int ddtx_ipc_plan_from_vector(const struct iovec *dst, size_t ndst, const void *src,
+			      size_t stride, size_t block, size_t count, size_t len,
+			      struct ddtx_ipc_plan *p);
 void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p);
 
 /*
@@ -46,7 +54,7 @@ void ddtx_ipc_plan_free(struct ddtx_ipc_plan *p);
  * copy for a vector, else the kernel.  Returns the way used; *ret is 0 or -FI_E* as hmem's
  * copies.
  */
-enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, const struct ddtx_ipc_plan *p,
+enum ddtx_hmem_copy ddtx_ipc_plan_run(int device, struct ddtx_ipc_plan *p,
 				      enum ddtx_hmem_copy way, int *ret);
 
 #endif /* DDTX_IPC_COPY_H */

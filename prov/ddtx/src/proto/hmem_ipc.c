@@ -175,24 +175,21 @@ static void count_cache(struct fi_ddtx_stats *st, const struct ddtx_ipc_cache *c
 	st->hmem_ipc_stale += now.stale - before->stale;
 }
 
-/*
- * Map the offer's allocations and list the sender's segments in our address space (*src,
- * *nseg entries, from the endpoint's spares: *cap).  -FI_E* when a mapping is refused: the
- * offer is declined.  (The runs were checked when the RTS came, ddtx_check_ipc_offer.)
- */
-static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_peer_t src,
-		     const struct ddtx_ipc_offer *o, size_t offer_len, struct iovec **out,
-		     size_t *nseg, size_t *cap)
+/* The runs of an offer (checked when the RTS came, ddtx_check_ipc_offer) and their length. */
+static const void *offer_runs(const struct ddtx_ipc_offer *o, size_t offer_len, size_t *len)
 {
 	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
-	const void *runs = allocs + o->nalloc;
-	size_t runs_len = offer_len - sizeof(*o) - o->nalloc * sizeof(*allocs);
-	void *local[DDTX_IPC_MAX_ALLOCS];
-	uint64_t bytes;
+	*len = offer_len - sizeof(*o) - o->nalloc * sizeof(*allocs);
+	return allocs + o->nalloc;
+}
 
-	if (ddtx_ipc_runs_walk(runs, runs_len, o->nrun, allocs, o->nalloc, NULL, NULL, nseg,
-			       &bytes))
-		return -FI_EINVAL;
+/* Map the offer's allocations (local[k]: allocation k here).  -FI_E* when a mapping is
+ * refused: the offer is declined. */
+static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_peer_t src,
+		     const struct ddtx_ipc_offer *o, void **local)
+{
+	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
+
 	for (uint32_t k = 0; k < o->nalloc; k++) {
 		struct ddtx_hmem_ipc h = { .base = allocs[k].base, .size = allocs[k].size,
 					   .buffer_id = allocs[k].buffer_id };
@@ -201,12 +198,51 @@ static int map_offer(struct ddtx_ipc_cache *c, struct ddtx_proto_ep *pep, ddtx_p
 		if (ret)
 			return ret;
 	}
+	return 0;
+}
+
+/* The sender's segments in our mappings (*out, *nseg entries, from the endpoint's spares:
+ * *cap). */
+static int list_offer(struct ddtx_proto_ep *pep, const struct ddtx_ipc_offer *o,
+		      size_t offer_len, void *const *local, struct iovec **out, size_t *nseg,
+		      size_t *cap)
+{
+	size_t len;
+	const void *runs = offer_runs(o, offer_len, &len);
+	const struct ddtx_ipc_alloc *allocs = (const void *)(o + 1);
+	uint64_t bytes;
+
+	if (ddtx_ipc_runs_walk(runs, len, o->nrun, allocs, o->nalloc, NULL, NULL, nseg, &bytes))
+		return -FI_EINVAL;
 	struct iovec *v = ddtx_iov_take(pep, *nseg, cap);
 	if (!v)
 		return -FI_ENOMEM;
-	ddtx_ipc_runs_walk(runs, runs_len, o->nrun, allocs, o->nalloc, local, v, nseg, &bytes);
+	ddtx_ipc_runs_walk(runs, len, o->nrun, allocs, o->nalloc, local, v, nseg, &bytes);
 	*out = v;
 	return 0;
+}
+
+/* The copy plan into dst: straight from the offer when it is one vector and so is dst, else
+ * from its segments listed (*src, given back by the caller). */
+static int plan_offer(struct ddtx_proto_ep *pep, const struct ddtx_ipc_offer *o,
+		      size_t offer_len, void *const *local, const struct iovec *dst, size_t ndst,
+		      size_t accepted, struct ddtx_ipc_plan *plan, struct iovec **src,
+		      size_t *src_cap)
+{
+	size_t len, nsrc;
+	const void *runs = offer_runs(o, offer_len, &len);
+	struct ddtx_ipc_run r;
+	int ret = -FI_EAGAIN;
+
+	memcpy(&r, runs, sizeof(r));
+	if (o->nrun == 1 && !(r.flags & DDTX_IPC_RUN_LIST) && r.count > 1)
+		ret = ddtx_ipc_plan_from_vector(dst, ndst, (uint8_t *)local[r.alloc] + r.offset,
+						r.stride, r.len, r.count, accepted, plan);
+	if (ret != -FI_EAGAIN)
+		return ret;
+	if ((ret = list_offer(pep, o, offer_len, local, src, &nsrc, src_cap)))
+		return ret;
+	return ddtx_ipc_plan_build(dst, ndst, *src, nsrc, accepted, plan);
 }
 
 bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *offer,
@@ -219,7 +255,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	size_t ndst = rx->count;
 	int device = 0;
 	struct iovec *src = NULL;
-	size_t nsrc = 0, src_cap = 0;
+	size_t src_cap = 0;
 	struct ddtx_ipc_plan plan;
 
 	if (stage)
@@ -233,10 +269,12 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 		return false;
 	}
 	struct ddtx_ipc_cache_stats before;
+	void *local[DDTX_IPC_MAX_ALLOCS];
 	ddtx_ipc_cache_stats(c, &before);
-	int ret = map_offer(c, pep, rx->peer, o, offer_len, &src, &nsrc, &src_cap);
+	int ret = map_offer(c, pep, rx->peer, o, local);
 	count_cache(st, c, &before);
-	if (!ret && (ret = ddtx_ipc_plan_build(dst, ndst, src, nsrc, rx->accepted, &plan)))
+	if (!ret && (ret = plan_offer(pep, o, offer_len, local, dst, ndst, rx->accepted, &plan,
+				      &src, &src_cap)))
 		ddtx_iov_give(pep, src, src_cap);
 	/* The copy kernel writes device memory only: into host memory, the copy engine, which
 	 * takes a driver copy per piece unless the plan is one 2-D copy (34 us a piece on an
