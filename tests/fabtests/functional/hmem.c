@@ -15,10 +15,10 @@
  *   d2d d2h h2d  layouts (contiguous, vectors of 8 B to 4 KiB blocks, an irregular list),
  *              eager and rendezvous sizes, msg and tagged, with and without MR descriptors:
  *              every byte of the receiver's buffer checked (payload and the bytes around it),
- *              and the way the device side was copied (fi_ddtx_stats.hmem_copy_ops: one 2-D
- *              copy for a vector, a copy per segment or the pack kernel otherwise, or what
- *              FI_DDTX_HMEM_COPY forces; a forced way that cannot apply counts a fallback
- *              and auto's choice runs)
+ *              and the way the device side was copied (fi_ddtx_stats.hmem_copy_ops: what
+ *              FI_DDTX_HMEM_COPY forces, a forced way that cannot apply counting a fallback
+ *              and auto's choice running; under auto one possible for the layout, the
+ *              learned model's choice: test_hmem_copy checks its priors and its learning)
  *   errors     device memory without FI_HMEM, wrong iface in fi_mr_regattr, remote access to a
  *              device MR, FI_HMEM_DEVICE_ONLY on host memory, FI_MULTI_RECV on device memory,
  *              freed device memory behind an MR descriptor: -FI_E*, no crash
@@ -192,14 +192,18 @@ struct dir {
 
 static struct fx_opts hmem_opts = {.caps = FI_MSG | FI_TAGGED | FI_HMEM};
 
-/* The way FI_DDTX_HMEM_COPY and the layout call for; -1: segments or kernel (auto, irregular). */
+/*
+ * The way FI_DDTX_HMEM_COPY and the layout call for; -1: segments or kernel (irregular, or
+ * auto on a vector: auto takes the way its learned model predicts fastest among those
+ * possible, and against this test's driver stand-in a copy per segment can be the fastest).
+ */
 static int expected_way(const struct layout *l, bool *fallback)
 {
 	const char *f = getenv("FI_DDTX_HMEM_COPY");
 	bool vector = l->block && l->count > 1;
 	*fallback = false;
 	if (!f || !strcmp(f, "auto"))
-		return vector ? FI_DDTX_HMEM_COPY_2D : l->count > 1 ? -1 : FI_DDTX_HMEM_COPY_SEGMENTS;
+		return l->count > 1 ? -1 : FI_DDTX_HMEM_COPY_SEGMENTS;
 	if (!strcmp(f, "segments"))
 		return FI_DDTX_HMEM_COPY_SEGMENTS;
 	if (!strcmp(f, "2d")) {
@@ -283,8 +287,11 @@ static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 			 "%s: copied by way %d (%llu fallbacks), want %d", what, got,
 			 (unsigned long long)fb, want);
 	else if (want == -1)
-		FT_CHECK(got == FI_DDTX_HMEM_COPY_SEGMENTS || got == FI_DDTX_HMEM_COPY_KERNEL,
-			 "%s: copied by way %d", what, got);
+		FT_CHECK(fb == 0 && (got == FI_DDTX_HMEM_COPY_SEGMENTS ||
+				     got == FI_DDTX_HMEM_COPY_KERNEL ||
+				     (got == FI_DDTX_HMEM_COPY_2D && l->block)),
+			 "%s: copied by way %d (%llu fallbacks)", what, got,
+			 (unsigned long long)fb);
 	else
 		FT_CHECK(got == FI_DDTX_HMEM_COPY_KERNEL ||
 			 (fb == 1 && got == (l->block && l->count > 1 ? FI_DDTX_HMEM_COPY_2D

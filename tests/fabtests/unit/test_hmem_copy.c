@@ -197,8 +197,8 @@ static void test_way_cost(void)
 {
 	struct ddtx_hmem_way_cost dev, host;
 	const unsigned vec_dev = WAY(SEGMENTS) | WAY(2D) | WAY(KERNEL);
-	ddtx_hmem_way_cost_init(&dev, true);
-	ddtx_hmem_way_cost_init(&host, false);
+	ddtx_hmem_way_cost_init(&dev, DDTX_HMEM_WAY_IPC_TO_DEVICE);
+	ddtx_hmem_way_cost_init(&host, DDTX_HMEM_WAY_IPC_TO_HOST);
 
 	/* the priors: MILC's face (64 x 3 KiB) by one 2-D copy, 4096 scattered pieces by the
 	 * kernel, one piece by a driver copy; into host memory a vector by 2-D */
@@ -227,6 +227,16 @@ static void test_way_cost(void)
 	CHECK(ddtx_hmem_way_predict(&dev, DDTX_HMEM_COPY_KERNEL, 196608, 64) <
 		      ddtx_hmem_way_predict(&dev, DDTX_HMEM_COPY_2D, 196608, 64),
 	      "kernel predicted faster");
+
+	/* host staging's priors are ddtx_hmem_copy_choose's cost line: a vector by 2-D, a list
+	 * by the kernel beyond six segments, a copy per segment below */
+	struct ddtx_hmem_way_cost out;
+	ddtx_hmem_way_cost_init(&out, DDTX_HMEM_WAY_STAGE_OUT);
+	CHECK(ddtx_hmem_way_choose(&out, vec_dev, 4096, 64) == DDTX_HMEM_COPY_2D, "staged vector");
+	CHECK(ddtx_hmem_way_choose(&out, WAY(SEGMENTS) | WAY(KERNEL), 32768, 4096) ==
+		      DDTX_HMEM_COPY_KERNEL, "staged list");
+	CHECK(ddtx_hmem_way_choose(&out, WAY(SEGMENTS) | WAY(KERNEL), 300, 3) ==
+		      DDTX_HMEM_COPY_SEGMENTS, "staged short list");
 
 	/* into host memory the kernel is never chosen, whatever it is offered */
 	for (int i = 0; i < 200; i++)

@@ -24,13 +24,23 @@ static const struct ddtx_cost_line into_host[FI_DDTX_SCHEME_COUNT] = {
 	[DDTX_HMEM_COPY_2D] = { 9000, 160, 1 },
 	[DDTX_HMEM_COPY_KERNEL] = { 1e9, 0, 0 }, /* the kernel writes device memory only */
 };
+/* Host staging, either way: engine/hmem_copy.h's cost line (a driver call per segment, one for
+ * a 2-D copy, a launch and a call for the pack kernel) at the copy engine's 25 GB/s. */
+static const struct ddtx_cost_line staging[FI_DDTX_SCHEME_COUNT] = {
+	[DDTX_HMEM_COPY_SEGMENTS] = { 0, 160, DDTX_HMEM_CALL_NS },
+	[DDTX_HMEM_COPY_2D] = { DDTX_HMEM_CALL_NS, 160, 1 },
+	[DDTX_HMEM_COPY_KERNEL] = { DDTX_HMEM_KERNEL_NS + DDTX_HMEM_CALL_NS, 170, 9 },
+};
 
 /* As often as the schemes' model tries another (proto/pdomain.c). */
 #define EXPLORE_EVERY 32
 
-void ddtx_hmem_way_cost_init(struct ddtx_hmem_way_cost *c, bool device)
+void ddtx_hmem_way_cost_init(struct ddtx_hmem_way_cost *c, enum ddtx_hmem_way_kind kind)
 {
-	ddtx_cost_init(&c->m, device ? into_device : into_host, EXPLORE_EVERY);
+	const struct ddtx_cost_line *prior = kind == DDTX_HMEM_WAY_IPC_TO_DEVICE ? into_device
+					     : kind == DDTX_HMEM_WAY_IPC_TO_HOST ? into_host
+										 : staging;
+	ddtx_cost_init(&c->m, prior, EXPLORE_EVERY);
 }
 
 enum ddtx_hmem_copy ddtx_hmem_way_choose(struct ddtx_hmem_way_cost *c, unsigned possible,

@@ -296,7 +296,8 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	}
 	/* auto: the way the model of this kind of destination predicts fastest (or one to try
 	 * again); a forced kernel into host memory takes the copy engine. */
-	struct ddtx_hmem_way_cost *model = &pep->pd->ipc_way[on_device];
+	struct ddtx_hmem_way_cost *model =
+		&pep->pd->hmem_way[on_device ? DDTX_HMEM_WAY_IPC_TO_DEVICE : DDTX_HMEM_WAY_IPC_TO_HOST];
 	bool learn = want == DDTX_HMEM_COPY_AUTO;
 	if (learn) {
 		unsigned possible = 1u << DDTX_HMEM_COPY_SEGMENTS;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/settings.h"
 #include "engine/gpu_kernels.h"
 #include "engine/host_pages.h"
@@ -40,6 +41,8 @@ struct ddtx_stage {
 	bool bounce_pinned;
 	enum ddtx_hmem_copy way;         /* how the device part is copied */
 	bool way_chosen;                 /* (a receive chooses when it first copies) */
+	bool way_learnt;                 /* chosen by the learned model: its copies are timed */
+	size_t pieces;                   /* non-empty segments, for that model */
 	int device;                      /* the device, for the 2D and kernel ways */
 	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered) */
 	struct ddtx_dev_bounce dev;      /* device bounce buffer (packed on the device), or none */
@@ -342,9 +345,17 @@ static int copy_segments(struct ddtx_stage *s, size_t len, bool to_bounce)
 	return 0;
 }
 
-/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
-static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
+/* The learned model of this stage's copies: a send's out of the device, a receive's in. */
+static struct ddtx_hmem_way_cost *stage_model(struct ddtx_proto_ep *pep,
+					      const struct ddtx_stage *s)
 {
+	return &pep->pd->hmem_way[s->rx ? DDTX_HMEM_WAY_STAGE_IN : DDTX_HMEM_WAY_STAGE_OUT];
+}
+
+/* The way to copy this stage's device part (engine/hmem_copy.h), FI_DDTX_HMEM_COPY first. */
+static int choose_way(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
+{
+	struct fi_ddtx_stats *st = &pep->pd->stats;
 	struct ddtx_hmem_copy_shape shape;
 	int *dev = NULL;
 	bool fell_back;
@@ -362,10 +373,24 @@ static int choose_way(struct fi_ddtx_stats *st, struct ddtx_stage *s)
 			(ddtx_settings.hmem_copy == DDTX_HMEM_COPY_KERNEL ||
 			 ddtx_settings.hmem_copy == DDTX_HMEM_COPY_AUTO) &&
 			ddtx_gpu_kernels_ready(s->device);
-	s->way = ddtx_hmem_copy_choose(&shape, (enum ddtx_hmem_copy)ddtx_settings.hmem_copy,
-				       &fell_back);
-	if (fell_back)
-		st->hmem_copy_fallbacks++;
+	enum ddtx_hmem_copy forced = (enum ddtx_hmem_copy)ddtx_settings.hmem_copy;
+	s->pieces = shape.segments;
+	s->way_learnt = forced == DDTX_HMEM_COPY_AUTO;
+	if (s->way_learnt) {
+		/* auto: the learned model of this direction (engine/hmem_way_cost.h), whose
+		 * priors are the cost line of ddtx_hmem_copy_choose */
+		unsigned possible = 1u << DDTX_HMEM_COPY_SEGMENTS;
+		if (shape.one_device && shape.vector)
+			possible |= 1u << DDTX_HMEM_COPY_2D;
+		if (shape.kernels)
+			possible |= 1u << DDTX_HMEM_COPY_KERNEL;
+		s->way = ddtx_hmem_way_choose(stage_model(pep, s), possible, s->bounce.iov_len,
+					      shape.segments);
+	} else {
+		s->way = ddtx_hmem_copy_choose(&shape, forced, &fell_back);
+		if (fell_back)
+			st->hmem_copy_fallbacks++;
+	}
 	s->way_chosen = true;
 	return 0;
 }
@@ -389,8 +414,9 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
 	struct fi_ddtx_stats *st = &pep->pd->stats;
 	int ret = -FI_ENOSYS;
 
-	if (!s->way_chosen && (ret = choose_way(st, s)))
+	if (!s->way_chosen && (ret = choose_way(pep, s)))
 		return ret;
+	uint64_t t0 = ddtx_time_ns();
 	ret = -FI_ENOSYS;
 	if (s->way == DDTX_HMEM_COPY_2D)
 		ret = copy_2d(s, len, to_bounce);
@@ -405,6 +431,9 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
 	if (!ret) {
 		st->hmem_copy_ops[s->way - DDTX_HMEM_COPY_SEGMENTS]++;
 		st->hmem_staged_bytes += len;
+		if (s->way_learnt)
+			ddtx_hmem_way_observe(stage_model(pep, s), s->way, len, s->pieces,
+					      ddtx_time_ns() - t0);
 	}
 	return ret;
 }
@@ -471,7 +500,7 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->device = stage_device(s);
 	/* A receive's way waits for its first copy: one taken by CUDA IPC needs none (a pass
 	 * over 8192 blocks cost 11 us). */
-	if ((!rx && (ret = choose_way(st, s))) ||
+	if ((!rx && (ret = choose_way(pep, s))) ||
 	    (!rx && !s->deferred && (ret = stage_copy(pep, s, total, true)))) {
 		stage_free(pep, s);
 		return ret;

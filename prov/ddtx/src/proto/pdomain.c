@@ -104,8 +104,8 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
 		goto fail_layouts;
 	}
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
-	ddtx_hmem_way_cost_init(&pd->ipc_way[0], false);
-	ddtx_hmem_way_cost_init(&pd->ipc_way[1], true);
+	for (int k = 0; k < DDTX_HMEM_WAY_KINDS; k++)
+		ddtx_hmem_way_cost_init(&pd->hmem_way[k], (enum ddtx_hmem_way_kind)k);
 	*out = pd;
 	return 0;
 fail_layouts:

@@ -37,8 +37,8 @@ struct ddtx_proto_domain {
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
-	/* how the receiver of a CUDA IPC offer copies, learned: [0] into host, [1] into device */
-	struct ddtx_hmem_way_cost ipc_way[2];
+	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */
+	struct ddtx_hmem_way_cost hmem_way[DDTX_HMEM_WAY_KINDS];
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
