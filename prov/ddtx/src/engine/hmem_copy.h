@@ -51,6 +51,8 @@ void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *d
  * an H200 (2026-11-26, nc_gpu_bw): a staged driver copy about 7 us a segment, a kernel call
  * 30 us alone on the GPU and about 150 us after another process used it; either way the
  * choice (a kernel beyond a handful of segments) stands.  *fell_back: forced was impossible.
+ * (Under auto, host staging takes the learned choice of hmem_way_cost.h, whose priors are
+ * this cost line; this one serves forced ways and their fallback.)
  */
 enum ddtx_hmem_copy ddtx_hmem_copy_choose(const struct ddtx_hmem_copy_shape *s,
 					  enum ddtx_hmem_copy forced, bool *fell_back);

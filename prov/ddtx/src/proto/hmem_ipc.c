@@ -2,11 +2,12 @@
 /*
  * Device memory on the shm wire through CUDA IPC: no host staging.  A rendezvous send whose
  * segments are all device memory of one device offers them in its RTS (DDTX_HDR_IPC): the
- * driver's handle of each allocation, then the segments as (allocation, offset, length).  The
+ * driver's handle of each allocation, then the segments as runs (proto/ipc_runs.h).  The
  * receiver that takes the offer maps the allocations (engine/ipc_cache.h: per peer, by buffer
  * id) and copies from the sender's blocks straight into its own, device to device or device to
- * host, with the copy engine (engine/ipc_copy.h: one 2-D copy for vector shapes, batched
- * copies otherwise), then answers ACK with DDTX_HDR_IPC, which completes the send.  A receiver
+ * host (engine/ipc_copy.h: one 2-D copy, the copy kernel or a batch of copies, the way learned
+ * per kind of destination, engine/hmem_way_cost.h), then answers ACK with DDTX_HDR_IPC, which
+ * completes the send.  A receiver
  * that cannot take it (the driver refuses a handle: devices without peer access, a stale or
  * forged handle; a multi-receive buffer) answers with an ordinary CTS instead, and the sender
  * stages its device data into the bounce buffer it set aside then (proto/hmem_stage.c) and goes
