@@ -13,8 +13,8 @@
  *                       layout with ddtx, the receiver copies its span back to the device
  *   contiguous          the same bytes as one contiguous device buffer
  * Each row runs in fresh processes (settings are read when the provider loads).  Every row's
- * first transfer is checked byte for byte.  One transfer = send + a 0-byte reply; bandwidth is
- * payload / time per transfer.  Without a driver or a device: 77.
+ * first transfer is checked byte for byte, before the clock starts.  One transfer = send + a
+ * 0-byte reply; bandwidth is payload / time per transfer.  Without a driver or a device: 77.
  *   nc_gpu_bw [-i ITERS] [LAYOUT...]
  */
 #include <dlfcn.h>
