@@ -48,6 +48,20 @@ def rts(total, scheme, nblocks, minb, avgb, tx_id=5, flags=0, pull_key=0, pull_a
                                         avgb, pull_key, pull_addr)
 
 
+def ipc_offer(total, runs, nalloc=1, size=1 << 20):
+    """An RTS with IPC: nalloc allocations of `size` bytes, then runs (alloc, flags, count, len,
+    offset, stride[, offsets]) as proto/ipc_runs.c writes them."""
+    m = rts(total, PACK, 1, total, total, tx_id=9, flags=IPC)
+    m += struct.pack("<II", nalloc, len(runs))
+    for k in range(nalloc):
+        m += bytes([0xab] * 64) + struct.pack("<QQQ", 0x7f0000000000 + k * size, size, 99 + k)
+    for r in runs:
+        alloc, flags, count, ln, off, stride = r[:6]
+        m += struct.pack("<HHIQQQ", alloc, flags, count, ln, off, stride)
+        m += b"".join(struct.pack("<Q", o) for o in (r[6] if len(r) > 6 else ()))
+    return m
+
+
 def eager(payload, tag=0, flags=0, tx_id=0):
     return base(1, flags) + struct.pack("<QQQII", tag, 0, len(payload), tx_id, 0) + payload
 
@@ -108,6 +122,11 @@ seeds = {
     "rma_event": rec(live(6), base(6, RMA_EVENT) + struct.pack("<QQQQQ", 0, 4096, 0, 0, 4096))
     + rec(live(6, 2), base(6, RMA_EVENT | MORE) + struct.pack("<QQQQQ", 0, 4096, 0, 0, 1024))
     + rec(live(6), base(6, RMA_EVENT | READ) + struct.pack("<QQQQQ", 0, 64, 0, 0, 64)),
+    # CUDA IPC offers (protocol 9): a vector and a list, valid; the receiver has no driver
+    # and declines them after peer_check's walk of the runs
+    "rts_ipc_runs": rec(1, ipc_offer(64 * 8 + 3 * 16, [(0, 0, 64, 8, 0, 1040),
+                                                      (0, 1, 3, 16, 0, 0, (4096, 64, 100000))])),
+    "rts_ipc_two_allocs": rec(1, ipc_offer(8192, [(1, 0, 2, 4096, 0, 8192)], nalloc=2)),
 }
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
