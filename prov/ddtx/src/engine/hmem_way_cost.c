@@ -2,8 +2,6 @@
 /* The learned choice of hmem_way_cost.h, on engine/cost.c's model. */
 #include "engine/hmem_way_cost.h"
 
-#include <string.h>
-
 /* The model's slots are schemes; a way takes the slot of its own value (1..3), slot 0 unused. */
 _Static_assert((int)DDTX_HMEM_COPY_KERNEL < (int)FI_DDTX_SCHEME_COUNT, "a slot per way");
 
