@@ -152,6 +152,21 @@ struct ddtx_shm_fault ddtx_shm_fault_hit(enum ddtx_shm_fault_point point, int ty
 	return f;
 }
 
+void ddtx_shm_fault_unhit(enum ddtx_shm_fault_point point, int type)
+{
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < nrules; i++) {
+		struct rule *r = &rules[i];
+		if (r->point != point || (r->type >= 0 && r->type != type) || !r->seen)
+			continue;
+		bool fired = r->seen == r->nth || (r->repeat && r->seen > r->nth);
+		r->seen--;
+		if (fired)
+			break;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 bool ddtx_shm_fault_window(enum ddtx_shm_fault_action action)
 {
 	bool open;

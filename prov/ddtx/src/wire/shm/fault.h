@@ -63,6 +63,9 @@ struct ddtx_shm_fault {
 #ifdef DDTX_SHM_FAULTS
 /* Count one event at point (type: the message's first byte, or -1) and say what to do. */
 struct ddtx_shm_fault ddtx_shm_fault_hit(enum ddtx_shm_fault_point point, int type);
+/* The event the last hit at (point, type) counted did not take place (a send that found the
+ * ring full is retried as the same message, and must count, and fire, once). */
+void ddtx_shm_fault_unhit(enum ddtx_shm_fault_point point, int type);
 /* Is a "full" (sends) or "stall" (receives) window still open? */
 bool ddtx_shm_fault_window(enum ddtx_shm_fault_action action);
 /* Carry out die: never returns. */
@@ -73,6 +76,11 @@ static inline struct ddtx_shm_fault ddtx_shm_fault_hit(enum ddtx_shm_fault_point
 	(void)point;
 	(void)type;
 	return (struct ddtx_shm_fault){ DDTX_SHM_FA_NONE, 0 };
+}
+static inline void ddtx_shm_fault_unhit(enum ddtx_shm_fault_point point, int type)
+{
+	(void)point;
+	(void)type;
 }
 static inline bool ddtx_shm_fault_window(enum ddtx_shm_fault_action action)
 {

@@ -494,13 +494,15 @@ static int shm_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr,
 			  total, (size_t)p->ring.slot_size - DDTX_SHM_SLOT_HDR);
 		return -FI_EMSGSIZE;
 	}
-	struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_SEND, first_byte(hdr, hdr_len,
-										   iov, count));
+	int type = first_byte(hdr, hdr_len, iov, count);
+	struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_SEND, type);
 	if (f.action == DDTX_SHM_FA_DIE)
 		ddtx_shm_fault_die("before posting a message");
 	if (ddtx_shm_fault_window(DDTX_SHM_FA_FULL))
 		return -FI_EAGAIN;
 	ret = ddtx_shm_ring_push(&p->ring, &ep->addr, hdr, hdr_len, iov, count, total);
+	if (ret == -FI_EAGAIN)
+		ddtx_shm_fault_unhit(DDTX_SHM_FP_SEND, type);   /* the retry is this message */
 	if (ret == -FI_EAGAIN && full_ring_reader_gone(p))
 		return -FI_EIO;                  /* do not spin on the full ring of a dead peer */
 	if (!ret && f.action == DDTX_SHM_FA_DIE_AFTER)
