@@ -264,6 +264,9 @@ struct ddtx_ack_owed {
 /* Copies of long iov lists kept per endpoint for the next operation (iov_spare.c). */
 #define DDTX_IOV_SPARES 4
 
+/* A receive of a vector of at least this many blocks borrows the layout cache's list. */
+#define DDTX_LEND_MIN_ENTRIES 256
+
 /* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
 #define DDTX_BOUNCE_KEEP 4
 

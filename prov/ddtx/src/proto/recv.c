@@ -135,8 +135,18 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	/* A handle's layout lends its list: nothing copied per receive. */
+	/* A layout lends its list: a handle's, or for a long vector the cached copy of the same
+	 * entries (found without reading the list), so that nothing is copied per receive. */
 	bool as_checked = iov == checked && !stage && !hl;
+	if (as_checked && !(flags & FI_MULTI_RECV) && vec.n == count &&
+	    count >= DDTX_LEND_MIN_ENTRIES) {
+		bool hit;
+		hl = ddtx_layout_get_vec(pep->pd->layouts, iov, count, &vec, &hit);
+		if (hl && hl->count != count) {
+			ddtx_layout_put(pep->pd->layouts, hl);
+			hl = NULL;
+		}
+	}
 	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl)
 				: ddtx_rx_new(pep, iov, count, as_checked ? &total : NULL);
 	if (!rx) {

@@ -72,7 +72,6 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	return 0;
 }
 
-/* A send to track; with borrow, iov is a handle's layout list that tx->layout will hold. */
 /*
  * An RTS carrying the message's first `first` bytes packed behind it, so that they move (and
  * are scattered at the receiver) while the handshake goes on.  Returns the bytes it carried,
@@ -98,6 +97,7 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 	return (ssize_t)len;
 }
 
+/* A send to track; with borrow, iov is the list of the layout that tx->layout holds. */
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			      bool borrow)
 {
@@ -371,13 +371,29 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 	}
 
+	/*
+	 * A rendezvous's shape, from the layout cache (or learnt now): its summary, its
+	 * readiness, and its list, which the send borrows instead of copying when it is the same
+	 * list (a handle's, or the cached copy of these entries).  Copying lists of 16384 8-byte
+	 * blocks took 12% of a PACK stream's samples and faulting the copies in 5% more.
+	 */
+	struct ddtx_layout_cache *lc = pep->pd->layouts;
+	struct ddtx_layout *lay = NULL; /* our reference, then the tx's */
+	if (!eager) {
+		bool hit;
+		lay = handle ? hl : ddtx_layout_get_vec(lc, iov, count, &vec, &hit);
+		hl = NULL;
+	}
+	bool borrow = lay && lay->count == count;
 	/* An operation to track: a rendezvous, or an eager send waiting for its ACK. */
-	bool borrow = hl && !eager;
-	struct ddtx_tx *tx = tx_new(pep, iov, eager ? 0 : count, borrow);
+	struct ddtx_tx *tx = tx_new(pep, borrow ? lay->iov : iov, eager ? 0 : count, borrow);
 	if (!tx) {
+		if (lay)
+			ddtx_layout_put(lc, lay);
 		ret = -FI_ENOMEM;
 		goto out;
 	}
+	tx->layout = lay;
 	tx->peer = peer;
 	tx->context = context;
 	tx->cq_flags = cq_flags;
@@ -402,15 +418,6 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	}
 	tx->state = DDTX_TX_WAIT_CTS;
 
-	/* The layout cache knows this shape (or learns it): its summary and readiness. */
-	struct ddtx_layout_cache *lc = pep->pd->layouts;
-	bool hit;
-	if (handle) {
-		tx->layout = hl; /* the tx holds our reference now (and borrows its list) */
-		hl = NULL;
-	} else {
-		tx->layout = ddtx_layout_get_vec(lc, iov, count, &vec, &hit);
-	}
 	struct ddtx_layout_stats ls;
 	if (tx->layout)
 		ls = tx->layout->st;
