@@ -206,6 +206,49 @@ static bool same_vector(const struct ddtx_layout *l, const struct ddtx_iov_vec *
 	       l->base == (uintptr_t)v->base;
 }
 
+/* The cached layout of these entries (or of the vector vec, when vec->n), referenced; NULL. */
+static struct ddtx_layout *lookup(struct ddtx_layout_cache *lc, uint64_t hash, uintptr_t base,
+				  const struct ddtx_layout_stats *st,
+				  const struct ddtx_iov_vec *vec, const struct iovec *iov,
+				  size_t count)
+{
+	pthread_mutex_lock(&lc->lock);
+	for (struct ddtx_layout *l = lc->buckets[bucket_of(lc, hash, base)]; l; l = l->hash_next) {
+		if (l->hash != hash || l->base != base || l->count != st->nblocks ||
+		    l->st.total != st->total ||
+		    !(vec->n ? same_vector(l, vec) : same_entries(l, iov, count)))
+			continue;
+		l->refs++;
+		l->uses++;
+		ddtx_list_remove(&l->lru);
+		ddtx_list_push_front(&lc->lru, &l->lru);
+		lc->st.hits++;
+		pthread_mutex_unlock(&lc->lock);
+		return l;
+	}
+	pthread_mutex_unlock(&lc->lock);
+	return NULL;
+}
+
+/* A vector's summary and identity, without reading its list. */
+static uint64_t vector_summary(const struct ddtx_iov_vec *v, struct ddtx_layout_stats *st)
+{
+	*st = (struct ddtx_layout_stats){.total = v->n * v->block, .nblocks = v->n,
+					 .min_block = v->block, .avg_block = v->block};
+	return vector_identity(v->block, v->stride, v->n);
+}
+
+struct ddtx_layout *ddtx_layout_find_vec(struct ddtx_layout_cache *lc,
+					 const struct ddtx_iov_vec *vec)
+{
+	struct ddtx_layout_stats st;
+	if (vec->n < 2)
+		return NULL;
+	sync_invalidations(lc);
+	uint64_t hash = vector_summary(vec, &st);
+	return lookup(lc, hash, (uintptr_t)vec->base, &st, vec, NULL, 0);
+}
+
 struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct iovec *iov,
 				    size_t count, bool *hit)
 {
@@ -224,28 +267,16 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 		/* What identity() would find, without reading the list. */
 		vec = *known;
 		base = (uintptr_t)vec.base;
-		st = (struct ddtx_layout_stats){.total = vec.n * vec.block, .nblocks = vec.n,
-						.min_block = vec.block, .avg_block = vec.block};
-		hash = vector_identity(vec.block, vec.stride, vec.n);
+		hash = vector_summary(&vec, &st);
 	} else {
 		hash = identity(iov, count, &base, &st, &vec);
 	}
 
+	struct ddtx_layout *found = lookup(lc, hash, base, &st, &vec, iov, count);
+	*hit = found != NULL;
+	if (found)
+		return found;
 	pthread_mutex_lock(&lc->lock);
-	for (struct ddtx_layout *l = lc->buckets[bucket_of(lc, hash, base)]; l; l = l->hash_next) {
-		if (l->hash != hash || l->base != base || l->count != st.nblocks ||
-		    l->st.total != st.total ||
-		    !(vec.n ? same_vector(l, &vec) : same_entries(l, iov, count)))
-			continue;
-		l->refs++;
-		l->uses++;
-		ddtx_list_remove(&l->lru);
-		ddtx_list_push_front(&lc->lru, &l->lru);
-		lc->st.hits++;
-		pthread_mutex_unlock(&lc->lock);
-		*hit = true;
-		return l;
-	}
 	lc->st.misses++;
 	pthread_mutex_unlock(&lc->lock);
 	*hit = false;

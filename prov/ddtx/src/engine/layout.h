@@ -106,6 +106,10 @@ struct ddtx_layout *ddtx_layout_get(struct ddtx_layout_cache *lc, const struct i
  * lookup in O(1) instead of hashing and comparing every entry. */
 struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const struct iovec *iov,
 					size_t count, const struct ddtx_iov_vec *vec, bool *hit);
+/* The cached layout of the vector vec, referenced, or NULL: nothing is entered on a miss (a
+ * receive of a new buffer each time must not fill the cache with layouts it never uses). */
+struct ddtx_layout *ddtx_layout_find_vec(struct ddtx_layout_cache *lc,
+					 const struct ddtx_iov_vec *vec);
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l);
 /* Another reference to a layout known to the caller (a handle's), counted as a hit; false
  * (no reference taken) once it has been evicted or invalidated. */

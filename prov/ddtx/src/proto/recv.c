@@ -135,13 +135,12 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	/* A layout lends its list: a handle's, or for a long vector the cached copy of the same
-	 * entries (found without reading the list), so that nothing is copied per receive. */
+	/* A layout lends its list: a handle's, or for a long vector one the cache holds already
+	 * (a rendezvous into the buffer entered it), so that nothing is copied per receive. */
 	bool as_checked = iov == checked && !stage && !hl;
 	if (as_checked && !(flags & FI_MULTI_RECV) && vec.n == count &&
 	    count >= DDTX_LEND_MIN_ENTRIES) {
-		bool hit;
-		hl = ddtx_layout_get_vec(pep->pd->layouts, iov, count, &vec, &hit);
+		hl = ddtx_layout_find_vec(pep->pd->layouts, &vec);
 		if (hl && hl->count != count) {
 			ddtx_layout_put(pep->pd->layouts, hl);
 			hl = NULL;
