@@ -11,13 +11,13 @@
 
 /*
  * Entries of one iov list in a data call, and segments of one fi_mr_regv.  Nothing is sized by
- * this limit (every list is copied to the heap and walked in linear passes), and 16384 was
- * tried: MPICH's --iov-max build then handed SW4lite-3000 to ddtx (155 -> 32 us), but a
- * runtime that fills its lists to the limit with 8-16 B blocks got 2x slower (nc_bw 32 MiB of
- * 8 B blocks: 128 KiB messages by PACK rendezvous instead of 8 KiB eager ones;
- * docs/benchmark-results.md).  1024 until long lists of small blocks move as fast by PACK.
+ * this limit (lists are walked in linear passes).  At 16384 MPICH's --iov-max build hands
+ * SW4lite-3000 to ddtx (155 -> 32 us); a runtime that fills its lists to the limit with 8-16 B
+ * blocks sends 128 KiB messages by PACK rendezvous instead of 8 KiB eager ones, which moved at
+ * half the rate while each send and receive copied its list; borrowed from the layout cache
+ * they move faster than eager (nc_bw, docs/benchmark-results.md).
  */
-#define DDTX_IOV_LIMIT 1024
+#define DDTX_IOV_LIMIT 16384
 #define DDTX_MR_IOV_LIMIT 1024
 
 #endif /* DDTX_COMMON_PROVIDER_H */

@@ -17,6 +17,11 @@
 #include "engine/regcache.h"
 #include "engine/layout_cache.h"
 
+/* Entries of all cached lists, by default: 256 MiB of them.  A stream of 32 MiB of 8-byte
+ * blocks in 16384-entry lists, sent and received in turn, holds 8M entries on each side; a
+ * bound of 4M made each message evict and rebuild a layout (2.5x slower, nc_bw). */
+#define LAYOUT_BLOCKS_MAX ((size_t)1 << 24)
+
 /* ---- identity ---- */
 
 static inline uint64_t mix(uint64_t h, uint64_t v)
@@ -129,6 +134,34 @@ static void unregister_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *
 	l->nregs = 0;
 }
 
+/*
+ * One freed list is kept for the next new layout.  Where the lists in use outgrow the cache,
+ * each new layout evicts one of the same size, and a list from malloc came back as pages to
+ * fault in and zero again.  Both under lc->lock.
+ */
+static void list_keep(struct ddtx_layout_cache *lc, struct iovec *v, size_t cap)
+{
+	if (v && cap > lc->spare_cap) {
+		struct iovec *old = lc->spare_list;
+		lc->spare_list = v;
+		lc->spare_cap = cap;
+		v = old;
+	}
+	free(v);
+}
+
+static struct iovec *list_take(struct ddtx_layout_cache *lc, size_t n, size_t *cap)
+{
+	struct iovec *v = NULL;
+	if (lc->spare_list && lc->spare_cap >= n && lc->spare_cap <= 2 * n) {
+		v = lc->spare_list;
+		*cap = lc->spare_cap;
+		lc->spare_list = NULL;
+		lc->spare_cap = 0;
+	}
+	return v;
+}
+
 static void layout_free(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
 	struct ddtx_list_entry *it;
@@ -136,7 +169,9 @@ static void layout_free(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		ddtx_wset_free(lc, ddtx_container_of(it, struct ddtx_window_set, entry));
 	unregister_layout(lc, l);
 	ddtx_dl_put(l->dl);
-	free(l->iov);
+	pthread_mutex_lock(&lc->lock);
+	list_keep(lc, l->iov, l->iov_cap);
+	pthread_mutex_unlock(&lc->lock);
 	free(l);
 }
 
@@ -149,6 +184,7 @@ static void unhash(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		*pp = l->hash_next;
 	ddtx_list_remove(&l->lru);
 	lc->entries--;
+	lc->blocks -= l->count;
 }
 
 /* A layout leaving the cache takes its window sets (and their keys) out of the totals. */
@@ -165,7 +201,8 @@ static void forget_wsets(struct ddtx_layout_cache *lc, const struct ddtx_layout 
 static void evict(struct ddtx_layout_cache *lc, struct ddtx_list *out)
 {
 	struct ddtx_list_entry *it = lc->lru.head.prev;
-	while (lc->entries > lc->params.max_entries && it != &lc->lru.head) {
+	while ((lc->entries > lc->params.max_entries || lc->blocks > lc->params.max_blocks) &&
+	       it != &lc->lru.head) {
 		struct ddtx_layout *l = ddtx_container_of(it, struct ddtx_layout, lru);
 		it = it->prev;
 		if (l->refs)
@@ -284,7 +321,12 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 	struct ddtx_layout *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
-	l->iov = malloc(DDTX_MAX(st.nblocks, (size_t)1) * sizeof(*l->iov));
+	l->iov_cap = DDTX_MAX(st.nblocks, (size_t)1);
+	pthread_mutex_lock(&lc->lock);
+	l->iov = list_take(lc, l->iov_cap, &l->iov_cap);
+	pthread_mutex_unlock(&lc->lock);
+	if (!l->iov)
+		l->iov = malloc(l->iov_cap * sizeof(*l->iov));
 	if (!l->iov) {
 		free(l);
 		return NULL;
@@ -309,6 +351,7 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 	lc->buckets[b] = l;
 	ddtx_list_push_front(&lc->lru, &l->lru);
 	lc->entries++;
+	lc->blocks += l->count;
 	evict(lc, &victims);
 	pthread_mutex_unlock(&lc->lock);
 	free_list_of_layouts(lc, &victims);
@@ -429,6 +472,9 @@ int ddtx_layout_cache_open(const struct ddtx_layout_cache_params *params,
 	lc->params = *params;
 	if (!lc->params.max_entries)
 		lc->params.max_entries = 1024;
+	/* 1024 layouts of DDTX_IOV_LIMIT entries would keep 256 MiB. */
+	if (!lc->params.max_blocks)
+		lc->params.max_blocks = LAYOUT_BLOCKS_MAX;
 	if (!lc->params.max_wsets)
 		lc->params.max_wsets = 256;
 	if (!lc->params.max_wset_keys)
@@ -481,6 +527,7 @@ void ddtx_layout_cache_close(struct ddtx_layout_cache *lc)
 		layout_free(lc, ddtx_container_of(it, struct ddtx_layout, lru));
 	pthread_cond_destroy(&lc->wake);
 	pthread_mutex_destroy(&lc->lock);
+	free(lc->spare_list);
 	free(lc->buckets);
 	free(lc);
 }

@@ -56,6 +56,7 @@ struct ddtx_layout {
 	uintptr_t base;
 	struct iovec *iov;               /* the non-empty entries, absolute addresses */
 	size_t count;
+	size_t iov_cap;                  /* entries iov has room for */
 	struct ddtx_layout_stats st;
 	struct ddtx_iov_vec vec;         /* the entries are one vector (n > 0): its shape */
 	uint64_t uses;
@@ -83,6 +84,7 @@ struct ddtx_layout_cache_stats {
 
 struct ddtx_layout_cache_params {
 	size_t max_entries;              /* layouts kept (LRU beyond) */
+	size_t max_blocks;               /* entries of their lists kept in all (LRU beyond) */
 	size_t max_wsets;                /* window sets kept in all (LRU beyond) */
 	size_t max_wset_keys;            /* mapped keys those sets hold in all (LRU beyond) */
 	bool thread;                     /* register in a background thread (else inline) */

@@ -25,6 +25,9 @@ struct ddtx_layout_cache {
 	struct ddtx_layout **buckets;
 	size_t nbuckets;                 /* power of two */
 	size_t entries;
+	size_t blocks;                   /* entries of the cached layouts' lists */
+	struct iovec *spare_list;        /* a freed layout's list, for the next new one */
+	size_t spare_cap;
 	struct ddtx_list lru;            /* layouts, most recent first */
 	size_t wset_count;               /* window sets of all layouts */
 	size_t wset_keys;                /* mapped keys those window sets hold */
