@@ -1139,6 +1139,86 @@ static int t_eager_vectors(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * Long vector lists lent by the layout cache (a rendezvous send's, and a receive's whose
+ * buffer the cache knows) instead of copied per operation: the caller's array is scribbled
+ * over as soon as each call returns, and the same buffers are used round after round, the
+ * receive's alternately as two vectors of one base (so a lent list of the other shape would
+ * put bytes in the wrong places).  Every block byte is the sender's, every gap byte and the
+ * decoy the scribbled entries name keep their canaries.
+ */
+#define LENT_ROUNDS 6
+#define LENT_BLK 16
+
+static void lent_scribble(struct iovec *iov, size_t n, uint8_t *decoy)
+{
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){decoy + (i % 64), 1 + i % 7};
+}
+
+static int t_lent_lists(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = arg; /* forced zero copy reads the lists themselves; PACK, the compiled loop */
+	fx_open(ctx, &o, &fx);
+	size_t n = fx.info->tx_attr->iov_limit < fx.info->rx_attr->iov_limit
+			   ? fx.info->tx_attr->iov_limit
+			   : fx.info->rx_attr->iov_limit;
+	const long strides[2] = {2 * LENT_BLK, 3 * LENT_BLK};
+	size_t total = n * LENT_BLK, span = (n - 1) * (size_t)strides[1] + LENT_BLK + 64;
+	uint8_t *buf = fx_alloc(span), *decoy = fx_alloc(128), *want = fx_alloc(span);
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	FT_CHECK(iov, "calloc");
+	fx_fill(decoy, 128, CSEED + 9, 0);
+	struct fi_ddtx_stats s0, s1;
+	fx_stats(&fx, &s0);
+	for (int round = 0; round < LENT_ROUNDS; round++) {
+		uint64_t seed = 9100 + (uint64_t)round;
+		long stride = ctx->rank == 0 ? strides[0] : strides[round % 2];
+		for (size_t i = 0; i < n; i++)
+			iov[i] = (struct iovec){buf + 32 + (size_t)stride * i, LENT_BLK};
+		struct fx_comp c;
+		if (ctx->rank == 0) {
+			for (size_t i = 0; i < n; i++)
+				fx_fill(iov[i].iov_base, LENT_BLK, seed, i * LENT_BLK);
+			fx_pbarrier(ctx, &fx); /* the receive is posted */
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, n, fx.peers[1], buf));
+			lent_scribble(iov, n, decoy);
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			fx_fill(buf, span, CSEED + 4, 0);
+			FX_OK(&fx, fi_recvv(fx.ep, iov, NULL, n, FI_ADDR_UNSPEC, buf));
+			lent_scribble(iov, n, decoy);
+			fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == total, "round %d: len %zu of %zu", round, c.len, total);
+			fx_fill(want, span, CSEED + 4, 0);
+			for (size_t i = 0; i < n; i++)
+				fx_fill(want + 32 + (size_t)stride * i, LENT_BLK, seed, i * LENT_BLK);
+			for (size_t k = 0; k < span; k++)
+				FT_CHECK(buf[k] == want[k], "round %d (stride %ld): byte %zu of the "
+					 "receive buffer", round, stride, k);
+		}
+		FX_CHECK_PATTERN(decoy, 128, CSEED + 9, 0, "round %d: the decoy", round);
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_stats(&fx, &s1);
+	printf("  rank %d: %d rounds of %zu x %d B: layout hits %llu, misses %llu\n", ctx->rank,
+	       LENT_ROUNDS, n, LENT_BLK,
+	       (unsigned long long)(s1.layout_hits - s0.layout_hits),
+	       (unsigned long long)(s1.layout_misses - s0.layout_misses));
+	if (ctx->rank == 1 && arg)
+		FT_CHECK((int)s1.last_scheme == fx_scheme_of(arg), "moved by %s, not %s",
+			 fx_scheme_name((int)s1.last_scheme), (const char *)arg);
+	fx_close(&fx);
+	free(iov);
+	free(buf);
+	free(decoy);
+	free(want);
+	return 0;
+}
+
 enum { XFER_N = 1024, XFER_BLK = 4096, XFER_STRIDE = 8192, XFER_TOTAL = XFER_N * XFER_BLK };
 
 /*
@@ -1890,6 +1970,9 @@ static const struct fx_test tests[] = {
 	{"inject_iov", 2, 30, t_inject_iov, NULL},
 	{"first_chunk", 2, 30, t_first_chunk, NULL},
 	{"eager_vectors", 2, 30, t_eager_vectors, NULL},
+	{"lent_lists", 2, 60, t_lent_lists, NULL},
+	{"lent_lists_sgl", 2, 60, t_lent_lists, "sgl"},
+	{"lent_lists_umr", 2, 60, t_lent_lists, "umr"},
 	{"sent_leaves", 2, 60, t_sent_leaves, NULL},
 	{"ring", 2, 60, t_ring, NULL},
 	{"ring_eager", 2, 60, t_ring_eager, NULL},

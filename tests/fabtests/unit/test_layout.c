@@ -25,13 +25,16 @@ struct env {
 	struct ddtx_layout_cache *lc;
 };
 
+static size_t env_max_blocks; /* list entries the next cache keeps in all (0: default) */
+
 static void env_open_with(struct env *e, size_t pool_cap, size_t max_layouts, size_t max_wsets,
 			  bool thread, size_t max_wset_keys, size_t key_slots)
 {
 	struct ddtx_wire_params wp = {.key_slots = key_slots};
 	struct ddtx_regcache_params rp = {.max_bytes = 1 << 30, .max_count = 4096, .monitor = true};
 	struct ddtx_layout_cache_params lp = {.max_entries = max_layouts, .max_wsets = max_wsets,
-					      .max_wset_keys = max_wset_keys, .thread = thread};
+					      .max_wset_keys = max_wset_keys, .thread = thread,
+					      .max_blocks = env_max_blocks};
 	if (ddtx_wire_domain_open(&wp, &e->wire) || ddtx_regcache_open(e->wire, &rp, &e->rc) ||
 	    ddtx_mkey_pool_open(e->wire, pool_cap, &e->pool) ||
 	    ddtx_layout_cache_open(&lp, e->wire, e->rc, e->pool, &e->lc)) {
@@ -123,6 +126,54 @@ static void test_same_entries(void)
 	l2 = ddtx_layout_get(e.lc, iov, 16, &hit);
 	CHECK(l2 && l2 != l && !hit && l2->st.total == 16 * 64 - 1, "a shorter last entry misses");
 	ddtx_layout_put(e.lc, l2);
+	env_close(&e);
+}
+
+/*
+ * A vector found without being entered on a miss (what a receive asks before lending a list),
+ * the cache bounded by the entries of its lists in all, and an evicted layout's list reused by
+ * the next new layout.
+ */
+static void test_find_vec_and_block_bound(void)
+{
+	struct env e;
+	env_max_blocks = 100;
+	env_open(&e, 8, 64, 16, false);
+	env_max_blocks = 0;
+	static char buf[1 << 16];
+	struct iovec iov[40];
+	struct ddtx_layout_cache_stats st;
+	struct ddtx_iov_vec v = {(uint8_t *)buf, 16, 64, 40};
+	bool hit;
+	CHECK(!ddtx_layout_find_vec(e.lc, &v), "a vector never seen is found");
+	ddtx_layout_cache_stats(e.lc, &st);
+	CHECK(st.entries == 0, "a find that missed entered a layout (%zu)", st.entries);
+	strided(iov, buf, 40, 16, 64);
+	struct ddtx_layout *l = ddtx_layout_get_vec(e.lc, iov, 40, &v, &hit);
+	CHECK(l && !hit && l->count == 40 && l->vec.n == 40, "the vector entered");
+	struct iovec *list = l->iov;
+	struct ddtx_layout *f = ddtx_layout_find_vec(e.lc, &v);
+	CHECK(f == l, "the vector entered is found");
+	ddtx_layout_put(e.lc, f);
+	struct ddtx_iov_vec w = v;
+	w.stride = 48;
+	CHECK(!ddtx_layout_find_vec(e.lc, &w), "another stride at the same base is found");
+	ddtx_layout_put(e.lc, l);
+	/* 40 + 40 entries fit in 100: a third list of 40 evicts the least recently used. */
+	for (int i = 1; i <= 2; i++) {
+		strided(iov, buf + 4096 * i, 40, 16, 64);
+		ddtx_layout_put(e.lc, ddtx_layout_get(e.lc, iov, 40, &hit));
+	}
+	ddtx_layout_cache_stats(e.lc, &st);
+	CHECK(st.entries == 2 && st.evictions == 1, "entries %zu evictions %llu", st.entries,
+	      (unsigned long long)st.evictions);
+	CHECK(!ddtx_layout_find_vec(e.lc, &v), "the least recently used vector is still there");
+	/* The next new layout gets the evicted one's list instead of fresh pages. */
+	strided(iov, buf + 4096 * 3, 40, 16, 64);
+	l = ddtx_layout_get(e.lc, iov, 40, &hit);
+	CHECK(l && !hit && l->iov == list && l->iov[39].iov_base == iov[39].iov_base,
+	      "the evicted layout's list was not reused");
+	ddtx_layout_put(e.lc, l);
 	env_close(&e);
 }
 
@@ -332,6 +383,7 @@ int main(void)
 	bench_hit_cost();
 	test_hits_and_evictions();
 	test_same_entries();
+	test_find_vec_and_block_bound();
 	test_windows_and_invalidation();
 	test_pool_refill_and_thread();
 	test_wset_key_budget();
