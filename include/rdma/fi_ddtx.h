@@ -123,6 +123,8 @@ struct fi_ddtx_stats {
 	 * copy_batched above), and sends whose blocks the sender packed with the pack kernel
 	 * into a device bounce buffer that it offered instead (too many blocks to list). */
 	uint64_t hmem_ipc_copy_kernel, hmem_ipc_tx_packed;
+	/* Pulls (above) of a noncontiguous send, read through the sender's windows. */
+	uint64_t pull_windows;
 };
 
 /*

@@ -943,6 +943,90 @@ static int t_order(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * A pull of several blocks (FI_DDTX_THRESHOLD: blocks of 1 KiB and more go zero copy, so the
+ * receiver decides SGL once the sender's layout is registered): the receiver reads the
+ * sender's 4 KiB blocks through the windows its RTS lists, 1 MiB split with the sender's
+ * writes and 64 KiB whole, into a layout of other blocks, posted before the message and after
+ * it (the windows wait with the unexpected RTS).  Every byte of the receive buffer checked,
+ * gaps included; the receiver's statistics say how the bytes came.
+ */
+enum { PW_ROUNDS = 48, PW_BLK = 4096, PW_BIG = 256, PW_SMALL = 16 };
+
+static int t_pull_windows(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	setenv("FI_DDTX_THRESHOLD", "1024", 1);
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	const size_t big = (size_t)PW_BIG * PW_BLK;
+	/* the sender: 4 KiB blocks 8 KiB apart; the receiver: 8 KiB blocks 12 KiB apart */
+	const size_t rblk = 2 * PW_BLK, rstride = 3 * PW_BLK;
+	const size_t span = (size_t)PW_BIG * 2 * PW_BLK; /* both layouts fit (rn x rstride less) */
+	uint8_t *buf = fx_alloc(span), *want = fx_alloc(span);
+	struct iovec *iov = calloc(PW_BIG, sizeof(*iov));
+	FT_CHECK(iov, "calloc");
+	struct fi_ddtx_stats s0, s1;
+	fx_stats(&fx, &s0);
+	for (int round = 0; round < PW_ROUNDS; round++) {
+		bool small = round % 2, unexpected = round % 4 >= 2;
+		size_t total = small ? (size_t)PW_SMALL * PW_BLK : big, n;
+		uint64_t seed = 9300 + (uint64_t)round;
+		struct fx_comp c;
+		if (ctx->rank == 0) {
+			n = total / PW_BLK;
+			for (size_t i = 0; i < n; i++) {
+				iov[i] = (struct iovec){buf + 2 * PW_BLK * i, PW_BLK};
+				fx_fill(iov[i].iov_base, PW_BLK, seed, i * PW_BLK);
+			}
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx); /* the receive is posted */
+			FX_OK(&fx, fi_sendv(fx.ep, iov, NULL, n, fx.peers[1], buf));
+			if (unexpected)
+				fx_pbarrier(ctx, &fx); /* the RTS is in the receiver's queue */
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			n = total / rblk;
+			for (size_t i = 0; i < n; i++)
+				iov[i] = (struct iovec){buf + rstride * i, rblk};
+			fx_fill(buf, span, CSEED + 5, 0);
+			if (unexpected)
+				fx_pbarrier(ctx, &fx);
+			FX_OK(&fx, fi_recvv(fx.ep, iov, NULL, n, FI_ADDR_UNSPEC, buf));
+			if (!unexpected)
+				fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == total, "round %d: len %zu of %zu", round, c.len, total);
+			fx_fill(want, span, CSEED + 5, 0);
+			for (size_t i = 0; i < n; i++)
+				fx_fill(want + rstride * i, rblk, seed, i * rblk);
+			for (size_t k = 0; k < span; k++)
+				FT_CHECK(buf[k] == want[k], "round %d (%zu bytes%s): byte %zu of the "
+					 "receive buffer", round, total, unexpected ? ", unexpected" : "",
+					 k);
+		}
+		fx_pbarrier(ctx, &fx);
+	}
+	if (ctx->rank == 1) {
+		fx_stats(&fx, &s1);
+		unsigned long long pulls = s1.pulls - s0.pulls, win = s1.pull_windows - s0.pull_windows,
+				   split = s1.pull_splits - s0.pull_splits;
+		unsigned long long sgl = s1.ops[FI_DDTX_SCHEME_SGL] - s0.ops[FI_DDTX_SCHEME_SGL];
+		printf("  %d rounds: sgl %llu, pulls %llu through windows %llu, split %llu\n",
+		       PW_ROUNDS, sgl, pulls, win, split);
+		/* The first rounds go by PACK while the sender's layout is registered. */
+		FT_CHECK(win == pulls && win >= PW_ROUNDS / 2, "%llu pulls, %llu through windows "
+			 "(expected all, and at least %d)", pulls, win, PW_ROUNDS / 2);
+		FT_CHECK(split >= 1 && win - split >= 1, "windows: %llu split, %llu whole", split,
+			 win - split);
+	}
+	fx_close(&fx);
+	free(iov);
+	free(buf);
+	free(want);
+	return 0;
+}
+
 /* ---- untagged truncation -------------------------------------------------------------- */
 
 /* n blocks of blk bytes every stride bytes, holding the pattern of seed; *buf to free. */
@@ -2001,6 +2085,7 @@ static const struct fx_test tests[] = {
 	{"msg_1m", 2, 60, t_big, (void *)&big_1m},
 	{"contig_sizes", 2, 120, t_contig_sizes, NULL},
 	{"pull_window", 2, 60, t_pull_window, NULL},
+	{"pull_windows", 2, 60, t_pull_windows, NULL},
 	{"msg_256m_pack", 2, 120, t_big, (void *)&big_pack},
 	{"msg_256m_sgl", 2, 120, t_big, (void *)&big_sgl},
 	{"msg_256m_umr", 2, 120, t_big, (void *)&big_umr},

@@ -298,6 +298,148 @@ static void t_pull(void)
 	ddtx_wire_mr_dereg(H.attacker.wd, whole);
 }
 
+/*
+ * A pull of several blocks (the attacker plays the sender): the RTS lists the attacker's windows.
+ * Lists that do not describe the payload (no window, an empty one, too short or too long in
+ * all, a cut entry, too many, a key beside them, WINDOWS without PULL) drop the RTS, the receive
+ * stays posted; a forged window key reads nothing and the receiver asks for the bytes by SGL
+ * instead; real windows (two keys of scattered pieces) are read into place, PULLED.
+ */
+static void t_pull_windows(void)
+{
+	enum { LEN = 65536, PIECE = 4096 };
+	static uint8_t src[2 * LEN];
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 11 + 5);
+	/* window k: 8 pieces of 4 KiB, every other 4 KiB of src from k * LEN */
+	struct ddtx_wire_mr *win[2] = {NULL, NULL};
+	for (int k = 0; k < 2; k++) {
+		struct iovec pieces[8];
+		for (int i = 0; i < 8; i++)
+			pieces[i] = (struct iovec){src + (size_t)k * LEN + 2 * PIECE * (size_t)i,
+						   PIECE};
+		CHECK(ddtx_wire_mr_reg(H.attacker.wd, pieces, 8, DDTX_KEY_INTERNAL, NULL, 0,
+				       DDTX_ACC_REMOTE_READ, &win[k]) == 0, "attacker mr_reg");
+	}
+	if (!win[0] || !win[1])
+		return;
+	struct {
+		struct ddtx_hdr_rts rts;
+		struct ddtx_desc w[DDTX_PULL_WINDOWS_MAX + 1];
+	} m;
+	const uint64_t half = LEN / 2;
+	static const struct {
+		const char *what;
+		size_t n;          /* windows listed */
+		uint64_t len0;     /* first window's length (the rest: half each) */
+		size_t cut;        /* bytes cut off the list's end */
+		uint64_t key;      /* pull_key beside the windows */
+		uint16_t flags;
+	} bad[] = {
+		{"no window", 0, 0, 0, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"an empty window", 3, 0, 0, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"too short in all", 2, half - 1, 0, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"too long in all", 2, half + 1, 0, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"a cut entry", 2, half, 8, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"too many", DDTX_PULL_WINDOWS_MAX + 1, 0, 0, 0, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"a key beside them", 2, half, 0, 7, DDTX_HDR_PULL | DDTX_HDR_WINDOWS},
+		{"without PULL", 2, half, 0, 0, DDTX_HDR_WINDOWS},
+	};
+	int ctx, err = -1;
+	memset(big, 0xa5, LEN);
+	struct iovec iov = {big, LEN};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+		memset(&m, 0, sizeof(m));
+		hdr(&m.rts.base, DDTX_MSG_RTS, bad[b].flags);
+		m.rts.tx_id = 30;
+		m.rts.total_len = LEN;
+		m.rts.scheme = FI_DDTX_SCHEME_SGL;
+		m.rts.nblocks = 16;
+		m.rts.min_block = m.rts.avg_block = PIECE;
+		m.rts.pull_key = bad[b].key;
+		for (size_t i = 0; i < bad[b].n; i++) {
+			/* two: len0 and half; three: half, 0, half; more: 1 byte each but the
+			 * last, together LEN */
+			uint64_t l = bad[b].n == 2 ? (i ? half : bad[b].len0)
+				   : bad[b].n == 3 ? (i == 1 ? 0 : half)
+						   : (i + 1 < bad[b].n ? 1 : LEN - (bad[b].n - 1));
+			m.w[i] = (struct ddtx_desc){win[i % 2]->key, l};
+		}
+		size_t len = sizeof(m.rts) + bad[b].n * sizeof(m.w[0]) - bad[b].cut;
+		CHECK(hostile_send(&H, &H.attacker, &m, len) == 0, "attacker send");
+		progress_n(2);
+		CHECK(hostile_count(&H, &ctx, NULL) == 0 && big[0] == 0xa5,
+		      "windows %s: the RTS was taken", bad[b].what);
+		printf("  windows %s: RTS dropped\n", bad[b].what);
+	}
+	/* A forged key: nothing read, an SGL CTS asks for the bytes; the attacker gives up. */
+	memset(&m, 0, sizeof(m));
+	hdr(&m.rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL | DDTX_HDR_WINDOWS);
+	m.rts.tx_id = 31;
+	m.rts.total_len = LEN;
+	m.rts.scheme = FI_DDTX_SCHEME_SGL;
+	m.rts.nblocks = 16;
+	m.rts.min_block = m.rts.avg_block = PIECE;
+	m.w[0] = (struct ddtx_desc){win[0]->key, half};
+	m.w[1] = (struct ddtx_desc){0xdead0002, half};
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.rts) + 2 * sizeof(m.w[0])) == 0,
+	      "attacker send");
+	progress_n(3);
+	const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && !(cts->base.flags & DDTX_HDR_PULLED) && cts->scheme == FI_DDTX_SCHEME_SGL &&
+		      cts->ndesc && cts->offset == 0,
+	      "forged window key: no SGL CTS from offset 0 after the refused read");
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "forged window key: completed without the bytes");
+	if (cts) {
+		struct ddtx_hdr_done done;
+		hdr(&done.base, DDTX_MSG_DONE, 0);
+		done.rx_id = cts->rx_id;
+		done.status = -FI_EIO;
+		done.offset = cts->offset;
+		CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
+		progress_n(2);
+	}
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "forged window key: receive "
+	      "error %d", err);
+	printf("  forged window key: read refused, SGL CTS instead, the receive failed\n");
+
+	/* Real windows: read into place, PULLED. */
+	int ctx2;
+	err = -1;
+	memset(big, 0xa5, LEN);
+	pthread_mutex_lock(&H.lock);
+	ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx2, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	m.rts.tx_id = 32;
+	m.w[0] = (struct ddtx_desc){win[0]->key, half};
+	m.w[1] = (struct ddtx_desc){win[1]->key, half};
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.rts) + 2 * sizeof(m.w[0])) == 0,
+	      "attacker send");
+	progress_n(3);
+	cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && (cts->base.flags & DDTX_HDR_PULLED) && cts->accepted == LEN &&
+		      cts->tx_id == 32, "real windows: no PULLED CTS");
+	CHECK(hostile_count(&H, &ctx2, &err) == 1 && err == 0, "real windows: receive %d", err);
+	for (size_t i = 0; i < LEN; i++) {
+		size_t k = i / half, piece = (i % half) / PIECE;
+		uint8_t want = src[k * LEN + 2 * PIECE * piece + i % PIECE];
+		if (big[i] != want) {
+			CHECK(0, "real windows: byte %zu is %#x, not %#x", i, big[i], want);
+			break;
+		}
+	}
+	printf("  real windows: read through 2 keys of 8 pieces, PULLED, %d bytes in place\n", LEN);
+	ddtx_wire_mr_dereg(H.attacker.wd, win[0]);
+	ddtx_wire_mr_dereg(H.attacker.wd, win[1]);
+}
+
 /* A PULLED CTS for a send that offered no pull fails that send (it was not read).  Two blocks:
  * only a one-block send offers a pull (a contiguous one does from its first send). */
 static void t_pulled_forged(void)
@@ -1420,6 +1562,7 @@ int main(int argc, char **argv)
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},
+		{"pull_windows", t_pull_windows, DDTX_SCHEME_SETTING_SGL},
 		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},

@@ -297,9 +297,11 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	/* Blocks on both sides cost: the gather and the scatter. */
 	size_t blocks = sender->nblocks + (receiver ? receiver->st.nblocks : sender->nblocks);
 	bool want = receiver && worth_zcopy(pep, &receiver->st);
-	/* An offered pull into one block reads without registering (see pull_possible). */
-	bool pull = pull_offered && receiver && receiver->st.nblocks <= 1 &&
-		    pull_possible(pep, sender, true);
+	/* An offered pull reads without registering (see pull_possible): the sender's one block
+	 * into one block, or its windows into any layout (ddtx_choose_pull_windows). */
+	bool pull = pull_offered && receiver && pull_wire(pep) &&
+		    (sender->nblocks > 1 || (receiver->st.nblocks <= 1 &&
+					     pull_possible(pep, sender, true)));
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
 	if (want && !pull && !ddtx_layout_ready(receiver))
 		request_if_reused(pep, receiver);
@@ -350,6 +352,21 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 }
 
 /*
+ * A pull of several blocks (issue 12): packing 256 blocks of 4 KiB (1 MiB) takes two copies at
+ * the rate one core gathers from memory the other core last touched (nc_bw ping-pong: PACK
+ * 108-123 us, SGL 140 with the sender's core alone copying), where two cores each moving half
+ * by CMA take 60 (cma-2core).  So a sender whose layout is registered, and whose windows (the
+ * registration maps them) are few enough to list, offers them in the RTS, and a receiver that
+ * decides SGL reads through them: all of it, or its head while the sender writes the tail
+ * (ddtx_choose_split).  The cost model weighs it as SGL, which it is timed as.
+ */
+bool ddtx_choose_pull_windows(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			      const struct ddtx_layout_stats *st)
+{
+	return proposed != FI_DDTX_SCHEME_PACK && st->nblocks > 1 && pull_wire(pep);
+}
+
+/*
  * A split pull (issue 12): a pull copies on the receiver's core alone while the sender's
  * polls, and libfabric's shm does the same, so ddtx's bandwidth could only equal shm's.  From
  * FI_DDTX_PULL_SPLIT bytes on (96 KiB: fabtests' tagged pingpong split took 4.36 us at
@@ -362,10 +379,10 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 #define SPLIT_LEAD 8192
 #define SPLIT_ALIGN 4096
 
-size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes, size_t receiver_blocks)
+size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes)
 {
 	size_t min = ddtx_settings.pull_split;
-	if (!min || bytes < min || receiver_blocks > 1 || !pull_wire(pep))
+	if (!min || bytes < min || !pull_wire(pep))
 		return bytes;
 	size_t head = (bytes / 2 + SPLIT_LEAD) & ~(size_t)(SPLIT_ALIGN - 1);
 	return head && head < bytes ? head : bytes;

@@ -25,8 +25,9 @@
  * answer); 6: pull (RTS.pull_key, CTS with PULLED); 7: split pull (CTS with SPLIT),
  * RTS.pull_addr (the pull's key comes from the registration cache); 8: delivery ACKs carried
  * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids);
- * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one */
-#define DDTX_PROTO_VERSION 9
+ * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one;
+ * 10: a pull of several blocks, through the sender's windows listed behind the RTS (WINDOWS) */
+#define DDTX_PROTO_VERSION 10
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -55,13 +56,16 @@ enum ddtx_msg_type {
 				     * reported (only the counters of its key count it) */
 #define DDTX_HDR_IPC (1u << 9)      /* RTS: a CUDA IPC offer follows instead of a first chunk;
 				     * ACK: the receiver copied the payload through it */
-#define DDTX_HDR_PULL (1u << 10)    /* RTS: pull_key names the sender's one block, readable */
+#define DDTX_HDR_PULL (1u << 10)    /* RTS: pull_key names the sender's one block, readable
+				     * (with WINDOWS: its windows do, pull_key 0) */
 #define DDTX_HDR_PULLED (1u << 11)  /* CTS: the receiver read the payload (with SPLIT before:
 				     * its part); the send is done once its writes are */
 #define DDTX_HDR_SPLIT (1u << 12)   /* CTS (SGL, first, to a PULL): the receiver reads the bytes
 				     * before offset itself; the batch asks for the rest */
 #define DDTX_HDR_ACKED (1u << 13)   /* any message: it also acknowledges the delivery of the
 				     * receiver's send ack_id (an ACK with status 0, carried) */
+#define DDTX_HDR_WINDOWS (1u << 14) /* RTS with PULL: the payload is readable through the
+				     * sender's windows, listed behind the RTS (ddtx_desc) */
 
 struct ddtx_hdr_base {
 	uint8_t type;
@@ -98,6 +102,9 @@ struct ddtx_desc {
 	uint64_t key;
 	uint64_t len;
 };
+
+/* The most windows an RTS lists for a pull (WINDOWS): 4 KiB of keys. */
+#define DDTX_PULL_WINDOWS_MAX 256
 
 struct ddtx_hdr_cts {
 	struct ddtx_hdr_base base;

@@ -11,6 +11,30 @@
 #include "proto/proto_internal.h"
 
 /*
+ * A pull of several blocks (WINDOWS): the sender's windows, in payload order, each non-empty,
+ * together exactly total_len bytes, at most DDTX_PULL_WINDOWS_MAX; the keys themselves are
+ * checked by the wire at each read (the sender's own key table: access and bounds).
+ */
+static const char *check_pull_windows(const struct ddtx_hdr_rts *rts, const void *list,
+				      size_t len)
+{
+	if (!(rts->base.flags & DDTX_HDR_PULL) || (rts->base.flags & DDTX_HDR_IPC) ||
+	    rts->pull_key || rts->pull_addr)
+		return "windows";
+	size_t n = len / sizeof(struct ddtx_desc);
+	if (!n || n > DDTX_PULL_WINDOWS_MAX || len % sizeof(struct ddtx_desc))
+		return "window count";
+	const struct ddtx_desc *w = list;
+	uint64_t sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!w[i].len || w[i].len > rts->total_len - sum)
+			return "window length";
+		sum += w[i].len;
+	}
+	return sum == rts->total_len ? NULL : "window length";
+}
+
+/*
  * The sender's layout summary feeds the scheme choice, the UMR window length and the cost model,
  * so it must describe a possible layout of total_len bytes: 1 <= nblocks, 1 <= min_block <=
  * avg_block, nblocks x min_block <= total_len.  The proposed scheme is one a sender proposes.
@@ -22,6 +46,10 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 	size_t first = len - sizeof(*rts);
 	if (rts->base.flags & DDTX_HDR_IPC) {
 		const char *bad = ddtx_check_ipc_offer(rts, rts + 1, first);
+		if (bad)
+			return bad;
+	} else if (rts->base.flags & DDTX_HDR_WINDOWS) {
+		const char *bad = check_pull_windows(rts, rts + 1, first);
 		if (bad)
 			return bad;
 	} else if (first && (first > rts->total_len || rts->scheme != FI_DDTX_SCHEME_PACK)) {
@@ -44,7 +72,8 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 	 * checked by the wire when read (the sender's own memory, within the key's bounds).
 	 * A sender never offers a pull and a CUDA IPC offer together. */
 	if ((rts->base.flags & DDTX_HDR_PULL) &&
-	    (rts->scheme != FI_DDTX_SCHEME_SGL || rts->nblocks != 1 ||
+	    (rts->scheme != FI_DDTX_SCHEME_SGL ||
+	     (rts->nblocks != 1 && !(rts->base.flags & DDTX_HDR_WINDOWS)) ||
 	     (rts->base.flags & DDTX_HDR_IPC) || rts->pull_addr + rts->total_len < rts->pull_addr))
 		return "pull";
 	return NULL;
@@ -83,6 +112,12 @@ const char *ddtx_check_ipc_offer(const struct ddtx_hdr_rts *rts, const void *off
 	return NULL;
 }
 
+/* Did the RTS offer a pull: the key of one block, or windows over several? */
+static bool pull_offered(const struct ddtx_tx *tx)
+{
+	return tx->pull_reg || tx->pull_ws;
+}
+
 /*
  * Is this CTS consistent with the transfer it names?  Every field is checked against tx, on every
  * CTS: the first one fixes scheme, accepted length and (UMR) window length, later ones must
@@ -97,14 +132,14 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 	 * CTS of a split one (once: split_pending), with the same accepted length. */
 	bool split_read = tx->split_pending && tx->state == DDTX_TX_ZCOPY;
 	if ((cts->base.flags & DDTX_HDR_PULLED) &&
-	    ((tx->state != DDTX_TX_WAIT_CTS && !split_read) || !tx->pull_reg ||
+	    ((tx->state != DDTX_TX_WAIT_CTS && !split_read) || !pull_offered(tx) ||
 	     cts->scheme != FI_DDTX_SCHEME_SGL || cts->ndesc || !cts->accepted ||
 	     cts->accepted > tx->total || (split_read && cts->accepted != tx->accepted)))
 		return "pulled";
 	/* SPLIT opens a split pull: the first CTS, to a pull offered, a batch from offset, the
 	 * receiver reading what is before. */
 	if ((cts->base.flags & DDTX_HDR_SPLIT) &&
-	    (tx->state != DDTX_TX_WAIT_CTS || !tx->pull_reg || cts->scheme != FI_DDTX_SCHEME_SGL ||
+	    (tx->state != DDTX_TX_WAIT_CTS || !pull_offered(tx) || cts->scheme != FI_DDTX_SCHEME_SGL ||
 	     (cts->base.flags & DDTX_HDR_PULLED) || !cts->ndesc || !cts->offset ||
 	     cts->offset >= cts->accepted))
 		return "split";

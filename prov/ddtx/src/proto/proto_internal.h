@@ -135,6 +135,7 @@ struct ddtx_tx {
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
 	struct ddtx_window_set *ws;      /* UMR: local windows */
 	struct ddtx_reg *pull_reg;       /* the registration offered in the RTS for a pull, or NULL */
+	struct ddtx_window_set *pull_ws; /* the windows offered in the RTS for a pull, or NULL */
 	bool split_pending;              /* split pull: the receiver's PULLED not in yet */
 };
 
@@ -520,9 +521,12 @@ size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pr
 /* Does a send of this layout, proposing `proposed`, offer its block to be read (pull)? */
 bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st);
-/* Bytes a receiver that pulls `bytes` into receiver_blocks reads itself; the sender writes the
- * rest (a split pull).  bytes: no split. */
-size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes, size_t receiver_blocks);
+/* Does a send of several blocks, proposing `proposed`, offer its windows to be read? */
+bool ddtx_choose_pull_windows(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
+			      const struct ddtx_layout_stats *st);
+/* Bytes a receiver that pulls `bytes` reads itself; the sender writes the rest (a split
+ * pull).  bytes: no split. */
+size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
 /* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */

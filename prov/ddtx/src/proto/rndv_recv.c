@@ -252,11 +252,44 @@ void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const voi
 }
 
 /*
- * Pull (see ddtx_choose_pull): read [0, bytes) of the sender's block into the receive buffer,
- * max_sge pieces and max_rma_size bytes a read.  False if no read could be posted.
+ * Where a pull reads: the sender's one block (key at addr), or its windows (nwin of them, in
+ * payload order, offset addressing: ddtx_choose_pull_windows), checked with the RTS.
  */
-static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr,
-		       size_t bytes)
+struct pull_src {
+	uint64_t key, addr;
+	const void *windows; /* struct ddtx_desc[nwin], as the RTS carried them */
+	size_t nwin;
+};
+
+/* The key and address of payload offset off, and the bytes readable there with that key. */
+static uint64_t pull_at(const struct pull_src *src, uint64_t off, uint64_t *key, uint64_t *raddr)
+{
+	if (!src->nwin) {
+		*key = src->key;
+		*raddr = src->addr + off;
+		return UINT64_MAX;
+	}
+	uint64_t start = 0;
+	for (size_t i = 0; i < src->nwin; i++) {
+		struct ddtx_desc w;
+		memcpy(&w, (const struct ddtx_desc *)src->windows + i, sizeof(w));
+		if (off < start + w.len) {
+			*key = w.key;
+			*raddr = off - start;
+			return start + w.len - off;
+		}
+		start += w.len;
+	}
+	return 0;
+}
+
+/*
+ * Pull (see ddtx_choose_pull): read [0, bytes) of the sender's payload into the receive buffer,
+ * max_sge pieces and max_rma_size bytes a read (and one sender's window).  False if no read
+ * could be posted.
+ */
+static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
+		       const struct pull_src *src, size_t bytes)
 {
 	struct ddtx_pull *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -268,12 +301,14 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t k
 	struct ddtx_iov_cursor cur;
 	ddtx_iov_cursor_init(&cur, rx->iov, rx->count);
 	while (cur.pos < bytes) {
-		uint64_t off = cur.pos;
-		size_t want = DDTX_MIN(bytes - off, pep->caps->max_rma_size);
+		uint64_t off = cur.pos, key, raddr;
+		uint64_t there = pull_at(src, off, &key, &raddr);
+		size_t want = DDTX_MIN(DDTX_MIN(bytes - off, pep->caps->max_rma_size), there);
 		size_t n;
-		size_t got = ddtx_iov_cursor_take(&cur, want, pep->caps->max_sge, pieces, &n);
+		size_t got = want ? ddtx_iov_cursor_take(&cur, want, pep->caps->max_sge, pieces, &n)
+				  : 0;
 		int ret = got ? ddtx_wire_read(pep->wire, rx->peer, pieces, n, DDTX_KEY_INTERNAL,
-					       key, addr + off, got, p)
+					       key, raddr, got, p)
 			      : -FI_EIO;
 		if (ret) {
 			p->status = -ret;
@@ -288,6 +323,8 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t k
 	}
 	rx->pull = p;
 	pep->pd->stats.pulls++;
+	if (src->nwin)
+		pep->pd->stats.pull_windows++;
 	return true;
 }
 
@@ -300,13 +337,13 @@ static void rx_give_up(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
 }
 
 /*
- * Pull the RTS's block: all of it, or (see ddtx_choose_split) the head while the sender writes
+ * Pull the RTS's payload: all of it, or (see ddtx_choose_split) the head while the sender writes
  * the tail, asked for first so that both copies run at once.  False: nothing was asked for or
  * read, the sender's writes move the message (as SGL).  True: done, going, or failed.
  */
-static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t key, uint64_t addr)
+static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const struct pull_src *src)
 {
-	size_t head = ddtx_choose_split(pep, rx->accepted, rx->layout.nblocks);
+	size_t head = ddtx_choose_split(pep, rx->accepted);
 	if (head < rx->accepted) {
 		ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 		ddtx_iov_cursor_seek(&rx->cur, head);
@@ -316,7 +353,7 @@ static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t ke
 			head = rx->accepted;
 		}
 	}
-	if (start_pull(pep, rx, key, addr, head)) {
+	if (start_pull(pep, rx, src, head)) {
 		if (rx->split)
 			pep->pd->stats.pull_splits++;
 		return true;
@@ -399,6 +436,13 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 			return;
 		first_len = 0;
 	}
+	/* A pull of several blocks: the bytes after the RTS list the sender's windows. */
+	struct pull_src from = {.key = rts->pull_key, .addr = rts->pull_addr};
+	if (rts->base.flags & DDTX_HDR_WINDOWS) {
+		from.windows = first;
+		from.nwin = first_len / sizeof(struct ddtx_desc);
+		first_len = 0;
+	}
 
 	struct ddtx_layout_stats sender = {.total = rts->total_len, .nblocks = rts->nblocks,
 					   .min_block = rts->min_block, .avg_block = rts->avg_block};
@@ -428,7 +472,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	if (rx->scheme == FI_DDTX_SCHEME_UMR && rx->accepted && start_umr(pep, rx, rts))
 		return;
 	if (rx->scheme == FI_DDTX_SCHEME_SGL && (rts->base.flags & DDTX_HDR_PULL) && rx->accepted &&
-	    pull_rndv(pep, rx, rts->pull_key, rts->pull_addr))
+	    pull_rndv(pep, rx, &from))
 		return;
 	if (!rx->accepted) {
 		rx->scheme = FI_DDTX_SCHEME_PACK;

@@ -132,6 +132,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		ddtx_window_set_put(lc, tx->ws);
 	if (tx->pull_reg)
 		ddtx_regcache_put(pep->pd->regcache, tx->pull_reg);
+	if (tx->pull_ws)
+		ddtx_window_set_put(lc, tx->pull_ws);
 	if (tx->layout)
 		ddtx_layout_put(lc, tx->layout);
 	if (tx->id)
@@ -239,6 +241,38 @@ static bool tx_drop_idle_batches(struct ddtx_tx *tx)
 		}
 	}
 	return ddtx_list_empty(&tx->batches);
+}
+
+/*
+ * Offer the payload to be read through the windows the registration mapped for the send's
+ * layout (see ddtx_choose_pull_windows), listed in out; the set is held until the send ends.
+ * The number listed, 0 when not offered (more windows than an RTS lists, none mapped).
+ */
+static size_t offer_windows(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
+			    struct ddtx_hdr_rts *rts, struct ddtx_desc *out)
+{
+	struct ddtx_layout *l = tx->layout;
+	size_t m = pep->caps->max_mkey_entries;
+	if (!l || m < 2 || !ddtx_layout_ready(l) || l->st.total != tx->total)
+		return 0;
+	size_t chunk = (m - 1) * l->st.min_block; /* the set register_layout maps */
+	size_t n = (l->st.total + chunk - 1) / chunk;
+	if (n > DDTX_PULL_WINDOWS_MAX ||
+	    sizeof(*rts) + n * sizeof(*out) > pep->caps->max_send_size)
+		return 0;
+	struct ddtx_window_set *ws = ddtx_layout_windows(pep->pd->layouts, l, chunk);
+	if (!ws)
+		return 0;
+	if (ws->n != n) {
+		ddtx_window_set_put(pep->pd->layouts, ws);
+		return 0;
+	}
+	for (size_t w = 0; w < n; w++)
+		out[w] = (struct ddtx_desc){ ws->mkeys[w]->key, ws->mkeys[w]->len };
+	tx->pull_ws = ws;
+	rts->scheme = FI_DDTX_SCHEME_SGL;
+	rts->base.flags |= DDTX_HDR_PULL | DDTX_HDR_WINDOWS;
+	return n;
 }
 
 /*
@@ -456,13 +490,22 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			rts.scheme = FI_DDTX_SCHEME_PACK; /* SGL was proposed for the pull only */
 		}
 	}
-	size_t first = ipc ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
-							 pep->caps->max_send_size - sizeof(rts));
-	if (ipc) {
-		/* The offer in place of a first chunk; the scheme proposed is for a decline. */
-		rts.base.flags |= DDTX_HDR_IPC;
-		tx->ipc = true;
+	struct ddtx_desc windows[DDTX_PULL_WINDOWS_MAX];
+	size_t nwin = 0;
+	if (!ipc && !stage && tx->count > 1 && ddtx_choose_pull_windows(pep, rts.scheme, &ls))
+		nwin = offer_windows(pep, tx, &rts, windows);
+	size_t first = ipc || nwin ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
+							       pep->caps->max_send_size - sizeof(rts));
+	if (ipc || nwin) {
+		/* The offer, or the windows, in place of a first chunk; the scheme proposed is
+		 * for a decline. */
 		struct iovec o = { offer, offer_len };
+		if (ipc) {
+			rts.base.flags |= DDTX_HDR_IPC;
+			tx->ipc = true;
+		} else {
+			o = (struct iovec){ windows, nwin * sizeof(windows[0]) };
+		}
 		ddtx_ack_carry(pep, peer, &rts.base);
 		ret = send_now(pep, peer, &rts, sizeof(rts), &o, 1);
 	} else if (first) {
