@@ -311,8 +311,11 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 		return FI_DDTX_SCHEME_PACK;
 	}
 	if (ddtx_settings.threshold) {
+		/* Zero copy: by a pull where one is offered (no handshake before the copy). */
 		size_t avg = DDTX_MIN(sender->avg_block, receiver->st.avg_block);
-		return avg >= ddtx_settings.threshold ? proposed : FI_DDTX_SCHEME_PACK;
+		if (avg < ddtx_settings.threshold)
+			return FI_DDTX_SCHEME_PACK;
+		return pull ? FI_DDTX_SCHEME_SGL : proposed;
 	}
 	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
 	/*

@@ -68,12 +68,15 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 		return "min_block";
 	if (rts->avg_block < rts->min_block || rts->avg_block > rts->total_len)
 		return "avg_block";
-	/* A pull offers one block, read as SGL would have written it; the key itself is
-	 * checked by the wire when read (the sender's own memory, within the key's bounds).
-	 * A sender never offers a pull and a CUDA IPC offer together. */
+	/* A pull offers one block (proposing SGL), or several through windows (proposing SGL
+	 * or UMR), read as SGL would have written them; the key itself is checked by the wire
+	 * when read (the sender's own memory, within the key's bounds).  A sender never offers
+	 * a pull and a CUDA IPC offer together. */
+	bool windows = rts->base.flags & DDTX_HDR_WINDOWS;
 	if ((rts->base.flags & DDTX_HDR_PULL) &&
-	    (rts->scheme != FI_DDTX_SCHEME_SGL ||
-	     (rts->nblocks != 1 && !(rts->base.flags & DDTX_HDR_WINDOWS)) ||
+	    ((rts->scheme != FI_DDTX_SCHEME_SGL &&
+	      !(windows && rts->scheme == FI_DDTX_SCHEME_UMR)) ||
+	     (rts->nblocks != 1 && !windows) ||
 	     (rts->base.flags & DDTX_HDR_IPC) || rts->pull_addr + rts->total_len < rts->pull_addr))
 		return "pull";
 	return NULL;

@@ -270,7 +270,6 @@ static size_t offer_windows(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 	for (size_t w = 0; w < n; w++)
 		out[w] = (struct ddtx_desc){ ws->mkeys[w]->key, ws->mkeys[w]->len };
 	tx->pull_ws = ws;
-	rts->scheme = FI_DDTX_SCHEME_SGL;
 	rts->base.flags |= DDTX_HDR_PULL | DDTX_HDR_WINDOWS;
 	return n;
 }
