@@ -28,6 +28,8 @@
 #                (FI_PROVIDER=ddtx,tcp FI_DDTX_WIRE=ofi FI_DDTX_OFI_PROVIDER=tcp)
 #   mpich-ddtx-rxm  the same over tcp;ofi_rxm as the core
 #   mpich-ddtx-net  the same over the "net" core
+#   mpich-iov-ddtx-tcp  the --iov-max build over ddtx's ofi wire on tcp (layouts of up to N pieces
+#                reach ddtx as iov lists; left out without that build)
 #   mpich-tcp    the yaksa MPICH over tcp;ofi_rxm (FI_PROVIDER=tcp), MPICH packing
 #   mpich-net    the yaksa MPICH over libfabric's net provider (not by default: a rank dies of
 #                SIGSEGV at start-up between the two hosts, 2026-11-25)
@@ -77,7 +79,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ $HOSTS = 1 ]; then
-  : "${STACKS:=mpich-ddtx-tcp,mpich-ddtx-rxm,mpich-ddtx-net,mpich-tcp,ompi-tcp}"
+  : "${STACKS:=mpich-ddtx-tcp,mpich-iov-ddtx-tcp,mpich-ddtx-rxm,mpich-ddtx-net,mpich-tcp,ompi-tcp}"
   : "${OUT:=$DDTX_ROOT/build-mpi-tests/bench-hosts}"
 else
   : "${STACKS:=mpich-ddtx,mpich-iov-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich}"
@@ -111,7 +113,7 @@ IFS=, read -r -a want <<<"$STACKS"
 kept=()
 for s in "${want[@]}"; do
   case $s in
-    mpich-iov-ddtx) have_build "$IOV_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --iov-max N build"; continue; } ;;
+    mpich-iov-ddtx|mpich-iov-ddtx-tcp) have_build "$IOV_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --iov-max N build"; continue; } ;;
     mpich-dl-ddtx) have_build "$DL_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --dataloop build in $DL_PREFIX"; continue; } ;;
   esac
   kept+=("$s")
@@ -131,19 +133,20 @@ ROOTARG=()
 # provider choice (MPIR_CVAR_DEBUG_SUMMARY), which check_provider holds against the stack's name.
 A=${DDTX_HOST_A_ADDR:-} B=${DDTX_HOST_B_ADDR:-}
 HYDRA=(-launcher rsh -launcher-exec "$DDTX_ROOT/tests/mpi/hosts/launch.sh" -localhost "$A"
-       -hosts "$A:1,$B:1" -n 2 "$DDTX_ROOT/tests/mpi/hosts/on-core.sh" "$BIN/ddtx-mpich/mpi_nc_bench")
+       -hosts "$A:1,$B:1" -n 2 "$DDTX_ROOT/tests/mpi/hosts/on-core.sh")
 run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
   local s=$1
   case $s in
-    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm)
-      local core=${s#mpich-ddtx-}
+    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm|mpich-iov-ddtx-tcp)
+      local core=${s#mpich-*ddtx-} prefix=$PREFIX bin=$BIN/ddtx-mpich/mpi_nc_bench
       [ $core = rxm ] && core="tcp;ofi_rxm"
+      [ $s = mpich-iov-ddtx-tcp ] && { prefix=$IOV_PREFIX; bin=$(variant_bin "$IOV_PREFIX"); }
       util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER_PATH="$PROV_PATH" FI_DDTX_WIRE=ofi \
         FI_PROVIDER="ddtx,${core%;*}" FI_DDTX_OFI_PROVIDER="$core" \
-        "$PREFIX/bin/mpiexec" "${HYDRA[@]}" -label $s "${ARGS[@]}" ;;
+        "$prefix/bin/mpiexec" "${HYDRA[@]}" "$bin" -label $s "${ARGS[@]}" ;;
     mpich-tcp|mpich-net)
       util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER="${s#mpich-}" \
-        "$PREFIX/bin/mpiexec" "${HYDRA[@]}" -label $s "${ARGS[@]}" ;;
+        "$PREFIX/bin/mpiexec" "${HYDRA[@]}" "$BIN/ddtx-mpich/mpi_nc_bench" -label $s "${ARGS[@]}" ;;
     ompi-tcp)
       # oob and btl over the veth network only: 127.0.0.1 exists on both hosts
       util/hosts.sh on A mpirun.openmpi "${ROOTARG[@]}" --mca plm_rsh_agent "$DDTX_ROOT/tests/mpi/hosts/launch.sh" \
@@ -157,7 +160,7 @@ run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
 check_provider() {
   local want sel
   case $1 in
-    mpich-ddtx-*) want="*ddtx" ;;    # ddtx, or the layered name (tcp;ddtx)
+    mpich-ddtx-*|mpich-iov-ddtx-*) want="*ddtx" ;;    # ddtx, or the layered name (tcp;ddtx)
     mpich-tcp) want="tcp;ofi_rxm" ;;
     mpich-net) want="net" ;;
     *) return 0 ;;

@@ -102,6 +102,7 @@ def main(argv):
     rows = []
     targets = []
     wins_sub = wins_any = ncases = 0
+    beat_any = beat_cases = 0   # --beat: the best ddtx stack against STACK
     for c, kv in info.items():
         m = med[c]
         row = [c, kv['blocks'], kv['bytes'], '%.0f' % float(kv['avg_block'])]
@@ -126,6 +127,9 @@ def main(argv):
                 row.append('%.2f (%s)' % (dd[bd] / others[bo], bd))
             else:
                 row.append('-')
+        if beat and dd and beat in m:
+            beat_cases += 1
+            beat_any += min(dd.values()) < m[beat]
         if dd and others:
             ncases += 1
             wins_any += min(dd.values()) < min(others.values())
@@ -164,6 +168,8 @@ def main(argv):
         if several:
             print('the best ddtx stack (%s) faster than every stack without ddtx on %d of %d cases'
                   % (', '.join(ddtx_stacks), wins_any, ncases))
+    if beat and several and beat_cases:
+        print('the best ddtx stack faster than %s on %d of %d cases' % (beat, beat_any, beat_cases))
         print()
     if targets:
         print('Targets:')
