@@ -303,7 +303,9 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 		    (sender->nblocks > 1 || (receiver->st.nblocks <= 1 &&
 					     pull_possible(pep, sender, true)));
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
-	if (want && !pull && !ddtx_layout_ready(receiver))
+	/* A receive of several blocks is registered even when it can pull: UMR needs it. */
+	bool receiver_ready = receiver && ddtx_layout_ready(receiver);
+	if (want && (!pull || receiver->st.nblocks > 1) && !receiver_ready)
 		request_if_reused(pep, receiver);
 	if (!sender_ready || !(pull || ready_for(pep, receiver, false))) {
 		if (want)
@@ -318,6 +320,8 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 		return pull ? FI_DDTX_SCHEME_SGL : proposed;
 	}
 	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
+	if (!receiver_ready)
+		possible &= ~(1u << FI_DDTX_SCHEME_UMR); /* pulling: UMR needs the receiver's keys */
 	/*
 	 * Contiguous on both sides: no exploring.  An exploration moves a message by a scheme
 	 * predicted slower, which a contiguous message (most MPI traffic, and every upstream
@@ -333,7 +337,7 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	}
 	/* The optimistic start of zero copy for several blocks (zcopy_untried): timed it first. */
 	if (zcopy_untried(pep, &receiver->st) && zcopy_untried(pep, sender))
-		return ddtx_cost_best(&pd->cost, zcopy_mask(caps), bytes, blocks);
+		return ddtx_cost_best(&pd->cost, possible & zcopy_mask(caps), bytes, blocks);
 	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
 }
 
