@@ -198,7 +198,7 @@ static void test_optable(void)
 /* The cost model recovers a wire's true costs from noisy timings and picks the cheaper scheme. */
 static void test_cost(void)
 {
-	struct ddtx_cost_line prior[FI_DDTX_SCHEME_COUNT] = {
+	struct ddtx_cost_line prior[DDTX_COST_LINES] = {
 		[FI_DDTX_SCHEME_PACK] = {2000, 500, 10}, [FI_DDTX_SCHEME_SGL] = {4000, 500, 10},
 		[FI_DDTX_SCHEME_UMR] = {4000, 500, 10},
 	};
@@ -256,7 +256,7 @@ static void test_cost(void)
 	ddtx_cost_observe(&m, FI_DDTX_SCHEME_PACK, 65536, 2, 9000);
 	CHECK(ddtx_cost_samples(&m, FI_DDTX_SCHEME_SGL) == 1 &&
 		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_UMR) == 0 &&
-		      ddtx_cost_samples(&m, FI_DDTX_SCHEME_COUNT) == 0,
+		      ddtx_cost_samples(&m, (enum fi_ddtx_scheme)DDTX_COST_LINES) == 0,
 	      "samples per scheme");
 	/* ddtx_cost_predict_prior: the prior's line, whatever was timed (what zero copy's
 	 * plausibility compares, prior against prior). */
@@ -269,7 +269,7 @@ static void test_cost(void)
 	      ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, 65536, 2));
 	/* A runner-up predicted 3x the best: never timed, it is tried at the first exploration
 	 * slot; once timed (and still 3x), only every 8th slot tries it. */
-	struct ddtx_cost_line far[FI_DDTX_SCHEME_COUNT] = {
+	struct ddtx_cost_line far[DDTX_COST_LINES] = {
 		[FI_DDTX_SCHEME_PACK] = {1000, 100, 10}, [FI_DDTX_SCHEME_SGL] = {3000, 300, 30},
 		[FI_DDTX_SCHEME_UMR] = {9000, 900, 90},
 	};
@@ -377,7 +377,7 @@ static void test_windows(void)
  */
 static void test_cost_timer(void)
 {
-	struct ddtx_cost_line prior[FI_DDTX_SCHEME_COUNT] = {
+	struct ddtx_cost_line prior[DDTX_COST_LINES] = {
 		[FI_DDTX_SCHEME_PACK] = {4000, 530, 24}, [FI_DDTX_SCHEME_SGL] = {6000, 450, 400},
 	};
 	const size_t bytes = 4u << 20, blocks = 2048;

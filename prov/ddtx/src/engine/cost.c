@@ -88,12 +88,12 @@ static void refit(struct ddtx_cost_fit *f)
 	f->est.c = fmax(t[2], 0.0);
 }
 
-void ddtx_cost_init(struct ddtx_cost_model *m, const struct ddtx_cost_line prior[FI_DDTX_SCHEME_COUNT],
+void ddtx_cost_init(struct ddtx_cost_model *m, const struct ddtx_cost_line prior[DDTX_COST_LINES],
 		    unsigned explore_every)
 {
 	memset(m, 0, sizeof(*m));
 	m->explore_every = explore_every;
-	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
+	for (int s = 0; s < DDTX_COST_LINES; s++) {
 		m->fit[s].prior = prior[s];
 		m->fit[s].est = prior[s];
 	}
@@ -102,7 +102,7 @@ void ddtx_cost_init(struct ddtx_cost_model *m, const struct ddtx_cost_line prior
 void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
 		       size_t blocks, uint64_t ns)
 {
-	if ((unsigned)s >= FI_DDTX_SCHEME_COUNT)
+	if ((unsigned)s >= DDTX_COST_LINES)
 		return;
 	struct ddtx_cost_fit *f = &m->fit[s];
 	double x[3];
@@ -144,13 +144,13 @@ double ddtx_cost_predict_prior(const struct ddtx_cost_model *m, enum fi_ddtx_sch
 
 /* The scheme of least predicted time among `possible`; t[] receives each one's prediction. */
 static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possible, size_t bytes,
-				 size_t blocks, double t[FI_DDTX_SCHEME_COUNT])
+				 size_t blocks, double t[DDTX_COST_LINES])
 {
 	enum fi_ddtx_scheme best = FI_DDTX_SCHEME_PACK;
 	double tbest = INFINITY;
-	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++)
+	for (int s = 0; s < DDTX_COST_LINES; s++)
 		t[s] = INFINITY;
-	for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
+	for (int s = 0; s < DDTX_COST_LINES; s++) {
 		if (!(possible & (1u << s)))
 			continue;
 		t[s] = ddtx_cost_predict(m, (enum fi_ddtx_scheme)s, bytes, blocks);
@@ -165,19 +165,19 @@ static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possi
 enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
 				   size_t bytes, size_t blocks)
 {
-	double t[FI_DDTX_SCHEME_COUNT];
+	double t[DDTX_COST_LINES];
 	return least(m, possible, bytes, blocks, t);
 }
 
 uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s)
 {
-	return (unsigned)s < FI_DDTX_SCHEME_COUNT ? m->fit[s].samples : 0;
+	return (unsigned)s < DDTX_COST_LINES ? m->fit[s].samples : 0;
 }
 
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored)
 {
-	double t[FI_DDTX_SCHEME_COUNT];
+	double t[DDTX_COST_LINES];
 	enum fi_ddtx_scheme best = least(m, possible, bytes, blocks, t);
 	double tbest = t[best];
 	*explored = false;
@@ -192,7 +192,7 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 	if (slot) {
 		bool far_slot = m->decisions % ((uint64_t)m->explore_every * FAR_FACTOR) == 0;
 		double ratio = far_slot ? FAR_RATIO : NEAR_RATIO;
-		for (int s = 0; s < FI_DDTX_SCHEME_COUNT; s++) {
+		for (int s = 0; s < DDTX_COST_LINES; s++) {
 			/* A scheme never timed is only its prior: the far rule at every slot. */
 			double r = m->fit[s].samples ? ratio : FAR_RATIO;
 			if ((possible & (1u << s)) && s != (int)best && t[s] < r * tbest &&

@@ -12,19 +12,19 @@ _Static_assert((int)DDTX_HMEM_COPY_KERNEL < (int)FI_DDTX_SCHEME_COUNT, "a slot p
  * piece about 34 us each (64 pieces of 3 KiB: 2.2 ms).  Into host memory the copy engine moves
  * about 25 GB/s.
  */
-static const struct ddtx_cost_line into_device[FI_DDTX_SCHEME_COUNT] = {
+static const struct ddtx_cost_line into_device[DDTX_COST_LINES] = {
 	[DDTX_HMEM_COPY_SEGMENTS] = { 5000, 100, 30000 },
 	[DDTX_HMEM_COPY_2D] = { 9000, 10, 0.6 },
 	[DDTX_HMEM_COPY_KERNEL] = { 13000, 5, 9 },
 };
-static const struct ddtx_cost_line into_host[FI_DDTX_SCHEME_COUNT] = {
+static const struct ddtx_cost_line into_host[DDTX_COST_LINES] = {
 	[DDTX_HMEM_COPY_SEGMENTS] = { 5000, 160, 30000 },
 	[DDTX_HMEM_COPY_2D] = { 9000, 160, 1 },
 	[DDTX_HMEM_COPY_KERNEL] = { 1e9, 0, 0 }, /* the kernel writes device memory only */
 };
 /* Host staging, either way: engine/hmem_copy.h's cost line (a driver call per segment, one for
  * a 2-D copy, a launch and a call for the pack kernel) at the copy engine's 25 GB/s. */
-static const struct ddtx_cost_line staging[FI_DDTX_SCHEME_COUNT] = {
+static const struct ddtx_cost_line staging[DDTX_COST_LINES] = {
 	[DDTX_HMEM_COPY_SEGMENTS] = { 0, 160, DDTX_HMEM_CALL_NS },
 	[DDTX_HMEM_COPY_2D] = { DDTX_HMEM_CALL_NS, 160, 1 },
 	[DDTX_HMEM_COPY_KERNEL] = { DDTX_HMEM_KERNEL_NS + DDTX_HMEM_CALL_NS, 170, 9 },

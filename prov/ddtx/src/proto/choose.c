@@ -29,6 +29,19 @@ static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
 	return (1u << FI_DDTX_SCHEME_SGL) | (caps->max_mkey_entries ? 1u << FI_DDTX_SCHEME_UMR : 0);
 }
 
+/* The zero-copy lines of the cost model a layout may end up on here: the schemes', and where
+ * the receiver reads, the pull of several blocks (engine/cost.h). */
+static unsigned zcopy_lines(const struct ddtx_proto_ep *pep)
+{
+	return zcopy_mask(pep->caps) | (pull_wire(pep) ? 1u << DDTX_COST_PULL : 0);
+}
+
+/* The scheme that moves what the model chose: a pull of several blocks is SGL. */
+static enum fi_ddtx_scheme line_scheme(enum fi_ddtx_scheme line)
+{
+	return line == DDTX_COST_PULL ? FI_DDTX_SCHEME_SGL : line;
+}
+
 /*
  * One block is what zero copy moves in one copy (one process_vm_writev on the shm wire, one
  * RDMA write on a NIC) where packing copies twice.  But a contiguous message never explores
@@ -59,7 +72,7 @@ static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stat
 static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
 {
 	const struct ddtx_cost_model *m = &pep->pd->cost;
-	enum fi_ddtx_scheme z = ddtx_cost_best(m, zcopy_mask(pep->caps), st->total, st->nblocks);
+	enum fi_ddtx_scheme z = ddtx_cost_best(m, zcopy_lines(pep), st->total, st->nblocks);
 	return ddtx_cost_predict(m, z, st->total, st->nblocks);
 }
 
@@ -89,7 +102,8 @@ static bool zcopy_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_st
 	struct ddtx_cost_model *m = &pep->pd->cost;
 	if (st->nblocks <= 1 || st->total > ZCOPY_TRY_MAX ||
 	    ddtx_cost_samples(m, FI_DDTX_SCHEME_SGL) >= ZCOPY_TRIES ||
-	    ddtx_cost_samples(m, FI_DDTX_SCHEME_UMR) >= ZCOPY_TRIES)
+	    ddtx_cost_samples(m, FI_DDTX_SCHEME_UMR) >= ZCOPY_TRIES ||
+	    ddtx_cost_samples(m, DDTX_COST_PULL) >= ZCOPY_TRIES)
 		return false;
 	/*
 	 * Only where the priors make it plausible: zero copy of 64 B blocks tried 8 times over a
@@ -322,6 +336,10 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	unsigned possible = (1u << FI_DDTX_SCHEME_PACK) | zcopy_mask(caps);
 	if (!receiver_ready)
 		possible &= ~(1u << FI_DDTX_SCHEME_UMR); /* pulling: UMR needs the receiver's keys */
+	/* An offered pull of several blocks is what SGL would do: weighed by its own line. */
+	bool windows = pull && sender->nblocks > 1;
+	if (windows)
+		possible = (possible & ~(1u << FI_DDTX_SCHEME_SGL)) | (1u << DDTX_COST_PULL);
 	/*
 	 * Contiguous on both sides: no exploring.  An exploration moves a message by a scheme
 	 * predicted slower, which a contiguous message (most MPI traffic, and every upstream
@@ -336,15 +354,21 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 				      blocks);
 	}
 	/*
-	 * The optimistic start of zero copy for several blocks (zcopy_untried): timed it first;
-	 * an offered pull before the others, which SGL's prior (the sender's writes, one core)
-	 * does not describe: 256 blocks of 4 KiB tried UMR 72 times at 141 us before the first
-	 * pull, which then took 69.
+	 * The optimistic start of zero copy for several blocks (zcopy_untried): timed it first,
+	 * by the schemes' priors: UMR where possible (an offered pull before it drew the tries
+	 * onto layouts where zero copy loses, 32 blocks of 1 KiB, and none was tried where it
+	 * wins), a pull where UMR is not (a receive of one block).  A receive of several blocks
+	 * packs until it is registered.  The pull's own line is then weighed with the others.
 	 */
-	if (zcopy_untried(pep, &receiver->st) && zcopy_untried(pep, sender))
-		return pull ? FI_DDTX_SCHEME_SGL
-			    : ddtx_cost_best(&pd->cost, possible & zcopy_mask(caps), bytes, blocks);
-	return ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored);
+	if (zcopy_untried(pep, &receiver->st) && zcopy_untried(pep, sender)) {
+		if (receiver->st.nblocks > 1 && !receiver_ready)
+			return FI_DDTX_SCHEME_PACK;
+		unsigned z = possible & ~(1u << FI_DDTX_SCHEME_PACK);
+		if (z & (1u << FI_DDTX_SCHEME_UMR))
+			z &= ~(1u << DDTX_COST_PULL);
+		return line_scheme(ddtx_cost_best(&pd->cost, z, bytes, blocks));
+	}
+	return line_scheme(ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored));
 }
 
 /*

@@ -24,13 +24,15 @@
  * below about 20 KiB blocks there.  Every timed rendezvous moves the fit towards the wire
  * actually running.
  */
-static const struct ddtx_cost_line cost_prior[FI_DDTX_SCHEME_COUNT] = {
+static const struct ddtx_cost_line cost_prior[DDTX_COST_LINES] = {
 	/* Eager: two copies through the ring (memcpy at about 16 GB/s each way, a few ns per
 	 * block of the iov walk on each side). */
 	[FI_DDTX_SCHEME_EAGER] = {300, 500, 10},
 	[FI_DDTX_SCHEME_PACK] = {4000, 530, 24},
 	[FI_DDTX_SCHEME_SGL] = {6000, 450, 400},
 	[FI_DDTX_SCHEME_UMR] = {6000, 450, 380},
+	/* A pull of several blocks: SGL's copy, half of it on each core. */
+	[DDTX_COST_PULL] = {6000, 225, 100},
 };
 
 #define EXPLORE_EVERY 32

@@ -193,6 +193,7 @@ struct ddtx_rx {
 	bool explored;
 	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
 	size_t split;                    /* split pull: bytes read here, the rest written; or 0 */
+	bool pulled_windows;             /* read through the sender's windows (timed as such) */
 };
 
 /* A message that arrived before its receive was posted. */

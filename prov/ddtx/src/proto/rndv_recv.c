@@ -150,8 +150,9 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	if (rx->t_start && rx->accepted) {
 		/* Service time, not latency: with several rendezvous in flight, one that waited
 		 * behind the others is timed from when the previous one finished (engine/cost.h). */
-		ddtx_choose_observe(pep, rx->scheme, rx->t_start, rx->accepted,
-				    rx->sender_blocks + rx->layout.nblocks, warm);
+		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
+				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
+				    warm);
 	}
 	if (rx->parent) {
 		rx->parent->multi_children--;
@@ -323,8 +324,10 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
 	}
 	rx->pull = p;
 	pep->pd->stats.pulls++;
-	if (src->nwin)
+	if (src->nwin) {
 		pep->pd->stats.pull_windows++;
+		rx->pulled_windows = true;
+	}
 	return true;
 }
 
@@ -401,6 +404,7 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 	 * overwrite whatever a read placed). */
 	DDTX_INFO(FI_LOG_EP_DATA, "receive %u: reading from peer %u failed (%s), asking for "
 		  "writes\n", rx->id, rx->peer, fi_strerror(err));
+	rx->pulled_windows = false; /* timed as the writes it now is */
 	ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 	rx_fill_batches(pep, rx);
 }
