@@ -219,6 +219,18 @@ static void t_done_status(void)
 	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "receive error %d", err);
 }
 
+/* The attacker, as the sender, answers the receiver's CTS with a failed DONE. */
+static void attacker_gives_up(const struct ddtx_hdr_cts *cts)
+{
+	struct ddtx_hdr_done done;
+	hdr(&done.base, DDTX_MSG_DONE, 0);
+	done.rx_id = cts->rx_id;
+	done.status = -FI_EIO;
+	done.offset = cts->offset;
+	CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
+	progress_n(2);
+}
+
 /*
  * Pull (issue 12): a receiver that decides SGL reads the block an RTS offers (PULL).  The wire
  * checks the read against the offering peer's own key table: a forged key or one shorter than
@@ -281,14 +293,7 @@ static void t_pull(void)
 		CHECK(hostile_count(&H, ctx, NULL) == 0, "key %zu: completed without the bytes", k);
 		if (!cts)
 			continue;
-		/* The attacker gives up: the receive fails, nothing hangs. */
-		struct ddtx_hdr_done done;
-		hdr(&done.base, DDTX_MSG_DONE, 0);
-		done.rx_id = cts->rx_id;
-		done.status = -FI_EIO;
-		done.offset = cts->offset;
-		CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
-		progress_n(2);
+		attacker_gives_up(cts); /* the receive fails, nothing hangs */
 		CHECK(hostile_count(&H, ctx, &err) == 1 && err == FI_EIO, "key %zu: receive error %d",
 		      k, err);
 		printf("  key %zu (%s): read refused, SGL CTS instead, buffer untouched\n", k,
@@ -395,15 +400,8 @@ static void t_pull_windows(void)
 		      cts->ndesc && cts->offset == 0,
 	      "forged window key: no SGL CTS from offset 0 after the refused read");
 	CHECK(hostile_count(&H, &ctx, NULL) == 0, "forged window key: completed without the bytes");
-	if (cts) {
-		struct ddtx_hdr_done done;
-		hdr(&done.base, DDTX_MSG_DONE, 0);
-		done.rx_id = cts->rx_id;
-		done.status = -FI_EIO;
-		done.offset = cts->offset;
-		CHECK(hostile_send(&H, &H.attacker, &done, sizeof(done)) == 0, "attacker send");
-		progress_n(2);
-	}
+	if (cts)
+		attacker_gives_up(cts);
 	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == FI_EIO, "forged window key: receive "
 	      "error %d", err);
 	printf("  forged window key: read refused, SGL CTS instead, the receive failed\n");

@@ -395,12 +395,19 @@ bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
  * by CMA take 60 (cma-2core).  So a sender whose layout is registered, and whose windows (the
  * registration maps them) are few enough to list, offers them in the RTS, and a receiver that
  * decides SGL reads through them: all of it, or its head while the sender writes the tail
- * (ddtx_choose_split).  The cost model weighs it as SGL, which it is timed as.
+ * (ddtx_choose_split).  The cost model weighs it by a line of its own (engine/cost.h).  Only
+ * blocks of a page or more: a read or write of process_vm_*v pins the pages of each remote
+ * block, and two cores moving 1 MiB of 1 KiB blocks so took 168 us where packing took 145
+ * (nc_bw cma-2core against ddtx pack); offered for smaller blocks, the pull's line, fitted
+ * on large ones, drew 1-2 KiB layouts to it and the MPI benchmark's choices wandered.
  */
+#define PULL_MIN_BLOCK 4096
+
 bool ddtx_choose_pull_windows(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 			      const struct ddtx_layout_stats *st)
 {
-	return proposed != FI_DDTX_SCHEME_PACK && st->nblocks > 1 && pull_wire(pep);
+	return proposed != FI_DDTX_SCHEME_PACK && st->nblocks > 1 &&
+	       st->min_block >= PULL_MIN_BLOCK && pull_wire(pep);
 }
 
 /*
