@@ -810,10 +810,24 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 /*
  * PACK chunks: a message is cut into at least PACK_PARTS chunks (none under PACK_MIN_CHUNK) so
  * that the receiver scatters chunk i while the sender gathers chunk i + 1; one slot-sized chunk
- * per 64 KiB would leave a 128 KiB message with almost no overlap.
+ * per 64 KiB would leave a 128 KiB message with almost no overlap.  Up to a few MiB, chunks of
+ * at most PACK_MID_CHUNK, or a PACK_FINE-th of the message if that is more: 1 MiB as 16 KiB
+ * chunks instead of 64 KiB took 14% less one-way in 1 KiB and 256 B blocks, 8% in 64 B, 4% in
+ * 4 KiB (nc_bw -c pack ping-pong; 256 KiB: 4-7% less than as 32 KiB chunks), while 32 MiB in
+ * 16 KiB chunks took up to 13% more than in 64 KiB ones (a message and a progress round per
+ * chunk): the lines a chunk brings into the other core's cache are fewer, and the receiver
+ * starts sooner.
  */
 #define PACK_PARTS 8
 #define PACK_MIN_CHUNK 8192
+#define PACK_MID_CHUNK 16384
+#define PACK_FINE 64
+
+static size_t pack_part(size_t accepted)
+{
+	size_t part = DDTX_MAX(accepted / PACK_PARTS, (size_t)PACK_MIN_CHUNK);
+	return DDTX_MIN(part, DDTX_MAX(accepted / PACK_FINE, (size_t)PACK_MID_CHUNK));
+}
 
 /* PACK: gather the next chunk straight into the peer's queue, behind a DATA header. */
 static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
@@ -827,9 +841,8 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	size_t room = buf.cap - sizeof(*h);
 	/* A wire whose message costs more than the overlap of smaller chunks buys (caps.pack_fill:
 	 * the ofi wire), or holds under two minimum chunks: fill each message. */
-	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK
-			      ? room
-			      : DDTX_MAX(tx->accepted / PACK_PARTS, (size_t)PACK_MIN_CHUNK);
+	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK ? room
+									: pack_part(tx->accepted);
 	size_t len = DDTX_MIN(DDTX_MIN(tx->accepted - tx->sent, room), part);
 	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
 	ddtx_ack_carry(pep, tx->peer, &h->base);
