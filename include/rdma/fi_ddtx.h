@@ -125,6 +125,10 @@ struct fi_ddtx_stats {
 	uint64_t hmem_ipc_copy_kernel, hmem_ipc_tx_packed;
 	/* Pulls (above) of a noncontiguous send, read through the sender's windows. */
 	uint64_t pull_windows;
+	/* CUDA IPC receives (hmem_ipc_rx), where their time went: from taking an offer (its
+	 * receive matched) to the copy's start (mapping the sender's allocations, planning the
+	 * copy), and the copy itself until the device finished it. */
+	uint64_t hmem_ipc_plan_ns, hmem_ipc_copy_ns;
 };
 
 /*

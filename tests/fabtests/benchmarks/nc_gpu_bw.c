@@ -19,6 +19,7 @@
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -136,15 +137,23 @@ struct job {
 /* What each row's two processes report back (a shared page): the time per transfer, the
  * time each side spent in the application's own kernels, and what ddtx says it did. */
 struct result {
-	double us, kernel_us[2];
-	uint64_t ipc_rx, ipc_2d, ipc_kernel, tx_packed, ipc_opens;
+	double us, median_us, kernel_us[2];
+	double send_call_us;
+	uint64_t ipc_rx, ipc_2d, ipc_kernel, tx_packed, ipc_opens, ipc_plan_ns, ipc_copy_ns;
 	uint64_t copy_ops[FI_DDTX_HMEM_COPY_COUNT], ptr_queries;
 };
 static struct result *res;
 
-/* A send of iov (or, over the iov limit, of its layout handle over base) and a 0-byte reply. */
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* A send of iov (or, over the iov limit, of its layout handle over base) and a 0-byte reply;
+ * the time the sender spent in fi_sendmsg is added to *call. */
 static void xfer(struct ft_ctx *ctx, struct fx *fx, const struct iovec *iov, size_t n,
-		 struct fi_ddtx_layout *h, void *base)
+		 struct fi_ddtx_layout *h, void *base, double *call)
 {
 	void *desc = h;
 	struct iovec whole;
@@ -158,7 +167,9 @@ static void xfer(struct ft_ctx *ctx, struct fx *fx, const struct iovec *iov, siz
 	if (ctx->rank == 0) {
 		struct fi_msg m = {.msg_iov = iov, .iov_count = n, .addr = fx->peers[peer],
 				   .desc = h ? &desc : NULL};
+		double t = ft_now();
 		FX_OK(fx, fi_sendmsg(fx->ep, &m, FI_COMPLETION));
+		*call += ft_now() - t;
 		FX_OK(fx, fi_recv(fx->ep, NULL, 0, NULL, fx->peers[peer], NULL));
 		fx_wait(fx, 2, NULL, 60000);
 	} else {
@@ -209,7 +220,7 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 	}
 	struct iovec *hiov = calloc(nb, sizeof(*hiov));
 	build_iov(j->l, host, hiov);
-	double t0 = 0, tk = 0;
+	double t0 = 0, tk = 0, call = 0, *each = calloc(j->iters, sizeof(*each));
 	struct fi_ddtx_stats s0, s1;
 	for (int it = -1; it < j->iters; it++) {
 		if (it == 0) {
@@ -219,14 +230,15 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 			ft_barrier(ctx);
 			fx_stats(&fx, &s0);
 			t0 = ft_now();
+			call = 0;
 		}
-		double k0 = ft_now();
+		double k0 = ft_now(), t_it = k0;
 		switch (j->r->kind) {
 		case ROW_DDTX:
-			xfer(ctx, &fx, iov, nb, h, (void *)(uintptr_t)d);
+			xfer(ctx, &fx, iov, nb, h, (void *)(uintptr_t)d, &call);
 			break;
 		case ROW_CONTIG:
-			xfer(ctx, &fx, &contig, 1, NULL, NULL);
+			xfer(ctx, &fx, &contig, 1, NULL, NULL, &call);
 			break;
 		case ROW_APP_KERNEL:
 			if (ctx->rank == 0) {
@@ -234,7 +246,7 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 						       total, true) == 0, "pack kernel");
 				tk += it >= 0 ? ft_now() - k0 : 0;
 			}
-			xfer(ctx, &fx, &contig, 1, NULL, NULL);
+			xfer(ctx, &fx, &contig, 1, NULL, NULL, &call);
 			if (ctx->rank == 1) {
 				k0 = ft_now();
 				FT_CHECK(ddtx_gpu_pack(&gl, (void *)(uintptr_t)d, 0, contig.iov_base,
@@ -245,7 +257,7 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 		case ROW_APP_STAGING:
 			if (ctx->rank == 0)
 				FT_CHECK(cu.dtoh(host, d, span) == 0, "cuMemcpyDtoH");
-			xfer(ctx, &fx, hiov, nb, h, host);
+			xfer(ctx, &fx, hiov, nb, h, host, &call);
 			if (ctx->rank == 1)
 				FT_CHECK(cu.htod(d, host, span) == 0, "cuMemcpyHtoD");
 			break;
@@ -265,11 +277,20 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 				 j->l->name, j->r->name);
 			free(want), free(got), free(s), free(siov), free(riov);
 		}
+		if (it >= 0)
+			each[it] = ft_now() - t_it;
 	}
 	double us = (ft_now() - t0) * 1e6 / j->iters;
 	fx_stats(&fx, &s1);
-	if (ctx->rank == 0)
+	if (ctx->rank == 0) {
+		/* The median beside the mean: a few slow transfers (a way tried, a mapping
+		 * opened) move the mean, not the median. */
+		qsort(each, j->iters, sizeof(*each), cmp_double);
 		res->us = us;
+		res->send_call_us = call * 1e6 / j->iters;
+		res->median_us = each[j->iters / 2] * 1e6;
+	}
+	free(each);
 	res->kernel_us[ctx->rank] = tk * 1e6 / j->iters;
 	__atomic_add_fetch(&res->ipc_rx, s1.hmem_ipc_rx - s0.hmem_ipc_rx, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&res->ipc_2d, s1.hmem_ipc_copy_2d - s0.hmem_ipc_copy_2d,
@@ -279,6 +300,10 @@ static int run_row(struct ft_ctx *ctx, void *arg)
 	__atomic_add_fetch(&res->tx_packed, s1.hmem_ipc_tx_packed - s0.hmem_ipc_tx_packed,
 			   __ATOMIC_RELAXED);
 	__atomic_add_fetch(&res->ipc_opens, s1.hmem_ipc_opens - s0.hmem_ipc_opens,
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ipc_plan_ns, s1.hmem_ipc_plan_ns - s0.hmem_ipc_plan_ns,
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&res->ipc_copy_ns, s1.hmem_ipc_copy_ns - s0.hmem_ipc_copy_ns,
 			   __ATOMIC_RELAXED);
 	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
 		__atomic_add_fetch(&res->copy_ops[w], s1.hmem_copy_ops[w] - s0.hmem_copy_ops[w],
@@ -310,8 +335,11 @@ int main(int argc, char **argv)
 	printf("# via: how ddtx moved it (ipc = the receiver copied from the sender's device memory,\n"
 	       "#      staged = through host memory; the way device memory was copied), per transfer;\n"
 	       "#      q = driver pointer queries per transfer (both sides); app kernel rows: the\n"
-	       "#      microseconds of the pack and the unpack kernel calls\n");
-	printf("%-28s %-20s %10s %10s %10s  %s\n", "layout", "row", "bytes", "us", "GB/s", "via");
+	       "#      microseconds of the pack and the unpack kernel calls; ipc rows: the sender's\n"
+	       "#      time in fi_sendmsg, the receiver's from taking the offer to the copy's start\n"
+	       "#      and the copy's own, per transfer (us: the mean, median: the median transfer)\n");
+	printf("%-28s %-20s %10s %10s %10s %10s  %s\n", "layout", "row", "bytes", "us", "median",
+	       "GB/s", "via");
 	int status = 0;
 	for (size_t li = 0; li < sizeof(layouts) / sizeof(layouts[0]); li++) {
 		const struct layout *l = &layouts[li];
@@ -332,27 +360,31 @@ int main(int argc, char **argv)
 				return 77;
 			}
 			if (rc) {
-				printf("%-28s %-20s %10zu %10s %10s\n", l->name, rows[ri].name, total,
-				       "FAILED", "-");
+				printf("%-28s %-20s %10zu %10s %10s %10s\n", l->name, rows[ri].name, total,
+				       "FAILED", "-", "-");
 				status = 1;
 				continue;
 			}
 			double us = res->us, n = j.iters;
-			char via[96];
+			char via[224];
 			if (rows[ri].kind == ROW_APP_KERNEL)
 				snprintf(via, sizeof(via), "pack %.1f us, unpack %.1f us",
 					 res->kernel_us[0], res->kernel_us[1]);
 			else if (res->ipc_rx)
-				snprintf(via, sizeof(via), "ipc%s %s %.2f, q %.1f, opens %.2f",
+				snprintf(via, sizeof(via), "ipc%s %.2f (2d %.2f kernel %.2f batched "
+					 "%.2f), q %.1f, opens %.2f; send call %.1f, plan %.1f, "
+					 "copy %.1f us",
 					 res->tx_packed ? " of the sender's device pack" : "",
-					 res->ipc_kernel ? "kernel" : res->ipc_2d ? "2d" : "batched",
-					 res->ipc_rx / n, res->ptr_queries / n, res->ipc_opens / n);
+					 res->ipc_rx / n, res->ipc_2d / n, res->ipc_kernel / n,
+					 (res->ipc_rx - res->ipc_2d - res->ipc_kernel) / n,
+					 res->ptr_queries / n, res->ipc_opens / n, res->send_call_us,
+					 res->ipc_plan_ns / n / 1e3, res->ipc_copy_ns / n / 1e3);
 			else
 				snprintf(via, sizeof(via), "staged seg %.2f 2d %.2f kernel %.2f, q %.1f",
 					 res->copy_ops[0] / n, res->copy_ops[1] / n,
 					 res->copy_ops[2] / n, res->ptr_queries / n);
-			printf("%-28s %-20s %10zu %10.1f %10.2f  %s\n", l->name, rows[ri].name, total,
-			       us, total / us / 1e3, via);
+			printf("%-28s %-20s %10zu %10.1f %10.1f %10.2f  %s\n", l->name, rows[ri].name,
+			       total, us, res->median_us, total / us / 1e3, via);
 			fflush(stdout);
 		}
 	}

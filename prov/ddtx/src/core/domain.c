@@ -202,6 +202,8 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->hmem_ipc_declined),
 		U(s->hmem_ipc_errors), U(s->hmem_ipc_opens), U(s->hmem_ipc_hits),
 		U(s->hmem_ipc_stale), U(s->hmem_ipc_tx_packed));
+	fprintf(stderr, "ddtx stats:   CUDA IPC receives' time: planning %llu ns, copies %llu "
+			"ns\n", U(s->hmem_ipc_plan_ns), U(s->hmem_ipc_copy_ns));
 	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu through its windows "
 			"%llu\n", U(s->pulls), U(s->pull_splits), U(s->pull_windows));
 	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",

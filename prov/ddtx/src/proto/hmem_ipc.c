@@ -250,6 +250,7 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 		   size_t offer_len)
 {
 	struct fi_ddtx_stats *st = &pep->pd->stats;
+	uint64_t t_arrived = ddtx_time_ns();
 	const struct ddtx_ipc_offer *o = offer;
 	struct ddtx_stage *stage = ddtx_stage_of(pep, rx->context);
 	const struct iovec *dst = rx->iov;
@@ -312,8 +313,11 @@ bool ddtx_ipc_take(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const void *of
 	}
 	uint64_t t0 = ddtx_time_ns();
 	enum ddtx_hmem_copy way = ddtx_ipc_plan_run(device, &plan, want, &ret);
+	uint64_t t1 = ddtx_time_ns();
 	if (learn && !ret)
-		ddtx_hmem_way_observe(model, way, plan.bytes, plan.nops, ddtx_time_ns() - t0);
+		ddtx_hmem_way_observe(model, way, plan.bytes, plan.nops, t1 - t0);
+	st->hmem_ipc_plan_ns += t0 - t_arrived;
+	st->hmem_ipc_copy_ns += t1 - t0;
 	st->hmem_ipc_copy_2d += way == DDTX_HMEM_COPY_2D;
 	st->hmem_ipc_copy_batched += way == DDTX_HMEM_COPY_SEGMENTS;
 	st->hmem_ipc_copy_kernel += way == DDTX_HMEM_COPY_KERNEL;
