@@ -12,7 +12,8 @@
 #                               two processes sharing the GPU; nc_gpu_bw).  Logs go to
 #                               $OUT when set (the device tool brings them back), else build-gpu/.
 #   util/gpu-tests.sh --bench [nc_gpu_bw ARGS]
-#                               there: build, then only the benchmark (e.g. -i 1000 MILC)
+#                               there: build, then only the benchmark (e.g. -i 1000 MILC);
+#                               GPU_LOG=NAME: the log is $OUT/NAME.log
 # One line from this machine, with the device tool:
 #   run(command="util/gpu-tests.sh", carry=[".gpu-deps"])
 set -u
@@ -91,4 +92,4 @@ t() { local lim=$1; shift; local s=$SECONDS; timeout -k 5 "$lim" "$@"; local rc=
 	echo "all in $SECONDS s"
 	# libfabric 1.17 logs every provider that declines a named provider's query at warn level
 	# (rxm and rxd asking for ddtx as their core): not ddtx's news, left out of the log.
-} 2>&1 | grep --line-buffered -v "fi_getinfo: provider .* returned -61" | tee "$out/gpu-tests.log"
+} 2>&1 | grep --line-buffered -v "fi_getinfo: provider .* returned -61" | tee "$out/${GPU_LOG:-gpu-tests}.log"

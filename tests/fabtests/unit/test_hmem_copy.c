@@ -43,6 +43,15 @@ static void test_shapes(void)
 	      "vector shape");
 	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_AUTO, &fb) == DDTX_HMEM_COPY_2D && !fb,
 	      "a vector is one 2-D copy");
+	/* the shape of a list known to be one vector (a send's scan): the same as the list's */
+	struct ddtx_hmem_copy_shape v;
+	ddtx_hmem_copy_shape_of_vec(16, 64, 128, &v);
+	CHECK(v.segments == s.segments && v.one_device && v.vector && v.block == s.block &&
+		      v.stride == s.stride, "shape of a known vector");
+	ddtx_hmem_copy_shape_of_vec(16, 64, 32, &v);
+	CHECK(!v.vector, "known vector, overlapping blocks: no 2-D vector");
+	ddtx_hmem_copy_shape_of_vec(16, 64, -128, &v);
+	CHECK(!v.vector, "known vector going down: no 2-D vector");
 	/* a host segment in the middle: only segments */
 	dev[5] = -1;
 	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);

@@ -502,6 +502,22 @@ static void test_runs(void)
 		iov[i] = (struct iovec){ (void *)(uintptr_t)(base[0] + 64 + i * 128), 64 };
 	CHECK(ddtx_ipc_runs_encode(iov, 8192, NULL, base, buf, sizeof(buf), &nrun) ==
 		      sizeof(struct ddtx_ipc_run) && nrun == 1, "one allocation: %u runs", nrun);
+	/* a vector known as one (the send's scan): the very bytes of the list's encoding, and
+	 * none where the list's encoding is no single run */
+	uint8_t from_vec[sizeof(buf)];
+	uint32_t nrun_vec;
+	CHECK(ddtx_ipc_runs_encode_vector(0, 64, 64, 8192, 128, from_vec, sizeof(from_vec),
+					  &nrun_vec) == sizeof(struct ddtx_ipc_run) &&
+		      nrun_vec == 1 && !memcmp(from_vec, buf, sizeof(struct ddtx_ipc_run)),
+	      "vector of 8192: not the list's encoding");
+	CHECK(!ddtx_ipc_runs_encode_vector(0, 64, 64, 8192, 32, from_vec, sizeof(from_vec),
+					   &nrun_vec) && !nrun_vec, "overlapping blocks");
+	CHECK(!ddtx_ipc_runs_encode_vector(0, 64, 64, 2, 128, from_vec, sizeof(from_vec),
+					   &nrun_vec), "two blocks");
+	CHECK(!ddtx_ipc_runs_encode_vector(0, 64, 64, DDTX_IPC_MAX_SEGS + 1, 128, from_vec,
+					   sizeof(from_vec), &nrun_vec), "over DDTX_IPC_MAX_SEGS");
+	CHECK(!ddtx_ipc_runs_encode_vector(0, 64, 64, 8192, 128, from_vec,
+					   sizeof(struct ddtx_ipc_run) - 1, &nrun_vec), "no room");
 	printf("runs: round trips passed\n");
 }
 

@@ -45,6 +45,14 @@ void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *d
 		out->vector = false;
 }
 
+void ddtx_hmem_copy_shape_of_vec(size_t n, size_t block, int64_t stride,
+				 struct ddtx_hmem_copy_shape *out)
+{
+	*out = (struct ddtx_hmem_copy_shape){ .segments = n, .one_device = true, .block = block,
+					      .stride = n > 1 ? stride : 0 };
+	out->vector = n >= 2 && stride >= (int64_t)block && stride <= MAX_PITCH;
+}
+
 enum ddtx_hmem_copy ddtx_hmem_copy_choose(const struct ddtx_hmem_copy_shape *s,
 					  enum ddtx_hmem_copy forced, bool *fell_back)
 {

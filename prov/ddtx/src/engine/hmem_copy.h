@@ -43,6 +43,9 @@ struct ddtx_hmem_copy_shape {
  * NULL: all of one device). */
 void ddtx_hmem_copy_shape_of(const struct iovec *iov, size_t count, const int *device,
 			     struct ddtx_hmem_copy_shape *out);
+/* The same for n non-empty segments of block bytes at stride, all of one device. */
+void ddtx_hmem_copy_shape_of_vec(size_t n, size_t block, int64_t stride,
+				 struct ddtx_hmem_copy_shape *out);
 
 /*
  * The way to use: `forced` when it is possible for this shape, else the cheapest by the cost

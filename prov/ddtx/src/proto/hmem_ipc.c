@@ -75,8 +75,9 @@ static int offer_alloc(struct ddtx_ipc_cache *c, const void *addr, uint64_t buff
 }
 
 int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-			 const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one,
-			 int device, void **out, size_t *len, size_t room)
+			 const struct ddtx_iov_vec *vec, const struct ddtx_hmem_attr *attr,
+			 const struct ddtx_hmem_attr *one, int device, void **out, size_t *len,
+			 size_t room)
 {
 	struct ddtx_ipc_cache *c = ddtx_ipc_cache_of(pep->pd, device);
 	struct ddtx_ipc_alloc allocs[DDTX_IPC_MAX_ALLOCS];
@@ -135,10 +136,17 @@ int ddtx_ipc_offer_build(struct ddtx_proto_ep *pep, const struct iovec *iov, siz
 	for (uint32_t k = 0; k < nalloc; k++)
 		base[k] = allocs[k].base;
 	size_t head = sizeof(struct ddtx_ipc_offer) + nalloc * sizeof(allocs[0]);
-	uint32_t nrun;
-	size_t body = room > head ? ddtx_ipc_runs_encode(iov, count, alloc_of, base, msg + head,
-							 room - head, &nrun)
-				  : 0;
+	uint32_t nrun = 0;
+	size_t body = 0;
+	/* One vector in one allocation: its run without reading the list again (512 blocks:
+	 * 1.4 us of a 5.3 us send call read them). */
+	if (room > head && !attr && vec && vec->n == count && vec->stride > 0)
+		body = ddtx_ipc_runs_encode_vector(0, (uintptr_t)vec->base - base[0], vec->block,
+						   vec->n, (uint64_t)vec->stride, msg + head,
+						   room - head, &nrun);
+	if (room > head && !nrun)
+		body = ddtx_ipc_runs_encode(iov, count, alloc_of, base, msg + head, room - head,
+					    &nrun);
 	if (!body) {
 		ret = -FI_EMSGSIZE;
 		goto fail;

@@ -36,6 +36,7 @@ struct ddtx_stage {
 	size_t count, iov_cap;           /* iov from the endpoint's spares (iov_spare.c) */
 	struct ddtx_hmem_attr *attr;     /* memory of each segment, or NULL: */
 	struct ddtx_hmem_attr one;       /* every segment in this device allocation */
+	struct ddtx_iov_vec vec;         /* iov as one vector (n 0: it is not, or not known) */
 	struct iovec bounce;             /* host memory the operation underneath uses */
 	size_t bounce_cap;               /* its size as allocated */
 	bool bounce_pinned;
@@ -169,13 +170,21 @@ static void stage_free(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	free(s);
 }
 
-/* Do all n segments lie in attr's device allocation?  One tight pass: no entry per segment. */
+/* Do all n segments lie in attr's device allocation?  One tight pass: no entry per segment;
+ * none for a vector (vec->n: the list, scanned by the caller), whose span says it. */
 static bool in_one_allocation(const struct ddtx_hmem_attr *attr, const struct iovec *iov,
-			      size_t n)
+			      size_t n, const struct ddtx_iov_vec *vec)
 {
 	const uintptr_t base = attr->range_base, size = attr->range_size;
 	if (!size)
 		return false;
+	if (vec && vec->n == n) {
+		/* the scan checked the span does not wrap around */
+		uintptr_t last = (uintptr_t)vec->base + (uintptr_t)(vec->stride * (int64_t)(n - 1));
+		uintptr_t lo = vec->stride < 0 ? last : (uintptr_t)vec->base;
+		uintptr_t hi = (vec->stride < 0 ? (uintptr_t)vec->base : last) + vec->block;
+		return lo >= base && hi - base <= size;
+	}
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t at = (uintptr_t)iov[i].iov_base - base;
 		if (iov[i].iov_len && (at >= size || iov[i].iov_len > size - at))
@@ -196,7 +205,8 @@ static bool in_one_allocation(const struct ddtx_hmem_attr *attr, const struct io
  * before (one query per allocation per call).
  */
 static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
-		    struct ddtx_hmem_attr **attr, struct ddtx_hmem_attr *uniform)
+		    const struct ddtx_iov_vec *vec, struct ddtx_hmem_attr **attr,
+		    struct ddtx_hmem_attr *uniform)
 {
 	struct ddtx_hmem_attr *a = NULL, last = { .iface = DDTX_HMEM_SYSTEM, .device = -1 };
 	bool device = false;
@@ -224,7 +234,7 @@ static int classify(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t c
 			else
 				last = one;
 			if (!a && one.iface == DDTX_HMEM_CUDA &&
-			    in_one_allocation(&one, iov, count)) {
+			    in_one_allocation(&one, iov, count, vec)) {
 				if (!pep->pd->hmem) {
 					device = true;
 					break; /* refused below */
@@ -366,7 +376,10 @@ static int choose_way(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 		for (size_t i = 0; i < s->count; i++)
 			dev[i] = s->attr[i].iface == DDTX_HMEM_CUDA ? s->attr[i].device : -1;
 	}
-	ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
+	if (!s->attr && s->vec.n == s->count)
+		ddtx_hmem_copy_shape_of_vec(s->vec.n, s->vec.block, s->vec.stride, &shape);
+	else
+		ddtx_hmem_copy_shape_of(s->iov, s->count, dev, &shape);
 	free(dev);
 	/* Loading the kernels costs a module load once: only asked when they could be used. */
 	shape.kernels = shape.one_device && shape.segments > 1 && s->device >= 0 &&
@@ -458,11 +471,13 @@ static bool ipc_possible(struct ddtx_proto_ep *pep, const struct ddtx_stage *s, 
 }
 
 int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
-		     size_t *count, void **context, uint64_t *flags, bool report,
-		     struct ddtx_stage **out)
+		     size_t *count, const struct ddtx_iov_vec *vec, void **context,
+		     uint64_t *flags, bool report, struct ddtx_stage **out)
 {
 	struct ddtx_hmem_attr *attr, one;
-	int ret = classify(pep, *iov, *count, &attr, &one);
+	if (vec && vec->n != *count)
+		vec = NULL;
+	int ret = classify(pep, *iov, *count, vec, &attr, &one);
 
 	*out = NULL;
 	if (ret <= 0)
@@ -490,6 +505,8 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->count = *count;
 	s->attr = attr;
 	s->one = one;
+	if (vec)
+		s->vec = *vec;
 	s->bounce.iov_len = total;
 	s->context = *context;
 	s->report = report;
@@ -608,8 +625,8 @@ int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void **offer,
 			 size_t *len, size_t room)
 {
-	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->attr, &s->one, s->device, offer,
-				       len, room);
+	int ret = ddtx_ipc_offer_build(pep, s->iov, s->count, s->vec.n ? &s->vec : NULL, s->attr,
+				       &s->one, s->device, offer, len, room);
 	if (ret != -FI_EMSGSIZE || s->count < 2 || s->device < 0 ||
 	    s->way != DDTX_HMEM_COPY_KERNEL || !ddtx_gpu_kernels_ready(s->device))
 		return ret;
@@ -627,7 +644,7 @@ int ddtx_stage_ipc_offer(struct ddtx_proto_ep *pep, struct ddtx_stage *s, void *
 		return ret;
 	struct iovec one = { s->dev.p, total };
 	ddtx_hmem_detect(s->dev.p, &a);
-	ret = ddtx_ipc_offer_build(pep, &one, 1, &a, NULL, s->device, offer, len, room);
+	ret = ddtx_ipc_offer_build(pep, &one, 1, NULL, &a, NULL, s->device, offer, len, room);
 	if (!ret)
 		pep->pd->stats.hmem_ipc_tx_packed++;
 	return ret;

@@ -99,6 +99,20 @@ size_t ddtx_ipc_runs_encode(const struct iovec *iov, size_t n, const uint8_t *al
 	return used;
 }
 
+size_t ddtx_ipc_runs_encode_vector(uint32_t alloc, uint64_t offset, uint64_t len, size_t n,
+				   uint64_t stride, void *out, size_t room, uint32_t *nrun)
+{
+	/* fewer than three: ddtx_ipc_runs_encode lists them (not worth a special case) */
+	*nrun = 0;
+	if (n < 3 || n > DDTX_IPC_MAX_SEGS || !len || stride < len ||
+	    room < sizeof(struct ddtx_ipc_run))
+		return 0;
+	struct ddtx_ipc_run r = { (uint16_t)alloc, 0, (uint32_t)n, len, offset, stride };
+	memcpy(out, &r, sizeof(r));
+	*nrun = 1;
+	return sizeof(r);
+}
+
 const char *ddtx_ipc_runs_walk(const void *runs, size_t len, uint32_t nrun,
 			       const struct ddtx_ipc_alloc *alloc, uint32_t nalloc,
 			       void *const *local, struct iovec *out, size_t *nseg,

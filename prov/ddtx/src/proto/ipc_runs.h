@@ -23,6 +23,14 @@ size_t ddtx_ipc_runs_encode(const struct iovec *iov, size_t n, const uint8_t *al
 			    const uint64_t *base, void *out, size_t room, uint32_t *nrun);
 
 /*
+ * The same for n segments known to be one vector (len bytes each, the first at offset in
+ * allocation alloc, one stride >= len apart): the bytes ddtx_ipc_runs_encode writes for such
+ * a list, without reading it; 0 where it writes none.
+ */
+size_t ddtx_ipc_runs_encode_vector(uint32_t alloc, uint64_t offset, uint64_t len, size_t n,
+				   uint64_t stride, void *out, size_t room, uint32_t *nrun);
+
+/*
  * Walk nrun runs taking exactly len bytes at runs, against the offer's nalloc allocations:
  * each run names one, is non-empty, and every segment lies inside its allocation; at most
  * DDTX_IPC_MAX_SEGS segments in all.  NULL, with *nseg segments of *bytes bytes in all, or the

@@ -121,7 +121,8 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	    (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
 	/* Device memory: received into a host buffer, copied in at completion (hmem_stage.c). */
-	ret = ddtx_stage_begin(pep, true, &iov, &count, &context, &flags,
+	ret = ddtx_stage_begin(pep, true, &iov, &count, iov == checked && vec.n ? &vec : NULL,
+			       &context, &flags,
 			       !pep->attr.rx_selective || (flags & FI_COMPLETION), &stage);
 	if (ret)
 		goto out;

@@ -321,7 +321,9 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if (handle && (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
 		goto out;
 	/* Device memory: sent from a host copy (hmem_stage.c); the handle's layout is not it. */
-	ret = ddtx_stage_begin(pep, false, &iov, &count, &context, &flags,
+	ret = ddtx_stage_begin(pep, false, &iov, &count,
+			       iov == checked && count == checked_count && vec.n ? &vec : NULL,
+			       &context, &flags,
 			       !(flags & DDTX_PROTO_NO_COMPLETION) &&
 				       (!pep->attr.tx_selective || (flags & FI_COMPLETION)),
 			       &stage);
