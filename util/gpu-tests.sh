@@ -47,6 +47,7 @@ fi
 [ -d "$deps/root" ] || { echo "no $deps: run util/gpu-tests.sh --pack first (and carry it)"; exit 1; }
 out=${OUT:-$root/build-gpu}
 mkdir -p "$out"
+log=$out/${GPU_LOG:-gpu-tests}.log
 multiarch=$(ls "$deps/root/usr/lib" | grep -- '-linux-gnu$' | head -1)
 lib=$deps/root/usr/lib/$multiarch
 # The pkg-config files were rewritten for the folder they were unpacked in: follow it here.
@@ -92,4 +93,4 @@ t() { local lim=$1; shift; local s=$SECONDS; timeout -k 5 "$lim" "$@"; local rc=
 	echo "all in $SECONDS s"
 	# libfabric 1.17 logs every provider that declines a named provider's query at warn level
 	# (rxm and rxd asking for ddtx as their core): not ddtx's news, left out of the log.
-} 2>&1 | grep --line-buffered -v "fi_getinfo: provider .* returned -61" | tee "$out/${GPU_LOG:-gpu-tests}.log"
+} 2>&1 | grep --line-buffered -v "fi_getinfo: provider .* returned -61" | tee "$log"
