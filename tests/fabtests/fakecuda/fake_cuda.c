@@ -18,6 +18,8 @@
  * handle of a freed allocation, whose descriptor was closed or reused, is refused, as is a
  * forged one).  The mapping is PROT_NONE to the host like any other device memory: only the
  * copy calls below touch its bytes.  The *Async calls run synchronously (one stream).
+ * FAKE_CUDA_KERNELS=1 also loads the provider's pack kernels, emulated on the host (at the
+ * end of this file); otherwise their module does not load, and ddtx goes without them.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -88,6 +90,15 @@ static struct alloc *find(uintptr_t p, size_t len)
 		if (a->shadow && p >= a->dev && p - a->dev <= a->len && len <= a->len - (p - a->dev))
 			return a;
 	}
+	return NULL;
+}
+
+/* The live allocation starting at p (find(p, 0) may name the one before, which ends there). */
+static struct alloc *find_base(uintptr_t p)
+{
+	for (size_t i = 0; i < nallocs; i++)
+		if (allocs[i].shadow && allocs[i].dev == p)
+			return &allocs[i];
 	return NULL;
 }
 
@@ -197,8 +208,8 @@ static CUresult release(CUdeviceptr p, int imported)
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 
 	pthread_mutex_lock(&lock);
-	struct alloc *a = find((uintptr_t)p, 0);
-	if (a && a->dev == p && a->imported == imported) {
+	struct alloc *a = find_base((uintptr_t)p);
+	if (a && a->imported == imported) {
 		munmap(a->shadow, page_round(a->len));
 		a->shadow = NULL; /* the PROT_NONE reservation stays: the address is not reused */
 		if (a->fd >= 0)
@@ -244,8 +255,8 @@ EXPORT CUresult cuIpcGetMemHandle(struct ipc_handle *h, CUdeviceptr p)
 	CUresult r = CUDA_ERROR_INVALID_VALUE;
 
 	pthread_mutex_lock(&lock);
-	struct alloc *a = find((uintptr_t)p, 0);
-	if (a && a->dev == p && !a->imported && a->fd >= 0) {
+	struct alloc *a = find_base((uintptr_t)p);
+	if (a && !a->imported && a->fd >= 0) {
 		memset(h, 0, sizeof(*h));
 		*h = (struct ipc_handle){ IPC_MAGIC, (int)getpid(), a->fd, a->device, a->id, a->len,
 					  { 0 } };
@@ -475,4 +486,134 @@ EXPORT CUresult cuStreamSynchronize(void *stream)
 {
 	(void)stream;
 	return CUDA_SUCCESS;
+}
+
+/*
+ * The provider's pack kernels (engine/gpu_pack.cu), emulated on the host when
+ * FAKE_CUDA_KERNELS=1, so that CI runs the ways that launch them (the IPC copy kernel, the
+ * staging pack kernel) with every byte checked.  Without it the module does not load, as on a
+ * GPU the fatbin has no code for.  Each kernel's arguments are read as engine/gpu_kernels.c
+ * passes them; every address they touch must be device memory (ours or a peer's mapping): a
+ * host address is an illegal address, as a kernel's fault would be on a GPU.
+ */
+#include "gpu_piece_word.h"
+#include "gpu_runs.h"
+
+enum { CUDA_ERROR_NO_BINARY_FOR_GPU = 209, CUDA_ERROR_ILLEGAL_ADDRESS = 700 };
+enum kernel_kind { KERNEL_RUNS, KERNEL_PIECES };
+struct kernel {
+	const char *name;
+	enum kernel_kind kind;
+	unsigned width;         /* the runs kernels' word */
+};
+static const struct kernel kernels[] = {
+	{ "ddtx_runs_w16", KERNEL_RUNS, 16 }, { "ddtx_runs_w8", KERNEL_RUNS, 8 },
+	{ "ddtx_runs_w4", KERNEL_RUNS, 4 },   { "ddtx_runs_w1", KERNEL_RUNS, 1 },
+	{ "ddtx_pieces", KERNEL_PIECES, 0 },
+};
+static int module_token;
+
+EXPORT CUresult cuModuleLoadData(void **module, const void *image)
+{
+	const char *e = getenv("FAKE_CUDA_KERNELS");
+	if (!image || !e || atoi(e) != 1)
+		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	*module = &module_token;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleUnload(void *module)
+{
+	return module == &module_token ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuModuleGetFunction(void **fn, void *module, const char *name)
+{
+	if (module != &module_token)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (!strcmp(kernels[i].name, name)) {
+			*fn = (void *)&kernels[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+/* The writable view of device bytes [p, p + len), or NULL if they are not all device memory. */
+static uint8_t *device_bytes(uintptr_t p, size_t len)
+{
+	pthread_mutex_lock(&lock);
+	struct alloc *a = find(p, len);
+	uint8_t *v = a ? a->shadow + (p - a->dev) : NULL;
+	pthread_mutex_unlock(&lock);
+	return v;
+}
+
+static CUresult run_runs(unsigned w, unsigned grid, void **params)
+{
+	uintptr_t runs = (uintptr_t) * (void **)params[0];
+	uint64_t first = *(uint64_t *)params[1];
+	uintptr_t origin = (uintptr_t) * (void **)params[2], packed = (uintptr_t) * (void **)params[3];
+	uint64_t lo = *(uint64_t *)params[4], hi = *(uint64_t *)params[5];
+	int gather = *(int *)params[6];
+	for (unsigned b = 0; b < grid; b++) {
+		const uint8_t *rv = device_bytes(runs + (first + b) * sizeof(struct ddtx_gpu_run),
+						 sizeof(struct ddtx_gpu_run));
+		if (!rv)
+			return CUDA_ERROR_ILLEGAL_ADDRESS;
+		struct ddtx_gpu_run r;
+		memcpy(&r, rv, sizeof(r));
+		uint64_t words = r.n * r.block / w;
+		for (uint64_t k = 0; k < words; k++) {
+			int64_t lay;
+			uint64_t pay;
+			ddtx_gpu_run_word(r.payload, r.off, r.block, r.stride, k, w, &lay, &pay);
+			if (pay < lo || pay >= hi)
+				continue;
+			uint8_t *l = device_bytes(origin + (uintptr_t)lay, w);
+			uint8_t *q = device_bytes(packed + (pay - lo), w);
+			if (!l || !q)
+				return CUDA_ERROR_ILLEGAL_ADDRESS;
+			memcpy(gather ? q : l, gather ? l : q, w);
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult run_pieces(unsigned grid, void **params)
+{
+	uintptr_t p = (uintptr_t) * (void **)params[0], group = (uintptr_t) * (void **)params[1];
+	const uint8_t *gv = device_bytes(group, (grid + 1) * sizeof(uint32_t));
+	if (!gv)
+		return CUDA_ERROR_ILLEGAL_ADDRESS;
+	for (unsigned b = 0; b < grid; b++) {
+		uint32_t first, end;
+		memcpy(&first, gv + b * sizeof(uint32_t), sizeof(first));
+		memcpy(&end, gv + (b + 1) * sizeof(uint32_t), sizeof(end));
+		for (uint32_t i = first; i < end; i++) {
+			const uint8_t *qv = device_bytes(p + i * sizeof(struct ddtx_gpu_piece),
+							 sizeof(struct ddtx_gpu_piece));
+			if (!qv)
+				return CUDA_ERROR_ILLEGAL_ADDRESS;
+			struct ddtx_gpu_piece q;
+			memcpy(&q, qv, sizeof(q));
+			uint8_t *d = device_bytes(q.dst, q.len), *s = device_bytes(q.src, q.len);
+			if (!d || !s)
+				return CUDA_ERROR_ILLEGAL_ADDRESS;
+			memmove(d, s, q.len);
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			       unsigned by, unsigned bz, unsigned shmem, void *stream,
+			       void **params, void **extra)
+{
+	const struct kernel *k = fn;
+	(void)bx, (void)by, (void)bz, (void)stream;
+	if (k < kernels || k >= kernels + sizeof(kernels) / sizeof(kernels[0]) || !params ||
+	    extra || gy != 1 || gz != 1 || shmem)
+		return CUDA_ERROR_INVALID_VALUE;
+	return k->kind == KERNEL_RUNS ? run_runs(k->width, gx, params) : run_pieces(gx, params);
 }

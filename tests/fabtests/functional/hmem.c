@@ -197,6 +197,13 @@ static struct fx_opts hmem_opts = {.caps = FI_MSG | FI_TAGGED | FI_HMEM};
  * auto on a vector: auto takes the way its learned model predicts fastest among those
  * possible, and against this test's driver stand-in a copy per segment can be the fastest).
  */
+/* The driver stand-in emulating the pack kernels (FAKE_CUDA_KERNELS=1): a forced kernel way
+ * must then be the kernel, not a fallback. */
+static bool kernels_emulated(void)
+{
+	return fx_env_long("FAKE_CUDA_KERNELS", 0) == 1;
+}
+
 static int expected_way(const struct layout *l, bool *fallback)
 {
 	const char *f = getenv("FI_DDTX_HMEM_COPY");
@@ -266,6 +273,12 @@ static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 			 s1->hmem_ipc_copy_2d + s1->hmem_ipc_copy_batched + s1->hmem_ipc_copy_kernel -
 			 s0->hmem_ipc_copy_2d - s0->hmem_ipc_copy_batched - s0->hmem_ipc_copy_kernel == 1,
 			 "%s: CUDA IPC bytes or copies miscounted", what);
+	/* A forced kernel into device memory with the kernels loaded: the copy kernel did it. */
+	const char *way = getenv("FI_DDTX_HMEM_COPY");
+	if (!sender && d->rdev && l->count > 1 && kernels_emulated() && way &&
+	    !strcmp(way, "kernel"))
+		FT_CHECK(s1->hmem_ipc_copy_kernel - s0->hmem_ipc_copy_kernel == 1,
+			 "%s: forced kernel, kernels loaded: the IPC copy was no kernel", what);
 	return true;
 }
 
@@ -291,6 +304,10 @@ static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 				     got == FI_DDTX_HMEM_COPY_KERNEL ||
 				     (got == FI_DDTX_HMEM_COPY_2D && l->block)),
 			 "%s: copied by way %d (%llu fallbacks)", what, got,
+			 (unsigned long long)fb);
+	else if (kernels_emulated() && l->count > 1)
+		FT_CHECK(got == FI_DDTX_HMEM_COPY_KERNEL && !fb,
+			 "%s: forced kernel, kernels loaded: way %d, %llu fallbacks", what, got,
 			 (unsigned long long)fb);
 	else
 		FT_CHECK(got == FI_DDTX_HMEM_COPY_KERNEL ||
