@@ -96,6 +96,18 @@ static void test_shapes(void)
 	      "3 segments: calls are cheaper than a launch");
 	CHECK(ddtx_hmem_copy_choose(&s, DDTX_HMEM_COPY_KERNEL, &fb) == DDTX_HMEM_COPY_KERNEL &&
 	      !fb, "kernel forced where possible");
+	/* no vector from the third segment on, empty entries after it: counted all the same */
+	vec(iov, 16, 64, 128);
+	iov[2].iov_base = mem + 2 * 128 + 8;
+	iov[7].iov_len = 0;
+	iov[15].iov_len = 0;
+	ddtx_hmem_copy_shape_of(iov, 16, NULL, &s);
+	CHECK(!s.vector && s.one_device && s.segments == 14, "irregular list: %zu segments",
+	      s.segments);
+	dev[9] = 1;
+	ddtx_hmem_copy_shape_of(iov, 16, dev, &s);
+	CHECK(!s.one_device && s.segments == 14, "irregular list, a second device at 9");
+	dev[9] = 0;
 	/* empty entries do not count; one segment is one copy */
 	struct iovec one[3] = { { mem, 0 }, { mem + 64, 4096 }, { mem + 9000, 0 } };
 	ddtx_hmem_copy_shape_of(one, 3, dev, &s);
