@@ -86,6 +86,7 @@ t() { local lim=$1; shift; local s=$SECONDS; timeout -k 5 "$lim" "$@"; local rc=
 		t 90 $f/ft_hmem "$x"
 	done
 	for x in d2d d2h; do t 90 $f/ft_hmem FI_DDTX_HMEM_IPC=0 "$x"; done
+	for x in d2d d2h; do t 90 $f/ft_hmem FI_DDTX_HMEM_COPY=kernel "$x"; done
 	t 60 build-gpu/tests/fabtests/benchmarks/gpu_share
 	# 1000 transfers a row (the forced driver copy per segment: 100): the learned way's
 	# explorations and the first transfers weigh little in the mean, as in an application
