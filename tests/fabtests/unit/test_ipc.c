@@ -81,10 +81,56 @@ static void run_on_host(const struct ddtx_ipc_plan *p)
 		memcpy(p->ops[i].dst, p->ops[i].src, p->ops[i].len);
 }
 
+/* Plan len bytes of src into dst (into *p, kept for the caller's checks), check its pieces
+ * (none empty, adjacent ones merged, len in all), run it on the host and compare with a
+ * reference gather and scatter.  The buffers are plan_src and plan_dst. */
+enum { CAP = 1 << 18, MAX = 4096 };
+static uint8_t plan_src[CAP], plan_dst[CAP];
+
+static void plan_and_check(const struct iovec *dv, size_t nd, const struct iovec *sv, size_t ns,
+			   size_t len, struct ddtx_ipc_plan *p, int iter)
+{
+	static uint8_t want[CAP], stream[CAP];
+	for (size_t i = 0; i < CAP; i++) {
+		plan_src[i] = (uint8_t)next();
+		plan_dst[i] = (uint8_t)(i * 7);
+	}
+	/* reference: gather len bytes of src, scatter into a copy of dst */
+	size_t q = 0;
+	for (size_t i = 0; i < ns && q < len; i++) {
+		size_t n = sv[i].iov_len < len - q ? sv[i].iov_len : len - q;
+		memcpy(stream + q, sv[i].iov_base, n);
+		q += n;
+	}
+	memcpy(want, plan_dst, CAP);
+	q = 0;
+	for (size_t i = 0; i < nd && q < len; i++) {
+		size_t n = dv[i].iov_len < len - q ? dv[i].iov_len : len - q;
+		memcpy(want + ((uint8_t *)dv[i].iov_base - plan_dst), stream + q, n);
+		q += n;
+	}
+	CHECK(ddtx_ipc_plan_build(dv, nd, sv, ns, len, p) == 0, "build");
+	CHECK(p->bytes == len, "plan bytes");
+	size_t sum = 0;
+	for (size_t i = 0; i < p->nops; i++) {
+		sum += p->ops[i].len;
+		CHECK(p->ops[i].len, "empty piece");
+		if (i)
+			CHECK((uint8_t *)p->ops[i - 1].dst + p->ops[i - 1].len !=
+				      (uint8_t *)p->ops[i].dst ||
+			      (const uint8_t *)p->ops[i - 1].src + p->ops[i - 1].len !=
+				      (const uint8_t *)p->ops[i].src,
+			      "pieces %zu and %zu not merged", i - 1, i);
+	}
+	CHECK(sum == len, "pieces cover %zu of %zu", sum, len);
+	run_on_host(p);
+	CHECK(!memcmp(plan_dst, want, CAP), "iter %d (%zu -> %zu segments, %zu bytes): bytes differ",
+	      iter, ns, nd, len);
+}
+
 static void test_plan(void)
 {
-	enum { CAP = 1 << 18, MAX = 4096 };
-	static uint8_t sbuf[CAP], dbuf[CAP], want[CAP], stream[CAP];
+	uint8_t *sbuf = plan_src, *dbuf = plan_dst;
 	static struct iovec sv[MAX], dv[MAX];
 	size_t two_d = 0, batches = 0;
 
@@ -107,39 +153,8 @@ static void test_plan(void)
 			(void)b;
 		}
 		size_t len = iter % 5 ? total : next() % (total + 1); /* truncated sometimes */
-		for (size_t i = 0; i < CAP; i++) {
-			sbuf[i] = (uint8_t)next();
-			dbuf[i] = (uint8_t)(i * 7);
-		}
-		/* reference: gather len bytes of src, scatter into a copy of dst */
-		size_t q = 0;
-		for (size_t i = 0; i < ns && q < len; i++) {
-			size_t n = sv[i].iov_len < len - q ? sv[i].iov_len : len - q;
-			memcpy(stream + q, sv[i].iov_base, n);
-			q += n;
-		}
-		memcpy(want, dbuf, CAP);
-		q = 0;
-		for (size_t i = 0; i < nd && q < len; i++) {
-			size_t n = dv[i].iov_len < len - q ? dv[i].iov_len : len - q;
-			memcpy(want + ((uint8_t *)dv[i].iov_base - dbuf), stream + q, n);
-			q += n;
-		}
 		struct ddtx_ipc_plan p;
-		CHECK(ddtx_ipc_plan_build(dv, nd, sv, ns, len, &p) == 0, "build");
-		CHECK(p.bytes == len, "plan bytes");
-		size_t sum = 0;
-		for (size_t i = 0; i < p.nops; i++) {
-			sum += p.ops[i].len;
-			CHECK(p.ops[i].len, "empty piece");
-			if (i)
-				CHECK((uint8_t *)p.ops[i - 1].dst + p.ops[i - 1].len !=
-					      (uint8_t *)p.ops[i].dst ||
-				      (const uint8_t *)p.ops[i - 1].src + p.ops[i - 1].len !=
-					      (const uint8_t *)p.ops[i].src,
-				      "pieces %zu and %zu not merged", i - 1, i);
-		}
-		CHECK(sum == len, "pieces cover %zu of %zu", sum, len);
+		plan_and_check(dv, nd, sv, ns, len, &p, iter);
 		if (sk == 0 && dk == 0 && iter % 2 && ns > 2 && len == total &&
 		    sv[ns - 1].iov_len == sv[0].iov_len)
 			CHECK(p.two_d, "vector into vector, %zu blocks: not 2-D", ns);
@@ -148,12 +163,38 @@ static void test_plan(void)
 			CHECK(p.two_d, "vector into a contiguous buffer: not 2-D");
 		two_d += p.two_d;
 		batches += !p.two_d;
-		run_on_host(&p);
 		ddtx_ipc_plan_free(&p);
-		CHECK(!memcmp(dbuf, want, CAP), "iter %d (%d -> %d, %zu of %zu bytes): bytes differ",
-		      iter, sk, dk, len, total);
 	}
 	CHECK(two_d > 100 && batches > 100, "%zu 2-D plans, %zu batches", two_d, batches);
+	/* Lists of equal lengths pair by pair for a while (one layout on both sides), empty and
+	 * adjacent entries among them, then the destination's rest split otherwise: the pairs'
+	 * quick pass, then the walk from where it stopped. */
+	for (int iter = 0; iter < 500; iter++) {
+		size_t n = 1 + next() % 300, same = next() % (n + 1), sat = 0, dat = 0;
+		size_t total = 0, paired = 0, ns = 0, nd = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t l = next() % 8 ? 1 + next() % 64 : 0;
+			sv[ns++] = (struct iovec){ sbuf + sat, l };
+			sat += l + next() % 3 * 16;
+			total += l;
+			if (i < same) {
+				dv[nd++] = (struct iovec){ dbuf + dat, l };
+				dat += l + next() % 3 * 16;
+				paired += l;
+			}
+		}
+		for (size_t rest = total - paired; rest;) {
+			size_t l = 1 + next() % 100;
+			l = l < rest ? l : rest;
+			dv[nd++] = (struct iovec){ dbuf + dat, l };
+			dat += l + next() % 2 * 8;
+			rest -= l;
+		}
+		struct ddtx_ipc_plan p;
+		plan_and_check(dv, nd, sv, ns, iter % 4 ? total : next() % (total + 1), &p,
+			       3000 + iter);
+		ddtx_ipc_plan_free(&p);
+	}
 	/* Adjacent segments on both sides merge into one piece. */
 	struct iovec a[4], b[1] = { { dbuf, 400 } };
 	for (int i = 0; i < 4; i++)

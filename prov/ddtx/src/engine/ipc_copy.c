@@ -108,7 +108,28 @@ int ddtx_ipc_plan_build(const struct iovec *dst, size_t ndst, const struct iovec
 	}
 	if (!(p->ops = malloc(cap * sizeof(*p->ops))))
 		return -FI_ENOMEM;
-	for (size_t left = len; left;) {
+	size_t left = len;
+	/* Segments of equal lengths on both sides, pair by pair (the sender's layout and ours
+	 * alike, as most are): a piece a pair, without the walk's bookkeeping (3225 pieces of 4 B,
+	 * against the driver stand-in: 12.1-12.8 us planned by the walk alone, 8.3 so). */
+	for (; left && di < ndst && di < nsrc && dst[di].iov_len == src[di].iov_len &&
+	       dst[di].iov_len <= left;
+	     di++) {
+		size_t n = dst[di].iov_len;
+		uint8_t *d = dst[di].iov_base;
+		const uint8_t *s = src[di].iov_base;
+		struct ddtx_hmem_copy_op *last = p->nops ? &p->ops[p->nops - 1] : NULL;
+		if (!n)
+			continue;
+		if (last && (uint8_t *)last->dst + last->len == d &&
+		    (const uint8_t *)last->src + last->len == s)
+			last->len += n; /* continues on both sides */
+		else
+			p->ops[p->nops++] = (struct ddtx_hmem_copy_op){ d, s, n };
+		left -= n;
+	}
+	si = di;
+	while (left) {
 		while (doff == dst[di].iov_len) {
 			di++;
 			doff = 0;
