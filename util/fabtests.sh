@@ -141,8 +141,31 @@ done
 expected_list=util/fabtests-expected.txt
 [ -n "$hosts" ] && expected_list=util/fabtests-hosts-expected.txt
 python3 - "$results" "$out/meson-logs/testlog.json" "$prov" "$expected_list" "${hosts:+hosts-}" <<'PY'
-import json, sys
+import json, os, sys
 results, testlog, prov, expected_path, tag = sys.argv[1:6]
+
+def show_output(s, name, limit=60):
+    """A failing test's lines of runfabtests' verbose log (its commands and both sides' output),
+    so that a CI log says why."""
+    try:
+        lines = open(os.path.join(os.path.dirname(results), s + ".log"), errors="replace").read().splitlines()
+    except OSError:
+        return
+    start = None
+    for i, l in enumerate(lines):
+        if l.startswith("- name:") and l[len("- name:"):].strip() == name:
+            start = i
+    if start is None:
+        return
+    end = start + 1
+    while end < len(lines) and not lines[end].startswith(("- name:", "# ---")):
+        end += 1
+    block = lines[start:end]
+    if len(block) > limit:
+        block = block[:limit // 2] + ["    ... (%d lines)" % (len(block) - limit)] + block[-limit // 2:]
+    for l in block:
+        print("    | " + l)
+
 expected = {}
 if prov == "ddtx":
     for line in open(expected_path):
@@ -174,7 +197,8 @@ with open(testlog, "w") as log:
             meson = "FAIL" if prov == "ddtx" else "SKIP"
             if prov == "ddtx":
                 bad += 1
-                print("FAILED fabtests: %s / %s: %s (not in util/fabtests-expected.txt)" % (s, name, res))
+                print("FAILED fabtests: %s / %s: %s (not in %s)" % (s, name, res, expected_path))
+                show_output(s, name)
         log.write(json.dumps({"name": "ddtx:fabtests-%s%s / %s" % (tag, s, name), "result": meson}) + "\n")
 print("fabtests over %s:  set  pass / fail / notrun" % prov)
 for s, t in table.items():

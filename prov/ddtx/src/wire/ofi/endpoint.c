@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/clock.h"
 #include "wire/ofi/ofi.h"
 
 static uint64_t random_uid(void)
@@ -215,12 +216,45 @@ int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 	return ret;
 }
 
+/* Messages queued or in the core for a peer still reachable. */
+static bool tx_pending(const struct ddtx_ofi_ep *ep)
+{
+	if (!ddtx_list_empty(&ep->ctrl) || !ddtx_list_empty(&ep->tx_deferred))
+		return true;
+	for (size_t i = 0; i < ep->npeers; i++)
+		if (ep->peers[i] && !ep->peers[i]->dead && ep->peers[i]->tx_inflight)
+			return true;
+	return false;
+}
+
+/*
+ * What is still queued or in the core when the endpoint closes is mostly the protocol's last
+ * words: the acknowledgement of a delivery complete send (the proto floor flushes those at
+ * close), a ring credit.  The core drops what it holds at fi_close, and the peer then waits for
+ * the acknowledgement until its send fails (fabtests' fi_rdm_multi_client -U between two hosts
+ * failed so in CI once: its client closes right after its last receive).  So progress runs,
+ * delivering nothing, until they left or LINGER_MS passed (a peer that stopped reading).
+ */
+#define LINGER_MS 1000
+
+static void linger(struct ddtx_ofi_ep *ep)
+{
+	if (!ep->cq || !tx_pending(ep))
+		return;
+	ep->handlers = (struct ddtx_wire_handlers){ 0 }; /* the floor above is closing */
+	uint64_t end = ddtx_coarse_time_ns() + (uint64_t)LINGER_MS * 1000000;
+
+	while (tx_pending(ep) && ddtx_coarse_time_ns() < end)
+		(void)ddtx_ofi_ep_progress(&ep->base);
+}
+
 void ddtx_ofi_ep_close(struct ddtx_wire_ep *wep)
 {
 	struct ddtx_ofi_ep *ep = ddtx_oep_of(wep);
 
 	if (!ep)
 		return;
+	linger(ep);
 	while (!ddtx_list_empty(&ep->ctrl))
 		free(ddtx_container_of(ddtx_list_pop_front(&ep->ctrl), struct ddtx_ofi_ctrl, entry));
 	close_core(ep);
