@@ -4,6 +4,7 @@
  * (pieces bounded in bytes and entries), gather/scatter at byte offsets, layout statistics,
  * scheme selection and UMR windows, and the protocol's operation-id table.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "common/minmax.h"
 #include "common/settings.h"
 #include "engine/cost.h"
+#include "engine/cost_bias.h"
 #include "engine/iov.h"
 #include "engine/layout.h"
 #include "engine/scheme.h"
@@ -399,15 +401,90 @@ static void test_cost_timer(void)
 	double pack = ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, bytes, blocks);
 	uint64_t start = now;
 	now += 2000000;
-	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true);
+	/* Each transfer's own service time comes back (a layout's correction learns it), or 0
+	 * where it is not learnt from. */
+	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks,
+				     true) == 2000000, "an SGL transfer's own time");
 	now += 10000;
-	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, start, now, bytes, blocks, true);
+	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, start, now, bytes, blocks,
+				     true) == 0, "a PACK transfer served beside SGL was timed");
 	now += 10000000; /* idle, then one PACK alone: the open group is flushed, none is PACK */
-	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, now - 1, now, bytes, blocks, false);
+	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, now - 1, now, bytes, blocks,
+				     false) == 0, "a transfer not to be timed was timed");
 	CHECK(ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, bytes, blocks) == pack,
 	      "a PACK transfer served beside SGL was learnt");
 	CHECK(m.fit[FI_DDTX_SCHEME_PACK].samples == 0, "PACK samples %llu",
 	      (unsigned long long)m.fit[FI_DDTX_SCHEME_PACK].samples);
+}
+
+/*
+ * A layout's correction of the lines (engine/cost_bias.h), in the case that needed it: after
+ * other layouts the lines predict MILC-32's pull 85 us and PACK 66, where the pull takes 40
+ * and PACK 70.  One exploration of the pull on that shape makes it the choice there and only
+ * there; its timings bring the ratio to the truth; one preempted transfer moves it a little;
+ * the table keeps the shapes in use.
+ */
+static void test_cost_bias(void)
+{
+	struct ddtx_cost_line lines[DDTX_COST_LINES] = {
+		[FI_DDTX_SCHEME_PACK] = {66000, 0, 0}, [DDTX_COST_PULL] = {85000, 0, 0},
+	};
+	const size_t bytes = 64 * 12288, blocks = 128;
+	const uint64_t milc = 0x1234567887654321ull, other = 0x1111222233334444ull;
+	struct ddtx_cost_model m;
+	static struct ddtx_cost_bias b;
+	ddtx_cost_init(&m, lines, 0);
+	ddtx_cost_bias_init(&b);
+	unsigned both = (1u << FI_DDTX_SCHEME_PACK) | (1u << DDTX_COST_PULL);
+	double f[DDTX_COST_LINES], g[DDTX_COST_LINES];
+	CHECK(!ddtx_cost_bias_factors(&b, milc, f) && f[DDTX_COST_PULL] == 1.0,
+	      "an unknown shape has a correction");
+	CHECK(ddtx_cost_best_scaled(&m, both, bytes, blocks, NULL) == FI_DDTX_SCHEME_PACK,
+	      "the lines alone should choose PACK");
+	double pull = ddtx_cost_predict(&m, DDTX_COST_PULL, bytes, blocks);
+	ddtx_cost_bias_observe(&b, milc, DDTX_COST_PULL, 40000, pull);
+	CHECK(ddtx_cost_bias_factors(&b, milc, f) &&
+		      ddtx_cost_best_scaled(&m, both, bytes, blocks, f) == DDTX_COST_PULL,
+	      "one pull timed at 40 us did not make it MILC's choice (factor %.2f)",
+	      f[DDTX_COST_PULL]);
+	CHECK(f[FI_DDTX_SCHEME_PACK] == 1.0, "PACK's factor moved without a PACK timing");
+	CHECK(!ddtx_cost_bias_factors(&b, other, g) &&
+		      ddtx_cost_best_scaled(&m, both, bytes, blocks, g) == FI_DDTX_SCHEME_PACK,
+	      "another shape took MILC's correction");
+	for (int i = 0; i < 12; i++) {
+		ddtx_cost_bias_observe(&b, milc, DDTX_COST_PULL, 40000, pull);
+		ddtx_cost_bias_observe(&b, milc, FI_DDTX_SCHEME_PACK, 70000, 66000);
+	}
+	ddtx_cost_bias_factors(&b, milc, f);
+	CHECK(fabs(f[DDTX_COST_PULL] * pull - 40000) < 4000 &&
+		      fabs(f[FI_DDTX_SCHEME_PACK] * 66000 - 70000) < 4000,
+	      "corrected predictions %.0f / %.0f ns (timed 40000 / 70000)", f[DDTX_COST_PULL] * pull,
+	      f[FI_DDTX_SCHEME_PACK] * 66000);
+	ddtx_cost_bias_observe(&b, milc, DDTX_COST_PULL, 400000, pull); /* preempted */
+	ddtx_cost_bias_factors(&b, milc, g);
+	CHECK(g[DDTX_COST_PULL] > f[DDTX_COST_PULL] &&
+		      g[DDTX_COST_PULL] < 1.25 * f[DDTX_COST_PULL] &&
+		      ddtx_cost_best_scaled(&m, both, bytes, blocks, g) == DDTX_COST_PULL,
+	      "one transfer 10x slower moved the factor %.2f -> %.2f", f[DDTX_COST_PULL],
+	      g[DDTX_COST_PULL]);
+	/* 2000 other shapes pass through (256 slots) while MILC stays in use: it stays, a shape
+	 * used once at the start does not.  Shape 0 is a shape like the others. */
+	ddtx_cost_bias_observe(&b, other, FI_DDTX_SCHEME_PACK, 50000, 66000);
+	ddtx_cost_bias_observe(&b, 0, FI_DDTX_SCHEME_PACK, 50000, 66000);
+	CHECK(ddtx_cost_bias_factors(&b, 0, g) && g[FI_DDTX_SCHEME_PACK] < 1.0, "shape 0 lost");
+	for (uint64_t k = 1; k <= 2000; k++) {
+		ddtx_cost_bias_observe(&b, k * 0x9E3779B97F4A7C15ull, FI_DDTX_SCHEME_PACK, 1, 1);
+		ddtx_cost_bias_factors(&b, milc, g);
+	}
+	CHECK(ddtx_cost_bias_factors(&b, milc, g) && g[DDTX_COST_PULL] < 1.0,
+	      "a shape in use was evicted");
+	CHECK(!ddtx_cost_bias_factors(&b, other, g), "2000 shapes later an unused one is kept");
+	/* Nonsense in, nothing learnt. */
+	ddtx_cost_bias_init(&b);
+	ddtx_cost_bias_observe(&b, milc, DDTX_COST_LINES, 1000, 1000);
+	ddtx_cost_bias_observe(&b, milc, DDTX_COST_PULL, 0, 1000);
+	ddtx_cost_bias_observe(&b, milc, DDTX_COST_PULL, 1000, 0);
+	CHECK(!ddtx_cost_bias_factors(&b, milc, g), "bad timings made an entry");
 }
 
 int main(void)
@@ -415,6 +492,7 @@ int main(void)
 	test_windows();
 	test_cost();
 	test_cost_timer();
+	test_cost_bias();
 	test_cursor();
 	test_gather_scatter(false);
 	test_gather_scatter(true);

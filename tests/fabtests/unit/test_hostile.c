@@ -844,7 +844,7 @@ static void t_learn_deferred(void)
 	const size_t bytes = 12288;
 	pthread_mutex_lock(&H.lock);
 	uint64_t start = ddtx_time_ns();
-	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true);
+	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true, NULL);
 	uint64_t done = H.pep->rndv_sample.done_ns;
 	CHECK(H.pep->rndv_sample.pending && done >= start &&
 	      H.pep->rndv_timer.last_done_ns < start, "the timing was learnt at once");
@@ -938,6 +938,58 @@ static void t_zcopy_choice(void)
 	       ddtx_scheme_name(s), reg);
 	CHECK(s == FI_DDTX_SCHEME_UMR && reg, "32 x 2 KiB: proposed scheme %u, registered %d", s,
 	      reg);
+}
+
+/*
+ * A layout's own correction of the lines (engine/cost_bias.h).  128 x 256 B is proposed PACK
+ * where the lines say UMR takes 3x PACK (t_zcopy_choice); once this shape's UMR transfers were
+ * timed, as a receiver times them, at an eighth of the line, its sends propose zero copy with
+ * the same lines, and a shape never timed is still packed.
+ */
+static void t_shape_correction(void)
+{
+	static struct iovec iov[128];
+	const size_t n = 128, blk = 256, bytes = n * blk, blocks = 2 * n;
+	for (size_t i = 0; i < n; i++)
+		iov[i] = (struct iovec){big + i * 2 * blk, blk};
+	pthread_mutex_lock(&H.lock);
+	struct ddtx_cost_model fresh = H.pd->cost;
+	bool hit;
+	struct ddtx_layout *l = ddtx_layout_get(H.pd->layouts, iov, n, &hit);
+	CHECK(l, "no layout");
+	for (int i = 0; l && i < 6; i++) {
+		double line = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_UMR, bytes, blocks);
+		uint64_t took = (uint64_t)(line / 8), since = ddtx_time_ns();
+		while (ddtx_time_ns() - since < took)
+			; /* after the previous one finished: timed from its own start */
+		ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_UMR, ddtx_time_ns() - took, bytes, blocks,
+				    true, l);
+		ddtx_choose_learn(H.pep);
+	}
+	double f[DDTX_COST_LINES];
+	CHECK(l && ddtx_cost_bias_factors(&H.pd->cost_bias, l->hash, f) &&
+		      f[FI_DDTX_SCHEME_UMR] < 0.25 && f[FI_DDTX_SCHEME_PACK] == 1.0,
+	      "the receiver's timings of the layout made no correction (UMR x%.2f)",
+	      f[FI_DDTX_SCHEME_UMR]);
+	if (l)
+		ddtx_layout_put(H.pd->layouts, l);
+	H.pd->cost = fresh; /* the shared lines as before: only the shape remembers */
+	pthread_mutex_unlock(&H.lock);
+	bool reg = false;
+	enum fi_ddtx_scheme s = proposed_after(n, blk, 4000, 40, 12000, 8, &reg);
+	printf("  128 x 256 B, PACK timed 4 us, UMR 12, UMR timed x%.2f on this shape: proposed "
+	       "%s, registered %d\n", f[FI_DDTX_SCHEME_UMR], ddtx_scheme_name(s), reg);
+	CHECK(s == FI_DDTX_SCHEME_UMR && reg, "corrected shape: proposed scheme %u, registered %d",
+	      s, reg);
+	pthread_mutex_lock(&H.lock);
+	H.pd->cost = fresh;
+	pthread_mutex_unlock(&H.lock);
+	s = proposed_after(n - 1, blk, 4000, 40, 12000, 8, &reg);
+	CHECK(s == FI_DDTX_SCHEME_PACK && !reg, "127 x 256 B, never timed: proposed scheme %u, "
+	      "registered %d", s, reg);
+	pthread_mutex_lock(&H.lock);
+	H.pd->cost = fresh;
+	pthread_mutex_unlock(&H.lock);
 }
 
 static struct ddtx_shm_peer *victim_ring_of(struct hostile_peer *p)
@@ -1567,6 +1619,7 @@ int main(int argc, char **argv)
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
+		{"shape_correction", t_shape_correction, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},

@@ -144,7 +144,7 @@ double ddtx_cost_predict_prior(const struct ddtx_cost_model *m, enum fi_ddtx_sch
 
 /* The scheme of least predicted time among `possible`; t[] receives each one's prediction. */
 static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possible, size_t bytes,
-				 size_t blocks, double t[DDTX_COST_LINES])
+				 size_t blocks, const double *factor, double t[DDTX_COST_LINES])
 {
 	enum fi_ddtx_scheme best = FI_DDTX_SCHEME_PACK;
 	double tbest = INFINITY;
@@ -153,7 +153,8 @@ static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possi
 	for (int s = 0; s < DDTX_COST_LINES; s++) {
 		if (!(possible & (1u << s)))
 			continue;
-		t[s] = ddtx_cost_predict(m, (enum fi_ddtx_scheme)s, bytes, blocks);
+		t[s] = ddtx_cost_predict(m, (enum fi_ddtx_scheme)s, bytes, blocks) *
+		       (factor ? factor[s] : 1.0);
 		if (t[s] < tbest) {
 			best = (enum fi_ddtx_scheme)s;
 			tbest = t[s];
@@ -162,11 +163,18 @@ static enum fi_ddtx_scheme least(const struct ddtx_cost_model *m, unsigned possi
 	return best;
 }
 
+enum fi_ddtx_scheme ddtx_cost_best_scaled(const struct ddtx_cost_model *m, unsigned possible,
+					  size_t bytes, size_t blocks,
+					  const double factor[DDTX_COST_LINES])
+{
+	double t[DDTX_COST_LINES];
+	return least(m, possible, bytes, blocks, factor, t);
+}
+
 enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
 				   size_t bytes, size_t blocks)
 {
-	double t[DDTX_COST_LINES];
-	return least(m, possible, bytes, blocks, t);
+	return ddtx_cost_best_scaled(m, possible, bytes, blocks, NULL);
 }
 
 uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s)
@@ -177,8 +185,15 @@ uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme 
 enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possible, size_t bytes,
 				     size_t blocks, bool *explored)
 {
+	return ddtx_cost_choose_scaled(m, possible, bytes, blocks, NULL, explored);
+}
+
+enum fi_ddtx_scheme ddtx_cost_choose_scaled(struct ddtx_cost_model *m, unsigned possible,
+					    size_t bytes, size_t blocks,
+					    const double factor[DDTX_COST_LINES], bool *explored)
+{
 	double t[DDTX_COST_LINES];
-	enum fi_ddtx_scheme best = least(m, possible, bytes, blocks, t);
+	enum fi_ddtx_scheme best = least(m, possible, bytes, blocks, factor, t);
 	double tbest = t[best];
 	*explored = false;
 	m->decisions++;
@@ -241,7 +256,7 @@ static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t)
 	t->bytes = t->blocks = 0.0;
 }
 
-void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
+uint64_t ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
 			    enum fi_ddtx_scheme s, uint64_t start_ns, uint64_t now_ns, size_t bytes,
 			    size_t blocks, bool timed)
 {
@@ -255,7 +270,7 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 	t->last_done_ns = now_ns;
 	t->scheme = s;
 	if (!timed || now_ns < from)
-		return;
+		return 0;
 	if (!t->n)
 		t->from_ns = from;
 	t->to_ns = now_ns;
@@ -263,4 +278,5 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 	t->blocks += (double)blocks;
 	if (++t->n >= DDTX_COST_GROUP)
 		timer_flush(m, t);
+	return now_ns > from ? now_ns - from : 1;
 }

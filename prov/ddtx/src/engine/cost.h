@@ -62,6 +62,14 @@ enum fi_ddtx_scheme ddtx_cost_choose(struct ddtx_cost_model *m, unsigned possibl
 /* The same choice without exploring and without counting a decision. */
 enum fi_ddtx_scheme ddtx_cost_best(const struct ddtx_cost_model *m, unsigned possible,
 				   size_t bytes, size_t blocks);
+/* The same two with each line's prediction multiplied by factor[line] (a layout's correction,
+ * engine/cost_bias.h); factor NULL: by 1. */
+enum fi_ddtx_scheme ddtx_cost_choose_scaled(struct ddtx_cost_model *m, unsigned possible,
+					    size_t bytes, size_t blocks,
+					    const double factor[DDTX_COST_LINES], bool *explored);
+enum fi_ddtx_scheme ddtx_cost_best_scaled(const struct ddtx_cost_model *m, unsigned possible,
+					  size_t bytes, size_t blocks,
+					  const double factor[DDTX_COST_LINES]);
 /* Transfers of scheme s timed so far (0: its estimate is only its prior). */
 uint64_t ddtx_cost_samples(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s);
 /*
@@ -88,8 +96,9 @@ struct ddtx_cost_timer {
 	double bytes, blocks;
 	unsigned n;                      /* members of the open group; 0: none */
 };
-/* A rendezvous by s, started at start_ns, finished now_ns; timed false: not to be learnt from. */
-void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
+/* A rendezvous by s, started at start_ns, finished now_ns; timed false: not to be learnt from.
+ * Returns its own service time (from its start or the previous finish), 0 if not timed. */
+uint64_t ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
 			    enum fi_ddtx_scheme s, uint64_t start_ns, uint64_t now_ns, size_t bytes,
 			    size_t blocks, bool timed);
 

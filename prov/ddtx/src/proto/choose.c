@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/cost_bias.h"
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
@@ -34,6 +35,26 @@ static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
 static unsigned zcopy_lines(const struct ddtx_proto_ep *pep)
 {
 	return zcopy_mask(pep->caps) | (pull_wire(pep) ? 1u << DDTX_COST_PULL : 0);
+}
+
+/*
+ * The corrections learnt for layout l's shape (engine/cost_bias.h), or NULL.  None for one
+ * block: contiguous messages take the lines as they are (they never explore, and their
+ * lengths are their shapes).
+ */
+static const double *shape_factors(struct ddtx_proto_ep *pep, const struct ddtx_layout *l,
+				   double f[DDTX_COST_LINES])
+{
+	if (!l || l->st.nblocks <= 1)
+		return NULL;
+	return ddtx_cost_bias_factors(&pep->pd->cost_bias, l->hash, f) ? f : NULL;
+}
+
+/* Line s's prediction, corrected by f (NULL: not). */
+static double predict(const struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+		      size_t blocks, const double *f)
+{
+	return ddtx_cost_predict(m, s, bytes, blocks) * (f ? f[s] : 1.0);
 }
 
 /* The scheme that moves what the model chose: a pull of several blocks is SGL. */
@@ -69,11 +90,13 @@ static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stat
  * 4 KiB went back to PACK after UMR's tries although UMR was predicted 10.2 us and PACK 12.7
  * (issue 12: PACK 20 us one-way, UMR forced 10).
  */
-static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
+static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
+			    const double *f)
 {
 	const struct ddtx_cost_model *m = &pep->pd->cost;
-	enum fi_ddtx_scheme z = ddtx_cost_best(m, zcopy_lines(pep), st->total, st->nblocks);
-	return ddtx_cost_predict(m, z, st->total, st->nblocks);
+	enum fi_ddtx_scheme z =
+		ddtx_cost_best_scaled(m, zcopy_lines(pep), st->total, st->nblocks, f);
+	return predict(m, z, st->total, st->nblocks, f);
 }
 
 /*
@@ -138,15 +161,17 @@ static bool pull_untried(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 		       ZCOPY_PLAUSIBLE * ddtx_cost_predict_prior(m, FI_DDTX_SCHEME_PACK, bytes, blocks);
 }
 
-/* Is zero copy worth registering this layout for?  (The registration thread does the work.) */
-static bool worth_zcopy(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
+/* Is zero copy worth registering this layout for?  (The registration thread does the work.)
+ * f: the layout's corrections (shape_factors), or NULL. */
+static bool worth_zcopy(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
+			const double *f)
 {
 	if (ddtx_settings.threshold)
 		return st->avg_block >= ddtx_settings.threshold;
 	if (sgl_untried(pep, st) || zcopy_untried(pep, st))
 		return true;
-	return zcopy_predict(pep, st) <
-	       ddtx_cost_predict(&pep->pd->cost, FI_DDTX_SCHEME_PACK, st->total, st->nblocks);
+	return zcopy_predict(pep, st, f) <
+	       predict(&pep->pd->cost, FI_DDTX_SCHEME_PACK, st->total, st->nblocks, f);
 }
 
 /*
@@ -196,7 +221,9 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 			ready_for(pep, l, true);
 		return f;
 	}
-	if (!l || !worth_zcopy(pep, &l->st))
+	double fbuf[DDTX_COST_LINES];
+	const double *fl = shape_factors(pep, l, fbuf);
+	if (!l || !worth_zcopy(pep, &l->st, fl))
 		return FI_DDTX_SCHEME_PACK;
 	if (!ddtx_layout_ready(l)) {
 		if (pull_possible(pep, &l->st, can_pull))
@@ -206,7 +233,8 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 	}
 	bool explored;
 	struct ddtx_cost_model m = pep->pd->cost; /* a copy: proposing must not count */
-	return ddtx_cost_choose(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, &explored);
+	return ddtx_cost_choose_scaled(&m, zcopy_mask(caps), l->st.total, l->st.nblocks, fl,
+				       &explored);
 }
 
 /*
@@ -294,13 +322,15 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes)
 #define FIRST_CHUNK_MIN 1024
 
 size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
-			       const struct ddtx_layout_stats *st, size_t room)
+			       const struct ddtx_layout *l, const struct ddtx_layout_stats *st,
+			       size_t room)
 {
 	enum fi_ddtx_scheme f = forced_scheme(pep->caps);
 	if (proposed != FI_DDTX_SCHEME_PACK || st->nblocks <= 1 ||
 	    (f != FI_DDTX_SCHEME_COUNT && f != FI_DDTX_SCHEME_PACK))
 		return 0;
-	if (f == FI_DDTX_SCHEME_COUNT && worth_zcopy(pep, st))
+	double fbuf[DDTX_COST_LINES];
+	if (f == FI_DDTX_SCHEME_COUNT && worth_zcopy(pep, st, shape_factors(pep, l, fbuf)))
 		return 0;
 	/* Blocks on both sides: the gather and the scatter (the receiver's unknown here). */
 	double lead = ddtx_cost_lead_bytes(&pep->pd->cost, FI_DDTX_SCHEME_PACK, st->total,
@@ -325,7 +355,9 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	}
 	/* Blocks on both sides cost: the gather and the scatter. */
 	size_t blocks = sender->nblocks + (receiver ? receiver->st.nblocks : sender->nblocks);
-	bool want = receiver && worth_zcopy(pep, &receiver->st);
+	double fbuf[DDTX_COST_LINES];
+	const double *fr = shape_factors(pep, receiver, fbuf);
+	bool want = receiver && worth_zcopy(pep, &receiver->st, fr);
 	/* An offered pull reads without registering (see pull_possible): the sender's one block
 	 * into one block, or its windows into any layout (ddtx_choose_pull_windows). */
 	bool pull = pull_offered && receiver && pull_wire(pep) &&
@@ -381,11 +413,12 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 		unsigned z = possible & ~(1u << FI_DDTX_SCHEME_PACK);
 		if (z & (1u << FI_DDTX_SCHEME_UMR))
 			z &= ~(1u << DDTX_COST_PULL);
-		return line_scheme(ddtx_cost_best(&pd->cost, z, bytes, blocks));
+		return line_scheme(ddtx_cost_best_scaled(&pd->cost, z, bytes, blocks, fr));
 	}
 	if (windows && pull_untried(pep, bytes, blocks))
 		return FI_DDTX_SCHEME_SGL;
-	return line_scheme(ddtx_cost_choose(&pd->cost, possible, bytes, blocks, explored));
+	return line_scheme(ddtx_cost_choose_scaled(&pd->cost, possible, bytes, blocks, fr,
+						   explored));
 }
 
 /*
@@ -490,13 +523,15 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns)
  * order they were taken, with the clock read at the finish.
  */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
-			 size_t bytes, size_t blocks, bool warm)
+			 size_t bytes, size_t blocks, bool warm, const struct ddtx_layout *receiver)
 {
 	ddtx_choose_learn(pep);
+	bool shaped = receiver && blocks > 2; /* several blocks on one side at least */
 	pep->rndv_sample = (struct ddtx_rndv_sample){.scheme = s, .start_ns = start_ns,
 						     .done_ns = ddtx_time_ns(), .bytes = bytes,
 						     .blocks = blocks, .warm = warm,
-						     .pending = true};
+						     .shape = shaped ? receiver->hash : 0,
+						     .shaped = shaped, .pending = true};
 }
 
 void ddtx_choose_learn(struct ddtx_proto_ep *pep)
@@ -505,6 +540,12 @@ void ddtx_choose_learn(struct ddtx_proto_ep *pep)
 	if (!t->pending)
 		return;
 	t->pending = false;
-	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, t->scheme, t->start_ns,
-			       t->done_ns, t->bytes, t->blocks, t->warm);
+	struct ddtx_cost_model *m = &pep->pd->cost;
+	/* The layout's correction is against the line as it was when the transfer was chosen. */
+	double predicted = t->shaped ? ddtx_cost_predict(m, t->scheme, t->bytes, t->blocks) : 0.0;
+	uint64_t ns = ddtx_cost_timer_finish(m, &pep->rndv_timer, t->scheme, t->start_ns,
+					     t->done_ns, t->bytes, t->blocks, t->warm);
+	if (ns && t->shaped)
+		ddtx_cost_bias_observe(&pep->pd->cost_bias, t->shape, (unsigned)t->scheme,
+				       (double)ns, predicted);
 }

@@ -106,6 +106,7 @@ int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
 		goto fail_layouts;
 	}
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
+	ddtx_cost_bias_init(&pd->cost_bias);
 	for (int k = 0; k < DDTX_HMEM_WAY_KINDS; k++)
 		ddtx_hmem_way_cost_init(&pd->hmem_way[k], (enum ddtx_hmem_way_kind)k);
 	*out = pd;

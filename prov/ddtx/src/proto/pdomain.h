@@ -10,6 +10,7 @@
 
 #include "common/list.h"
 #include "engine/cost.h"
+#include "engine/cost_bias.h"
 #include "engine/hmem_way_cost.h"
 #include "proto/proto.h"
 
@@ -37,6 +38,7 @@ struct ddtx_proto_domain {
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
+	struct ddtx_cost_bias cost_bias;    /* the lines' corrections per layout shape */
 	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */
 	struct ddtx_hmem_way_cost hmem_way[DDTX_HMEM_WAY_KINDS];
 	uint64_t zcopy_not_ready;

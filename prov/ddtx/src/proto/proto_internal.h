@@ -304,7 +304,8 @@ struct ddtx_proto_ep {
 		enum fi_ddtx_scheme scheme;
 		uint64_t start_ns, done_ns;
 		size_t bytes, blocks;
-		bool warm, pending;
+		uint64_t shape;                  /* the receiver's layout's (cost_bias.h) */
+		bool warm, shaped, pending;
 	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
@@ -520,9 +521,11 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
 /* An eager message of bytes in blocks was delivered; its copy out of the ring took ns. */
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			       uint64_t ns);
-/* Payload bytes to send packed in the RTS itself (0: none), at most room. */
+/* Payload bytes to send packed in the RTS itself (0: none), at most room; l: the send's
+ * cached layout (NULL if none), st: its summary. */
 size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
-			       const struct ddtx_layout_stats *st, size_t room);
+			       const struct ddtx_layout *l, const struct ddtx_layout_stats *st,
+			       size_t room);
 /* Does a send of this layout, proposing `proposed`, offer its block to be read (pull)? */
 bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st);
@@ -541,9 +544,10 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 /* When the cost model counts a rendezvous as started whose RTS came at rts_ns with a first
  * chunk that took scatter_ns to scatter (the sender's gather of that chunk included). */
 uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
-/* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt). */
+/* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt), into
+ * the layout `receiver` (NULL: none cached), whose shape learns its own correction. */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
-			 size_t bytes, size_t blocks, bool warm);
+			 size_t bytes, size_t blocks, bool warm, const struct ddtx_layout *receiver);
 /* Teach the cost model the timing ddtx_choose_observe kept, if any (each progress call). */
 void ddtx_choose_learn(struct ddtx_proto_ep *pep);
 

@@ -152,7 +152,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		 * behind the others is timed from when the previous one finished (engine/cost.h). */
 		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
 				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
-				    warm);
+				    warm, rx->cached);
 	}
 	if (rx->parent) {
 		rx->parent->multi_children--;

@@ -495,7 +495,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	size_t nwin = 0;
 	if (!ipc && !stage && tx->count > 1 && ddtx_choose_pull_windows(pep, rts.scheme, &ls))
 		nwin = offer_windows(pep, tx, &rts, windows);
-	size_t first = ipc || nwin ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, &ls,
+	size_t first = ipc || nwin ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, tx->layout, &ls,
 							       pep->caps->max_send_size - sizeof(rts));
 	if (ipc || nwin) {
 		/* The offer, or the windows, in place of a first chunk; the scheme proposed is
