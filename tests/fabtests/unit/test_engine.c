@@ -390,9 +390,11 @@ static void test_cost_timer(void)
 	for (int i = 0; i < 64; i++) {
 		uint64_t start = now;
 		now += 9000000;
-		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true);
+		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true,
+				       NULL, NULL);
 		now += 300000;
-		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true);
+		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true,
+				       NULL, NULL);
 	}
 	double sgl = ddtx_cost_predict(&m, FI_DDTX_SCHEME_SGL, bytes, blocks);
 	CHECK(sgl > 4650000 * 0.8 && sgl < 4650000 * 1.2, "pairs served together: %.0f ns (4.65 ms)",
@@ -401,20 +403,49 @@ static void test_cost_timer(void)
 	double pack = ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, bytes, blocks);
 	uint64_t start = now;
 	now += 2000000;
-	/* Each transfer's own service time comes back (a layout's correction learns it), or 0
-	 * where it is not learnt from. */
-	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks,
-				     true) == 2000000, "an SGL transfer's own time");
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, start, now, bytes, blocks, true, NULL,
+			       NULL);
 	now += 10000;
-	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, start, now, bytes, blocks,
-				     true) == 0, "a PACK transfer served beside SGL was timed");
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, start, now, bytes, blocks, true, NULL,
+			       NULL);
 	now += 10000000; /* idle, then one PACK alone: the open group is flushed, none is PACK */
-	CHECK(ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, now - 1, now, bytes, blocks,
-				     false) == 0, "a transfer not to be timed was timed");
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_PACK, now - 1, now, bytes, blocks, false,
+			       NULL, NULL);
 	CHECK(ddtx_cost_predict(&m, FI_DDTX_SCHEME_PACK, bytes, blocks) == pack,
 	      "a PACK transfer served beside SGL was learnt");
 	CHECK(m.fit[FI_DDTX_SCHEME_PACK].samples == 0, "PACK samples %llu",
 	      (unsigned long long)m.fit[FI_DDTX_SCHEME_PACK].samples);
+
+	/* A layout's correction learns from the groups too, by their mean: the pairs above, of
+	 * one shape, against a line that says 4.65 ms, leave that shape uncorrected (the mean of
+	 * logs would have said 0.36x); a group of two shapes corrects neither. */
+	static struct ddtx_cost_bias b;
+	ddtx_cost_bias_init(&b);
+	const uint64_t one = 11, other = 12;
+	struct ddtx_cost_line flat[DDTX_COST_LINES] = {[FI_DDTX_SCHEME_SGL] = {4650000, 0, 0}};
+	ddtx_cost_init(&m, flat, 0);
+	t = (struct ddtx_cost_timer){0};
+	for (int i = 0; i < 16; i++) {
+		uint64_t st = now;
+		now += 9000000;
+		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, st, now, bytes, blocks, true, &b,
+				       &one);
+		now += 300000;
+		ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, st, now, bytes, blocks, true, &b,
+				       &one);
+	}
+	double f[DDTX_COST_LINES];
+	CHECK(ddtx_cost_bias_factors(&b, one, f) && fabs(f[FI_DDTX_SCHEME_SGL] - 1.0) < 0.1,
+	      "pairs of one shape: factor %.2f (their mean is the line)", f[FI_DDTX_SCHEME_SGL]);
+	uint64_t st = now;
+	now += 9000000;
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, st, now, bytes, blocks, true, &b, &other);
+	now += 300000;
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, st, now, bytes, blocks, true, &b, &one);
+	now += 10000000;
+	ddtx_cost_timer_finish(&m, &t, FI_DDTX_SCHEME_SGL, now - 1, now, bytes, blocks, false, &b,
+			       NULL); /* flushes the pair */
+	CHECK(!ddtx_cost_bias_factors(&b, other, f), "a group of two shapes corrected one");
 }
 
 /*

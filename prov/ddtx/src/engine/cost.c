@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "engine/cost.h"
+#include "engine/cost_bias.h"
 
 #include <math.h>
 #include <string.h>
@@ -244,39 +245,50 @@ size_t ddtx_cost_threshold(const struct ddtx_cost_model *m)
 	return l <= 1.0 ? 1 : (size_t)l;
 }
 
-static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t)
+static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
+			struct ddtx_cost_bias *bias)
 {
 	if (!t->n)
 		return;
 	/* The model is linear: the mean of the group's transfers costs their mean time. */
 	double n = (double)t->n;
-	ddtx_cost_observe(m, t->scheme, (size_t)(t->bytes / n), (size_t)(t->blocks / n),
-			  (uint64_t)((double)(t->to_ns - t->from_ns) / n));
+	size_t bytes = (size_t)(t->bytes / n), blocks = (size_t)(t->blocks / n);
+	double ns = (double)(t->to_ns - t->from_ns) / n;
+	/* The shape's correction is against the line as it was when the transfers were chosen. */
+	if (bias && t->shaped)
+		ddtx_cost_bias_observe(bias, t->shape, (unsigned)t->scheme, ns,
+				       ddtx_cost_predict(m, t->scheme, bytes, blocks));
+	ddtx_cost_observe(m, t->scheme, bytes, blocks, (uint64_t)ns);
 	t->n = 0;
 	t->bytes = t->blocks = 0.0;
 }
 
-uint64_t ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
+void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
 			    enum fi_ddtx_scheme s, uint64_t start_ns, uint64_t now_ns, size_t bytes,
-			    size_t blocks, bool timed)
+			    size_t blocks, bool timed, struct ddtx_cost_bias *bias,
+			    const uint64_t *shape)
 {
 	bool overlapped = start_ns < t->last_done_ns;
 	bool mixed = overlapped && s != t->scheme; /* served together with another scheme */
 	uint64_t from = overlapped ? t->last_done_ns : start_ns;
 	if (t->n && (!overlapped || mixed || !timed))
-		timer_flush(m, t);
+		timer_flush(m, t, bias);
 	if (mixed)
 		timed = false;
 	t->last_done_ns = now_ns;
 	t->scheme = s;
 	if (!timed || now_ns < from)
-		return 0;
-	if (!t->n)
+		return;
+	if (!t->n) {
 		t->from_ns = from;
+		t->shaped = shape != NULL;
+		t->shape = shape ? *shape : 0;
+	} else if (!shape || *shape != t->shape) {
+		t->shaped = false; /* a group of several shapes corrects none */
+	}
 	t->to_ns = now_ns;
 	t->bytes += (double)bytes;
 	t->blocks += (double)blocks;
 	if (++t->n >= DDTX_COST_GROUP)
-		timer_flush(m, t);
-	return now_ns > from ? now_ns - from : 1;
+		timer_flush(m, t, bias);
 }

@@ -45,13 +45,11 @@ bool ddtx_cost_bias_factors(struct ddtx_cost_bias *b, uint64_t shape,
 	if (!s)
 		return false;
 	s->used = ++b->clock;
-	for (int l = 0; l < DDTX_COST_LINES; l++) {
-		/* One timing makes half the correction (in log terms), two make two thirds...:
-		 * a single cold or preempted transfer must not decide a layout's scheme alone. */
-		double n = s->n[l];
-		if (n)
-			factor[l] = exp(s->log_ratio[l] * n / (n + 1.0));
-	}
+	/* Kept ready by ddtx_cost_bias_observe: a lookup is on every rendezvous's path, three
+	 * times (the proposal, its first chunk, the decision). */
+	for (int l = 0; l < DDTX_COST_LINES; l++)
+		if (s->n[l])
+			factor[l] = s->factor[l];
 	return true;
 }
 
@@ -78,5 +76,8 @@ void ddtx_cost_bias_observe(struct ddtx_cost_bias *b, uint64_t shape, unsigned l
 	r += step / (double)((n < MEMORY - 1 ? n : MEMORY - 1) + 1);
 	s->log_ratio[line] = (float)fmax(fmin(r, RATIO_MAX), -RATIO_MAX);
 	if (n < UINT16_MAX)
-		s->n[line] = (uint16_t)(n + 1);
+		s->n[line] = (uint16_t)++n;
+	/* One timing makes half the correction (in log terms), two make two thirds...: a single
+	 * cold or preempted transfer must not decide a layout's scheme alone. */
+	s->factor[line] = (float)exp(s->log_ratio[line] * (double)n / ((double)n + 1.0));
 }

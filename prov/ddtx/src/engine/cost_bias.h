@@ -28,6 +28,7 @@ struct ddtx_cost_bias_slot {
 	uint64_t shape;                       /* 0: empty */
 	uint64_t used;                        /* when last looked up or corrected */
 	float log_ratio[DDTX_COST_LINES];     /* mean log(observed / predicted) */
+	float factor[DDTX_COST_LINES];        /* what the line is multiplied by (0: by 1) */
 	uint16_t n[DDTX_COST_LINES];          /* timings behind it (saturates) */
 };
 

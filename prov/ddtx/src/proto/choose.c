@@ -540,12 +540,7 @@ void ddtx_choose_learn(struct ddtx_proto_ep *pep)
 	if (!t->pending)
 		return;
 	t->pending = false;
-	struct ddtx_cost_model *m = &pep->pd->cost;
-	/* The layout's correction is against the line as it was when the transfer was chosen. */
-	double predicted = t->shaped ? ddtx_cost_predict(m, t->scheme, t->bytes, t->blocks) : 0.0;
-	uint64_t ns = ddtx_cost_timer_finish(m, &pep->rndv_timer, t->scheme, t->start_ns,
-					     t->done_ns, t->bytes, t->blocks, t->warm);
-	if (ns && t->shaped)
-		ddtx_cost_bias_observe(&pep->pd->cost_bias, t->shape, (unsigned)t->scheme,
-				       (double)ns, predicted);
+	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, t->scheme, t->start_ns,
+			       t->done_ns, t->bytes, t->blocks, t->warm, &pep->pd->cost_bias,
+			       t->shaped ? &t->shape : NULL);
 }
