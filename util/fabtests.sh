@@ -148,7 +148,8 @@ def show_output(s, name, limit=60):
     """A failing test's lines of runfabtests' verbose log (its commands and both sides' output),
     so that a CI log says why."""
     try:
-        lines = open(os.path.join(os.path.dirname(results), s + ".log"), errors="replace").read().splitlines()
+        path = os.path.join(os.path.dirname(results), s + ".log")
+        lines = open(path, errors="replace").read().splitlines()
     except OSError:
         return
     start = None
@@ -162,7 +163,8 @@ def show_output(s, name, limit=60):
         end += 1
     block = lines[start:end]
     if len(block) > limit:
-        block = block[:limit // 2] + ["    ... (%d lines)" % (len(block) - limit)] + block[-limit // 2:]
+        cut = ["    ... (%d lines)" % (len(block) - limit)]
+        block = block[:limit // 2] + cut + block[-limit // 2:]
     for l in block:
         print("    | " + l)
 

@@ -230,10 +230,11 @@ static bool tx_pending(const struct ddtx_ofi_ep *ep)
 /*
  * What is still queued or in the core when the endpoint closes is mostly the protocol's last
  * words: the acknowledgement of a delivery complete send (the proto floor flushes those at
- * close), a ring credit.  The core drops what it holds at fi_close, and the peer then waits for
- * the acknowledgement until its send fails (fabtests' fi_rdm_multi_client -U between two hosts
- * failed so in CI once: its client closes right after its last receive).  So progress runs,
- * delivering nothing, until they left or LINGER_MS passed (a peer that stopped reading).
+ * close), a ring credit.  The core drops what it holds at fi_close (a first message sent to a
+ * peer not yet connected and closed at once never arrived: test_ofi_close), and the peer then
+ * waits for the acknowledgement until its send fails; fabtests' fi_rdm_multi_client -U, whose
+ * client closes right after its last receive, failed once between two hosts in CI, likely so.
+ * So progress runs, delivering nothing, until they left or LINGER_MS passed (a peer gone).
  */
 #define LINGER_MS 1000
 
