@@ -127,7 +127,7 @@ int main(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 	      "the message sent right before the close did not arrive whole (receiver status %d)",
 	      st);
-	CHECK(closed < 1.5, "the close took %.2f s", closed);
+	CHECK(closed < 3.0, "the close took %.2f s", closed);
 	printf("sent then closed at once: receiver status %d, close %.3f s\n", st, closed);
 
 	/* A peer that is gone: A2 sends to C after C closed; its close still returns. */
@@ -140,7 +140,7 @@ int main(void)
 	t0 = now_s();
 	ddtx_wire_ep_close(a2);
 	closed = now_s() - t0;
-	CHECK(closed < 1.5, "a close with a gone peer took %.2f s", closed);
+	CHECK(closed < 3.0, "a close with a gone peer took %.2f s (the linger: 1 s)", closed);
 	printf("close with its peer gone: %.3f s\n", closed);
 	ddtx_wire_domain_close(dom);
 	return failures ? 1 : 0;
