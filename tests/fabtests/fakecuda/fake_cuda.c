@@ -11,6 +11,10 @@
  * copies go through a second, writable mapping.  A freed allocation keeps its PROT_NONE
  * reservation (the address is not reused, as CUDA's VA space) and is unknown to the driver
  * from then on.  FAKE_CUDA_DEVICES sets the device count (default 1; 0 = a driver with no GPU).
+ * FAKE_CUDA_REUSE_VA=1: an allocation takes the addresses of a freed one of the same size,
+ * as CUDA's allocator does (a new buffer id, new pages), unseen by the host's memory map as a
+ * GPU's is: the reservation stays as it was, only the shadow is new (the freed one's is kept,
+ * PROT_NONE, so that a stale host view faults instead of meeting the new pages).
  *
  * CUDA IPC works across real processes: an allocation keeps its memfd open (named after its
  * buffer id), its handle names the owner's pid, that descriptor and the id, and
@@ -102,6 +106,12 @@ static struct alloc *find_base(uintptr_t p)
 	return NULL;
 }
 
+static int reuse_va(void)
+{
+	const char *e = getenv("FAKE_CUDA_REUSE_VA");
+	return e && !strcmp(e, "1");
+}
+
 static size_t page_round(size_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -182,6 +192,27 @@ static CUresult add_mapping(int fd, size_t len, int keep_fd, int imported, CUdev
 	return CUDA_SUCCESS;
 }
 
+/* FAKE_CUDA_REUSE_VA=1: fd's pages behind the reservation of a freed allocation of len's
+ * pages (a new shadow; the reservation untouched). */
+static int reuse(int fd, size_t len, CUdeviceptr *out)
+{
+	if (!reuse_va())
+		return 0;
+	size_t mapped = page_round(len);
+	for (size_t i = 0; i < nallocs; i++) {
+		struct alloc *a = &allocs[i];
+		if (a->shadow || a->imported || page_round(a->len) != mapped)
+			continue;
+		void *shadow = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (shadow == MAP_FAILED)
+			return 0;
+		*a = (struct alloc){ a->dev, shadow, len, next_id++, current, fd, 0 };
+		*out = a->dev;
+		return 1;
+	}
+	return 0;
+}
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t len)
 {
 	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -195,7 +226,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t len)
 	snprintf(name, sizeof(name), "fake-cuda-%d-%llu", (int)getpid(), next_id);
 	int fd = memfd_create(name, MFD_CLOEXEC);
 	if (fd >= 0 && !ftruncate(fd, (off_t)page_round(len)))
-		r = add_mapping(fd, len, 1, 0, out);
+		r = reuse(fd, len, out) ? CUDA_SUCCESS : add_mapping(fd, len, 1, 0, out);
 	if (r && fd >= 0)
 		close(fd);
 	pthread_mutex_unlock(&lock);
@@ -210,7 +241,10 @@ static CUresult release(CUdeviceptr p, int imported)
 	pthread_mutex_lock(&lock);
 	struct alloc *a = find_base((uintptr_t)p);
 	if (a && a->imported == imported) {
-		munmap(a->shadow, page_round(a->len));
+		if (reuse_va())
+			mprotect(a->shadow, page_round(a->len), PROT_NONE);
+		else
+			munmap(a->shadow, page_round(a->len));
 		a->shadow = NULL; /* the PROT_NONE reservation stays: the address is not reused */
 		if (a->fd >= 0)
 			close(a->fd);
@@ -332,6 +366,39 @@ static CUresult copy(void *dst, uintptr_t ddst, const void *src, uintptr_t dsrc,
 		memmove(dst, src, len);
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+/*
+ * Not CUDA: the host address of device address addr (its writable shadow), the door through
+ * which ddtx's shm wire acts as a NIC that reaches device memory (as one does through
+ * dma-buf), so that ddtx's zero-copy path for device memory runs in CI.  *len is cut to the
+ * bytes from addr to the end of its allocation's pages.  NULL for an address outside every
+ * live allocation.  Only with FAKE_CUDA_HOST_VIEW=1; then (NULL, NULL) answers non-NULL,
+ * which is how ddtx asks whether the door is open.
+ */
+EXPORT void *fakeCudaHostView(const void *addr, size_t *len)
+{
+	const char *e = getenv("FAKE_CUDA_HOST_VIEW");
+	void *view = NULL;
+	if (!e || strcmp(e, "1"))
+		return NULL;
+	if (!addr && !len)
+		return (void *)&initialised;
+	if (!len)
+		return NULL;
+	uintptr_t p = (uintptr_t)addr;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nallocs && !view; i++) {
+		struct alloc *a = &allocs[i];
+		size_t mapped = page_round(a->len);
+		if (a->shadow && p >= a->dev && p - a->dev < mapped) {
+			view = a->shadow + (p - a->dev);
+			if (*len > mapped - (p - a->dev))
+				*len = mapped - (p - a->dev);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return view;
 }
 
 EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t len)

@@ -79,6 +79,8 @@ static struct {
 	cu_result (*copy_async)(cu_deviceptr dst, cu_deviceptr src, size_t len, void *stream);
 	cu_result (*copy_2d_async)(const void *desc, void *stream);
 	cu_result (*stream_sync)(void *stream);
+	/* Only the test stand-in (tests/fabtests/fakecuda) has it: see ddtx_hmem_host_view. */
+	void *(*host_view)(const void *addr, size_t *len);
 	int ndevices;
 	pthread_mutex_t ctx_lock;
 	cu_context ctx[DDTX_HMEM_MAX_DEVICES];
@@ -141,6 +143,7 @@ static void cuda_load(void)
 	CU_SYM(copy_async, "cuMemcpyAsync");
 	CU_SYM(copy_2d_async, "cuMemcpy2DAsync_v2");
 	CU_SYM(stream_sync, "cuStreamSynchronize");
+	CU_SYM(host_view, "fakeCudaHostView");
 	DDTX_INFO(FI_LOG_CORE, "hmem: CUDA driver with %d device(s)\n", cu.ndevices);
 	cu.ok = true;
 	return;
@@ -243,6 +246,23 @@ int ddtx_hmem_sync_memops(const void *addr)
 int ddtx_hmem_cuda_device_count(void)
 {
 	return ddtx_hmem_cuda_available() ? cu.ndevices : 0;
+}
+
+bool ddtx_hmem_dmabuf_available(void)
+{
+	return ddtx_hmem_cuda_available() && cu.get_handle;
+}
+
+bool ddtx_hmem_host_view_available(void)
+{
+	/* The stand-in answers (NULL, 0) with non-NULL when its door is open. */
+	return ddtx_hmem_cuda_available() && cu.host_view && cu.host_view(NULL, NULL);
+}
+
+void *ddtx_hmem_host_view(const void *addr, size_t *len)
+{
+	return addr && len && *len && ddtx_hmem_host_view_available() ? cu.host_view(addr, len)
+								       : NULL;
 }
 
 /* Make device's primary context current on this thread (the driver calls below need one). */

@@ -46,6 +46,19 @@ int ddtx_hmem_sync_memops(const void *addr);
 
 /* CUDA devices the driver sees (0 without CUDA). */
 int ddtx_hmem_cuda_device_count(void);
+/* Can device memory be exported as dma-buf (cuMemGetHandleForAddressRange), so that a NIC
+ * registers it (ibv_reg_dmabuf_mr)? */
+bool ddtx_hmem_dmabuf_available(void);
+/*
+ * The test stand-in's door (tests/fabtests/fakecuda, fakeCudaHostView): the host address where
+ * the bytes at device address addr can be read and written, *len cut to those that lie in its
+ * allocation, or NULL (not device memory, or a real driver, which has no such call).  What lets
+ * the shm wire's software HCA act as a NIC that reaches device memory, as a NIC does through
+ * dma-buf, so that the protocols' zero-copy path for device memory runs in CI.  Never true on
+ * a GPU.
+ */
+bool ddtx_hmem_host_view_available(void);
+void *ddtx_hmem_host_view(const void *addr, size_t *len);
 
 enum ddtx_hmem_dir {
 	DDTX_HMEM_TO_HOST,              /* device -> host */

@@ -39,6 +39,8 @@ struct ddtx_wire_caps {
 				   * chunks for overlap: a message costs more than the overlap buys */
 	bool carry_acks;          /* a message costs more than the unexpected copy a delivery ACK
 				   * carried on the reply causes: ACKs wait for a ride (proto/ack.c) */
+	bool device_keys;         /* keys and local SGEs may cover CUDA device memory: the NIC
+				   * reads and writes it itself (verbs: dma-buf registration) */
 };
 
 /* Tunables the provider reads from FI_DDTX_* parameters and hands to the wire. */

@@ -47,6 +47,7 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	c->inline_size = DDTX_MIN(l->inline_size, f->inline_size);
 	c->addr_len = DDTX_MULTI_ADDR_LEN;
 	c->strided_mkeys = false;
+	c->device_keys = false; /* the peer's sub-wire is not known when memory is registered */
 	c->recv_scatter = l->recv_scatter && f->recv_scatter;
 	/* PACK overlaps on the local wire; a fabric message is held to max_send_size (claim),
 	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */

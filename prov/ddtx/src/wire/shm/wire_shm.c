@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/iov_check.h"
+#include "hmem/hmem.h"
 #include "fault.h"
 #include "shm.h"
 
@@ -126,6 +127,9 @@ static int shm_domain_open(const struct ddtx_wire_params *params, struct ddtx_wi
 	dom->caps.addr_len = DDTX_SHM_ADDR_LEN;
 	dom->caps.strided_mkeys = false;
 	dom->caps.recv_scatter = false;
+	/* Only against the test stand-in's door (hmem.h, ddtx_hmem_host_view): process_vm
+	 * cannot reach a GPU's memory. */
+	dom->caps.device_keys = ddtx_hmem_host_view_available();
 	/* An ACK is one ring slot; carried on the reply instead, it made the reply arrive before
 	 * the sender posted its receive (unexpected: a copy more), MPICH's nas_lu-y 2.8 -> 3.3 us. */
 	dom->caps.carry_acks = false;
@@ -191,6 +195,42 @@ static int shm_addr_check(struct ddtx_wire_domain *wdom, const void *addr, size_
 	return ddtx_shm_addr_check(addr, len);
 }
 
+/*
+ * Device memory on a domain with device keys (the test stand-in's door, hmem.h): each segment
+ * as the host views of the allocations it lies in, so that process_vm reaches the bytes as a
+ * NIC reaches them through dma-buf.  Host memory stays as it is.  *out is NULL when nothing
+ * changed; otherwise the caller frees it.
+ */
+static int device_view(const struct iovec *iov, size_t count, struct iovec **out, size_t *n)
+{
+	size_t pieces = 0, k = 0;
+	bool device = false;
+	*out = NULL;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < count; i++) {
+			uint8_t *a = iov[i].iov_base;
+			size_t left = iov[i].iov_len;
+			do {
+				size_t len = left;
+				void *v = ddtx_hmem_host_view(a, &len);
+				device |= v != NULL;
+				if (!v)
+					len = left; /* host memory: the rest of the segment */
+				if (pass)
+					(*out)[k++] = (struct iovec){ v ? v : a, len };
+				else
+					pieces++;
+				a += len;
+				left -= len;
+			} while (left);
+		}
+		if (!pass && (!device || !(*out = calloc(pieces, sizeof(**out)))))
+			return device ? -FI_ENOMEM : 0;
+	}
+	*n = pieces;
+	return 0;
+}
+
 int ddtx_shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size_t count,
 		     enum ddtx_key_space space, const uint64_t *requested_key, uint64_t iova,
 		     uint32_t access, struct ddtx_wire_mr **out)
@@ -233,13 +273,24 @@ int ddtx_shm_mr_reg(struct ddtx_wire_domain *wdom, const struct iovec *iov, size
 			  (unsigned long long)iova, (unsigned long long)len);
 		return -FI_EINVAL;
 	}
+	struct iovec *view = NULL;
+	size_t nview = count;
+	if (dom->caps.device_keys && (ret = device_view(iov, count, &view, &nview)))
+		return ret;
+	if (nview > dom->params.key_segments) {
+		free(view);
+		return -FI_EINVAL;
+	}
 	mr = calloc(1, sizeof(*mr));
-	if (!mr)
+	if (!mr) {
+		free(view);
 		return -FI_ENOMEM;
+	}
 	pthread_mutex_lock(&dom->lock);
-	ret = ddtx_shm_keytab_insert(&dom->keys, iov, count, (uint32_t)space, requested_key, iova,
-				     len, access, &key, &slot);
+	ret = ddtx_shm_keytab_insert(&dom->keys, view ? view : iov, nview, (uint32_t)space,
+				     requested_key, iova, len, access, &key, &slot);
 	pthread_mutex_unlock(&dom->lock);
+	free(view);
 	if (ret) {
 		free(mr);
 		return ret;
@@ -601,6 +652,25 @@ static void cq_push(struct ddtx_shm_ep *ep, void *ctx, int status)
 	ep->cq_count++;
 }
 
+/* The copy, the local side through device_view's door where the domain has device keys. */
+static int dma(const struct ddtx_shm_domain *dom, pid_t pid, bool write,
+	       const struct iovec *local, size_t lcount, const struct iovec *remote, size_t rcount,
+	       size_t len)
+{
+	if (!dom->caps.device_keys || !lcount)
+		return ddtx_shm_dma(pid, write, local, lcount, remote, rcount, len);
+	/* Each local entry lies in one allocation (the protocols' check); one that does not stays
+	 * as it is and fails the work request as a bad address would. */
+	struct iovec view[lcount];
+	for (size_t i = 0; i < lcount; i++) {
+		size_t vlen = local[i].iov_len;
+		void *v = ddtx_hmem_host_view(local[i].iov_base, &vlen);
+		view[i].iov_base = v && vlen == local[i].iov_len ? v : local[i].iov_base;
+		view[i].iov_len = local[i].iov_len;
+	}
+	return ddtx_shm_dma(pid, write, view, lcount, remote, rcount, len);
+}
+
 static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *local,
 	       size_t lcount, enum ddtx_key_space space, uint64_t rkey, uint64_t raddr, size_t len,
 	       void *wr_context, bool write, bool from_mkey)
@@ -652,7 +722,7 @@ static int rma(struct ddtx_shm_ep *ep, ddtx_peer_t peer, const struct iovec *loc
 			  (unsigned long long)rkey, (int)space, peer, fi_strerror(-status));
 		goto done;
 	}
-	status = ddtx_shm_dma((pid_t)p->addr.pid, write, local, lcount, ep->riov, rcount, len);
+	status = dma(ep->dom, (pid_t)p->addr.pid, write, local, lcount, ep->riov, rcount, len);
 	if (status == -DDTX_SHM_ESRCH || status == -FI_EPERM) {
 		/* Only a peer whose process is really gone is dead; a live one that refused this
 		 * access fails the work request alone, so both sides of the transfer learn of it

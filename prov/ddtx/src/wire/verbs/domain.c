@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/iov_check.h"
+#include "hmem/hmem.h"
 #include "wire/verbs/verbs.h"
 
 uint64_t ddtx_verbs_random64(void)
@@ -92,6 +93,8 @@ static int set_caps(struct ddtx_verbs_domain *dom)
 	dom->caps.addr_len = DDTX_VADDR_LEN;
 	dom->caps.strided_mkeys = dom->umr.enabled && dom->umr.interleaved_entries > 0;
 	dom->caps.recv_scatter = false;
+	/* GPUDirect RDMA: device memory registered through dma-buf (mr.c). */
+	dom->caps.device_keys = ddtx_hmem_dmabuf_available();
 	return 0;
 }
 

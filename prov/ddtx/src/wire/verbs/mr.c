@@ -97,10 +97,13 @@ int ddtx_vreg_new(struct ddtx_verbs_domain *dom, void *addr, size_t len, uint64_
 	reg->addr = (uint64_t)(uintptr_t)addr;
 	reg->len = len;
 	reg->refs = 1;
-	/* Device memory stays out of the index: cuMemFree is invisible to the memory monitor,
-	 * so a later allocation at the same address would find this region's lkey (the
-	 * freed buffer's pages).  Every key over device memory registers its own regions. */
-	if (index && iova == reg->addr && hm.iface != DDTX_HMEM_CUDA) {
+	/* cuMemFree is invisible to the memory monitor, so a later allocation at the same
+	 * address could find this region's lkey (the freed buffer's pages).  Device memory is
+	 * indexed only where the protocols move it zero copy (caps.device_keys): they check an
+	 * allocation's buffer id before every use and drop the registrations of one that
+	 * changed (proto/hmem_direct.c).  Otherwise every key over device memory registers its
+	 * own regions. */
+	if (index && iova == reg->addr && (hm.iface != DDTX_HMEM_CUDA || dom->caps.device_keys)) {
 		struct ddtx_vregion r = {
 			.addr = reg->addr, .len = len, .lkey = reg->mr->lkey, .owner = reg,
 			.flags = ddtx_vregion_flags(ibv_access),
