@@ -129,6 +129,11 @@ struct fi_ddtx_stats {
 	 * receive matched) to the copy's start (mapping the sender's allocations, planning the
 	 * copy), and the copy itself until the device finished it. */
 	uint64_t hmem_ipc_plan_ns, hmem_ipc_copy_ns;
+	/* Device memory moved zero copy by a wire whose NIC reads and writes it (GPUDirect RDMA;
+	 * FI_DDTX_HMEM_DIRECT): rendezvous sends from device buffers and receives into them,
+	 * their bytes, and the registrations dropped because an allocation was freed and
+	 * another took its addresses (its buffer id changed). */
+	uint64_t hmem_direct_tx, hmem_direct_rx, hmem_direct_bytes, hmem_direct_stale;
 };
 
 /*

@@ -282,6 +282,49 @@ static bool check_ipc(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats
 	return true;
 }
 
+/*
+ * Zero copy by the NIC (hmem_direct.c): the stand-in's door open (FAKE_CUDA_HOST_VIEW=1) makes
+ * the shm wire one whose keys reach device memory; with CUDA IPC off, every device send goes
+ * so.  Did this side's message go zero copy, as due?  Due: a device sender (never PACK, no
+ * copy through host memory); a device receiver of a device sender.  A device receiver of a
+ * host sender may go either way (the sender's eager or PACK: staged).
+ */
+static bool direct_on(void)
+{
+	return fx_env_long("FAKE_CUDA_HOST_VIEW", 0) == 1 && fx_env_long("FI_DDTX_HMEM_IPC", 1) == 0;
+}
+
+static bool check_direct(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
+			 const struct dir *d, size_t total, bool sender, const char *what)
+{
+	if (!direct_on()) {
+		FT_CHECK(s1->hmem_direct_tx == s0->hmem_direct_tx &&
+			 s1->hmem_direct_rx == s0->hmem_direct_rx, "%s: zero copy of device "
+			 "memory on a wire without device keys", what);
+		return false;
+	}
+	uint64_t n = sender ? s1->hmem_direct_tx - s0->hmem_direct_tx
+			    : s1->hmem_direct_rx - s0->hmem_direct_rx;
+	bool due = sender ? d->sdev : d->rdev && d->sdev;
+	FT_CHECK(n == (due ? 1u : 0u) || (!sender && d->rdev && n == 1), "%s: %s: %llu zero copy "
+		 "transfers of device memory", what, sender ? "sender" : "receiver",
+		 (unsigned long long)n);
+	if (!sender && d->sdev) {
+		uint64_t z = s1->ops[FI_DDTX_SCHEME_SGL] + s1->ops[FI_DDTX_SCHEME_UMR] -
+			     s0->ops[FI_DDTX_SCHEME_SGL] - s0->ops[FI_DDTX_SCHEME_UMR];
+		FT_CHECK(z == 1 && s1->ops[FI_DDTX_SCHEME_PACK] == s0->ops[FI_DDTX_SCHEME_PACK],
+			 "%s: a device sender's message not carried zero copy", what);
+	}
+	if (!n)
+		return false;
+	for (int w = 0; w < FI_DDTX_HMEM_COPY_COUNT; w++)
+		FT_CHECK(s1->hmem_copy_ops[w] == s0->hmem_copy_ops[w],
+			 "%s: zero copy, yet a copy through host memory", what);
+	FT_CHECK(s1->hmem_direct_bytes - s0->hmem_direct_bytes == total,
+		 "%s: zero copy bytes miscounted", what);
+	return true;
+}
+
 static void check_way(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
 		      const struct layout *l, const char *what)
 {
@@ -372,10 +415,12 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_wait(fx, 1, &c, TMO);
 		FT_CHECK(c.op_context == what, "%s: send completion context", what);
 		fx_stats(fx, &s1);
-		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged == (d->sdev ? 1u : 0u),
+		FT_CHECK(s1.hmem_tx_staged - s0.hmem_tx_staged ==
+				 (d->sdev && !direct_on() ? 1u : 0u),
 			 "%s: %llu staged sends", what,
 			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
-		if (!check_ipc(&s0, &s1, d, l, total, true, what) && d->sdev)
+		if (!check_direct(&s0, &s1, d, total, true, what) &&
+		    !check_ipc(&s0, &s1, d, l, total, true, what) && d->sdev)
 			check_way(&s0, &s1, l, what);
 	} else {
 		if (d->tagged) {
@@ -394,7 +439,8 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_stats(fx, &s1);
 		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
 			 "%s: staged receives", what);
-		if (!check_ipc(&s0, &s1, d, l, total, false, what) && d->rdev)
+		if (!check_direct(&s0, &s1, d, total, false, what) &&
+		    !check_ipc(&s0, &s1, d, l, total, false, what) && d->rdev)
 			check_way(&s0, &s1, l, what);
 		/* want: the receiver's own bytes, with the sender's packed stream scattered in */
 		uint8_t *sender = fx_alloc(span), *p = want;
@@ -517,6 +563,74 @@ static int t_ipc_freed(struct ft_ctx *ctx, void *arg)
 	if (ctx->rank == 1)
 		FT_CHECK(st.hmem_ipc_declined >= 2 && st.hmem_ipc_stale + st.hmem_ipc_opens >= 1,
 			 "receiver: %llu offers declined", (unsigned long long)st.hmem_ipc_declined);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
+ * Zero copy by the NIC (direct_on), a device buffer freed and another allocated at its
+ * addresses (the stand-in with FAKE_CUDA_REUSE_VA=1, as CUDA's allocator does), both sides:
+ * the keys cached over the first must not reach the second (hmem_direct.c's buffer id guard).
+ * Every byte of each round checked; the reuse and the guard's drop checked to have happened.
+ */
+static int t_direct_realloc(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	int skip = cuda_open();
+	if (skip)
+		return skip;
+	if (!direct_on() || fx_env_long("FAKE_CUDA_REUSE_VA", 0) != 1)
+		return FT_SKIP;
+	struct fx fx;
+	fx_open(ctx, &hmem_opts, &fx);
+	const struct layout *l = &layouts[4]; /* vec_4k_256: a layout the caches keep */
+	static struct iovec iov[4096];
+	size_t span = layout_span(l), total = l->count * l->block;
+	void *first = NULL;
+	struct fx_comp c;
+	for (int round = 0; round < 3; round++) {
+		struct buf b;
+		buf_init(&b, true, span);
+		if (!round)
+			first = b.p;
+		else
+			FT_CHECK(b.p == first, "round %d: the stand-in did not reuse the addresses",
+				 round);
+		uint8_t *img = fx_alloc(span);
+		fx_fill(img, span, 500 + round, 0);
+		if (ctx->rank == 0)
+			buf_put(&b, img);
+		layout_iov(l, b.p, iov);
+		if (ctx->rank == 0) {
+			fx_pbarrier(ctx, &fx);
+			struct fi_msg m = {.msg_iov = iov, .iov_count = l->count,
+					   .addr = fx.peers[1], .context = &fx};
+			FX_OK(&fx, fi_sendmsg(fx.ep, &m, FI_COMPLETION));
+			fx_wait(&fx, 1, &c, TMO);
+		} else {
+			struct fi_msg m = {.msg_iov = iov, .iov_count = l->count,
+					   .addr = FI_ADDR_UNSPEC, .context = &fx};
+			FX_OK(&fx, fi_recvmsg(fx.ep, &m, FI_COMPLETION));
+			fx_pbarrier(ctx, &fx);
+			fx_wait(&fx, 1, &c, TMO);
+			FT_CHECK(c.len == total, "round %d: received %zu bytes", round, c.len);
+			uint8_t *got = fx_alloc(span);
+			buf_get(&b, got);
+			for (size_t i = 0; i < l->count; i++)
+				FT_CHECK(!memcmp(got + i * l->stride, img + i * l->stride, l->block),
+					 "round %d: block %zu differs from the sender's", round, i);
+			free(got);
+		}
+		fx_pbarrier(ctx, &fx);
+		buf_free(&b);
+		free(img);
+	}
+	struct fi_ddtx_stats st;
+	fx_stats(&fx, &st);
+	FT_CHECK(st.hmem_direct_tx + st.hmem_direct_rx == 3 && st.hmem_direct_stale >= 2,
+		 "rank %d: %llu zero copy transfers, %llu stale allocations dropped", ctx->rank,
+		 (unsigned long long)(st.hmem_direct_tx + st.hmem_direct_rx),
+		 (unsigned long long)st.hmem_direct_stale);
 	fx_close(&fx);
 	return 0;
 }
@@ -892,6 +1006,7 @@ static const struct fx_test tests[] = {
 	{"host_queries", 2, 60, t_host_queries, NULL},
 	{"ipc_decline", 2, 120, t_ipc_decline, NULL},
 	{"ipc_freed", 2, 60, t_ipc_freed, NULL},
+	{"direct_realloc", 2, 120, t_direct_realloc, NULL},
 };
 
 int main(int argc, char **argv)

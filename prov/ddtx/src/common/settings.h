@@ -39,6 +39,8 @@ struct ddtx_settings {
 	int resolve_ms;                    /* FI_DDTX_RESOLVE_MS: wait for a service to be bound */
 	bool print_stats;                  /* FI_DDTX_STATS: print fi_ddtx_stats at domain close */
 	bool hmem_ipc;                     /* FI_DDTX_HMEM_IPC: offer CUDA IPC on the shm wire */
+	bool hmem_direct;                  /* FI_DDTX_HMEM_DIRECT: device memory zero copy on a
+					    * wire whose keys reach it (GPUDirect RDMA) */
 	unsigned hmem_copy;                /* FI_DDTX_HMEM_COPY: 0 auto, 1 segments, 2 2d, 3 kernel
 					    * (engine/hmem_copy.h) */
 	/* DDT engine */

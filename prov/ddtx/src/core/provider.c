@@ -28,6 +28,7 @@ struct ddtx_settings ddtx_settings = {
 	.mr_cache_max_count = 4096,
 	.mr_monitor = true,
 	.hmem_ipc = true,
+	.hmem_direct = true,
 	.mkey_pool = 512,
 	.layout_cache_size = 1024,
 	.reg_thread = true,
@@ -66,6 +67,11 @@ static void define_params(void)
 			"Device memory (FI_HMEM_CUDA) on the shm wire: offer the receiver CUDA IPC "
 			"handles of a rendezvous send's device buffers, so that it copies device to "
 			"device with no host staging (default: 1)");
+	fi_param_define(&ddtx_prov, "hmem_direct", FI_PARAM_BOOL,
+			"Device memory (FI_HMEM_CUDA) on a wire whose NIC reads and writes it "
+			"(verbs with dma-buf: GPUDirect RDMA): rendezvous transfers move it by zero "
+			"copy from and into the application's device buffers, with no host staging "
+			"(default: 1)");
 	fi_param_define(&ddtx_prov, "threshold", FI_PARAM_SIZE_T,
 			"auto scheme: use zero copy when the average block length is at least "
 			"this many bytes, overriding the threshold learned from measured costs "
@@ -255,6 +261,8 @@ void ddtx_settings_load(void)
 	load_size("iov_limit", &ddtx_settings.iov_limit);
 	if (fi_param_get_bool(&ddtx_prov, "hmem_ipc", &v) == 0)
 		ddtx_settings.hmem_ipc = v != 0;
+	if (fi_param_get_bool(&ddtx_prov, "hmem_direct", &v) == 0)
+		ddtx_settings.hmem_direct = v != 0;
 	if (fi_param_get_bool(&ddtx_prov, "mr_monitor", &v) == 0)
 		ddtx_settings.mr_monitor = v != 0;
 	if (fi_param_get_bool(&ddtx_prov, "reg_thread", &v) == 0)

@@ -421,18 +421,31 @@ void ddtx_layout_adopt_dataloop(struct ddtx_layout_cache *lc, struct ddtx_layout
 	pthread_mutex_unlock(&lc->lock);
 }
 
-/*
- * A registration died (memory unmapped, or evicted): every layout using it goes back to NEW
- * and gives up its window sets, so a recycled address is registered afresh before it is used
- * for zero copy again.  Runs on a user thread inside a registration-cache call.
- */
-static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
+static bool uses_reg(const struct ddtx_layout *l, const void *reg)
 {
-	struct ddtx_layout_cache *lc = arg;
-	/* A region merged into a larger one stays registered while we hold it; if its memory
-	 * goes away later we hear about it again as INVALIDATED. */
-	if (ddtx_reg_state(reg) == DDTX_REG_MERGED)
-		return;
+	for (size_t i = 0; i < l->nregs; i++)
+		if (l->regs[i] == reg)
+			return true;
+	return false;
+}
+
+static bool touches_range(const struct ddtx_layout *l, const void *range)
+{
+	const struct iovec *r = range;
+	uintptr_t a = (uintptr_t)r->iov_base, end = a + r->iov_len;
+	for (size_t i = 0; i < l->count; i++) {
+		uintptr_t b = (uintptr_t)l->iov[i].iov_base;
+		if (b < end && b + l->iov[i].iov_len > a)
+			return true;
+	}
+	return false;
+}
+
+/* Layouts `hit` names leave the cache: new lookups build fresh entries; users finish with the
+ * old ones. */
+static void kill_layouts(struct ddtx_layout_cache *lc,
+			 bool (*hit)(const struct ddtx_layout *l, const void *arg), const void *arg)
+{
 	struct ddtx_list victims;
 	ddtx_list_init(&victims);
 	pthread_mutex_lock(&lc->lock);
@@ -440,10 +453,7 @@ static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
 	ddtx_list_foreach_safe(&lc->lru, it, tmp)
 	{
 		struct ddtx_layout *l = ddtx_container_of(it, struct ddtx_layout, lru);
-		bool uses = false;
-		for (size_t i = 0; i < l->nregs && !uses; i++)
-			uses = l->regs[i] == reg;
-		if (!uses)
+		if (!hit(l, arg))
 			continue;
 		/* Unlist it: new lookups build a fresh entry; users finish with the old one. */
 		unhash(lc, l);
@@ -455,6 +465,27 @@ static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
 	}
 	pthread_mutex_unlock(&lc->lock);
 	free_list_of_layouts(lc, &victims);
+}
+
+/*
+ * A registration died (memory unmapped, or evicted): every layout using it goes back to NEW
+ * and gives up its window sets, so a recycled address is registered afresh before it is used
+ * for zero copy again.  Runs on a user thread inside a registration-cache call.
+ */
+static void on_reg_invalidate(void *arg, const struct ddtx_reg *reg)
+{
+	/* A region merged into a larger one stays registered while we hold it; if its memory
+	 * goes away later we hear about it again as INVALIDATED. */
+	if (ddtx_reg_state(reg) != DDTX_REG_MERGED)
+		kill_layouts(arg, uses_reg, reg);
+}
+
+void ddtx_layout_cache_invalidate(struct ddtx_layout_cache *lc, const void *addr, size_t len)
+{
+	struct iovec range = { (void *)addr, len };
+	ddtx_regcache_invalidate(lc->regcache, addr, len);
+	/* Regions the monitor could not watch (UNCACHED) are not the regcache's to report. */
+	kill_layouts(lc, touches_range, &range);
 }
 
 void ddtx_layout_cache_flush(struct ddtx_layout_cache *lc)

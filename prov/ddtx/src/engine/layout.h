@@ -162,5 +162,8 @@ size_t ddtx_window_pieces(const struct iovec *iov, size_t count, size_t chunk, s
 void ddtx_layout_cache_stats(struct ddtx_layout_cache *lc, struct ddtx_layout_cache_stats *st);
 /* Process pending invalidations from the registration cache (called on the main path). */
 void ddtx_layout_cache_flush(struct ddtx_layout_cache *lc);
+/* Memory [addr, addr + len) went away although no monitor saw it (a CUDA allocation freed):
+ * its registrations and every layout over it leave the caches. */
+void ddtx_layout_cache_invalidate(struct ddtx_layout_cache *lc, const void *addr, size_t len);
 
 #endif /* DDTX_LAYOUT_H */

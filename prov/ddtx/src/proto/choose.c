@@ -238,6 +238,55 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
 }
 
 /*
+ * Device memory the NIC reads (hmem_direct.c): zero copy only, the layout registered now (a
+ * device send has no PACK to fall back on while the registration thread works).  The layout
+ * is ready (send.c registered it); the scheme proposed is the zero-copy one predicted cheaper.
+ */
+enum fi_ddtx_scheme ddtx_choose_propose_device(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
+{
+	const struct ddtx_wire_caps *caps = pep->caps;
+	enum fi_ddtx_scheme f = forced_scheme(caps);
+	if (f == FI_DDTX_SCHEME_SGL || f == FI_DDTX_SCHEME_UMR)
+		return f;
+	double fbuf[DDTX_COST_LINES];
+	bool explored;
+	struct ddtx_cost_model m = pep->pd->cost; /* a copy: proposing must not count */
+	return ddtx_cost_choose_scaled(&m, zcopy_mask(caps), l->st.total, l->st.nblocks,
+				       shape_factors(pep, l, fbuf), &explored);
+}
+
+enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
+					      enum fi_ddtx_scheme proposed, bool pull_offered,
+					      const struct ddtx_layout_stats *sender,
+					      struct ddtx_layout *receiver, size_t bytes,
+					      bool *explored)
+{
+	struct ddtx_proto_domain *pd = pep->pd;
+	*explored = false;
+	if (!receiver)
+		return FI_DDTX_SCHEME_PACK;
+	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
+	bool pull = pull_offered && pull_wire(pep) &&
+		    (sender->nblocks > 1 || receiver->st.nblocks <= 1);
+	if ((!sender_ready && !pull) || !ready_for(pep, receiver, true))
+		return FI_DDTX_SCHEME_PACK; /* no zero copy possible: the caller decides */
+	enum fi_ddtx_scheme f = forced_scheme(pep->caps);
+	if (f == FI_DDTX_SCHEME_SGL || f == FI_DDTX_SCHEME_UMR)
+		return f;
+	if (pull && sender->nblocks <= 1)
+		return FI_DDTX_SCHEME_SGL; /* read at once (pull_rndv) */
+	unsigned possible = zcopy_mask(pep->caps);
+	if (pull)
+		possible = (possible & ~(1u << FI_DDTX_SCHEME_SGL)) | (1u << DDTX_COST_PULL);
+	if (!sender_ready)
+		possible &= 1u << DDTX_COST_PULL;
+	size_t blocks = sender->nblocks + receiver->st.nblocks;
+	double fbuf[DDTX_COST_LINES];
+	return line_scheme(ddtx_cost_choose_scaled(&pd->cost, possible, bytes, blocks,
+						   shape_factors(pep, receiver, fbuf), explored));
+}
+
+/*
  * The eager/rendezvous boundary, from measured costs (issue 12): eager costs two copies
  * through the ring (the EAGER line: the receiver times its copy out, a copy in is taken to cost
  * the same), a rendezvous its scheme's whole line (handshake included).  A message goes

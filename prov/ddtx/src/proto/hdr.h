@@ -66,6 +66,8 @@ enum ddtx_msg_type {
 				     * receiver's send ack_id (an ACK with status 0, carried) */
 #define DDTX_HDR_WINDOWS (1u << 14) /* RTS with PULL: the payload is readable through the
 				     * sender's windows, listed behind the RTS (ddtx_desc) */
+#define DDTX_HDR_DEVICE (1u << 15)  /* RTS: the payload is device memory the sender's NIC
+				     * reads (proto/hmem_direct.c): zero copy only, no PACK */
 
 struct ddtx_hdr_base {
 	uint8_t type;

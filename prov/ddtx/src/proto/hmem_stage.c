@@ -45,7 +45,9 @@ struct ddtx_stage {
 	bool way_learnt;                 /* chosen by the learned model: its copies are timed */
 	size_t pieces;                   /* non-empty segments, for that model */
 	int device;                      /* the device, for the 2D and kernel ways */
-	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered) */
+	bool deferred;                   /* send: bounce not filled yet (CUDA IPC offered, or
+					  * direct) */
+	bool direct;                     /* the NIC may move iov itself (hmem_direct.c) */
 	struct ddtx_dev_bounce dev;      /* device bounce buffer (packed on the device), or none */
 	bool delivered;                  /* receive: bytes placed in iov directly (CUDA IPC) */
 };
@@ -512,8 +514,14 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	s->report = report;
 	s->rx = rx;
 	struct fi_ddtx_stats *st = &pep->pd->stats;
-	/* A send that may go by CUDA IPC copies nothing yet (ddtx_stage_fill does, if needed). */
+	/* A send that may go by CUDA IPC, or by the NIC from the caller's segments, copies
+	 * nothing yet (ddtx_stage_fill does, if needed). */
 	s->deferred = !rx && ipc_possible(pep, s, *flags);
+	s->direct = !s->deferred && !(*flags & FI_INJECT) && ddtx_direct_possible(pep);
+	if (s->direct) {
+		ddtx_direct_guard(pep, s->iov, s->count, s->attr, &s->one);
+		s->deferred = !rx;
+	}
 	s->device = stage_device(s);
 	/* A receive's way waits for its first copy: one taken by CUDA IPC needs none (a pass
 	 * over 8192 blocks cost 11 us). */
@@ -528,8 +536,8 @@ int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **io
 	*flags = (*flags & ~(uint64_t)DDTX_PROTO_NO_COMPLETION) | FI_COMPLETION;
 	if (rx)
 		st->hmem_rx_staged++;
-	else
-		st->hmem_tx_staged++;
+	else if (!s->direct)
+		st->hmem_tx_staged++; /* a direct one when ddtx_stage_fill copies it */
 	ddtx_list_push_back(&pep->stages, &s->entry);
 	*out = s;
 	return 0;
@@ -611,7 +619,12 @@ bool ddtx_stage_deferred(const struct ddtx_stage *s)
  * gpu_share); offered, only the receiver copies. */
 bool ddtx_stage_prefers_ipc(const struct ddtx_stage *s)
 {
-	return s && s->deferred && s->way == DDTX_HMEM_COPY_KERNEL;
+	return s && s->deferred && !s->direct && s->way == DDTX_HMEM_COPY_KERNEL;
+}
+
+bool ddtx_stage_direct(const struct ddtx_stage *s)
+{
+	return s && s->direct;
 }
 
 int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
@@ -619,6 +632,8 @@ int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 	if (!s || !s->deferred)
 		return 0;
 	s->deferred = false;
+	if (s->direct)
+		pep->pd->stats.hmem_tx_staged++;
 	return stage_copy(pep, s, s->bounce.iov_len, true);
 }
 

@@ -23,6 +23,12 @@ struct ddtx_ipc_cache;
 
 /* Devices whose CUDA IPC caches a domain keeps (hmem_ipc.c); others are staged. */
 #define DDTX_PD_IPC_DEVICES 8
+/* Device allocations whose buffer ids direct transfers remember (proto/hmem_direct.c). */
+#define DDTX_PD_DIRECT_ALLOCS 64
+
+struct ddtx_direct_alloc {
+	uint64_t base, size, buffer_id; /* size 0: a free entry */
+};
 
 struct ddtx_proto_domain {
 	pthread_mutex_t *lock;              /* the owner's domain lock */
@@ -35,6 +41,7 @@ struct ddtx_proto_domain {
 	struct ddtx_mr_watch *mr_watch;     /* application MRs revoked when their memory goes */
 	struct ddtx_host_pages *host_pages; /* pages the CUDA driver called host memory */
 	struct ddtx_ipc_cache *ipc[DDTX_PD_IPC_DEVICES]; /* CUDA IPC handles, per device */
+	struct ddtx_direct_alloc direct_allocs[DDTX_PD_DIRECT_ALLOCS];
 	struct ddtx_list app_mrs;           /* struct ddtx_proto_mr: what a peer's key names here */
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;

@@ -79,6 +79,10 @@ const char *ddtx_check_rts(const struct ddtx_hdr_rts *rts, size_t len)
 	     (rts->nblocks != 1 && !windows) ||
 	     (rts->base.flags & DDTX_HDR_IPC) || rts->pull_addr + rts->total_len < rts->pull_addr))
 		return "pull";
+	/* Device memory the sender's NIC reads: offered zero copy, never by IPC as well. */
+	if ((rts->base.flags & DDTX_HDR_DEVICE) &&
+	    (rts->scheme == FI_DDTX_SCHEME_PACK || (rts->base.flags & DDTX_HDR_IPC)))
+		return "device";
 	return NULL;
 }
 
@@ -153,6 +157,9 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 			return "scheme";
 		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
 			return "chunk";
+		/* The CPU cannot pack device memory (hmem_direct.c): the RTS said so. */
+		if (tx->device && cts->scheme == FI_DDTX_SCHEME_PACK && cts->accepted)
+			return "scheme (device memory)";
 		if (cts->scheme != FI_DDTX_SCHEME_PACK && cts->accepted && cts->offset &&
 		    !(cts->base.flags & DDTX_HDR_SPLIT))
 			return "offset";

@@ -130,6 +130,7 @@ struct ddtx_tx {
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
 	bool ipc;                        /* offered by CUDA IPC: its stage is not filled yet */
+	bool device;                     /* from device memory the NIC reads: never PACK */
 	bool abandoned;                  /* the receiver gave up (empty CTS): fail once idle */
 	struct ddtx_list batches;        /* struct ddtx_batch, in CTS order */
 	struct ddtx_layout *layout;      /* cached layout of iov (rendezvous) */
@@ -386,6 +387,22 @@ void ddtx_stage_target(const struct ddtx_stage *s, const struct iovec **iov, siz
 bool ddtx_stage_on_device(const struct ddtx_stage *s);
 void ddtx_stage_delivered(struct ddtx_stage *s);
 
+/*
+ * hmem_direct.c: device memory moved zero copy by a wire whose NIC reaches it (GPUDirect RDMA).
+ * ddtx_direct_possible: may this endpoint's operations go so (the wire's device keys, the
+ * setting, no forced PACK)?  ddtx_direct_guard: before a direct operation, check the buffer id
+ * of each device allocation among iov's segments (attr, or one: as a stage's) against the one
+ * recorded, dropping the registrations and layouts of a changed one.  A stage is direct when
+ * its operation may go this way (ddtx_stage_direct): a send's bounce buffer is set aside, as
+ * for IPC, and filled only if the send goes eager or staged after all; a receive works on the
+ * caller's segments when its rendezvous goes zero copy (rndv_recv.c, direct_target).
+ */
+struct ddtx_hmem_attr;
+bool ddtx_direct_possible(struct ddtx_proto_ep *pep);
+void ddtx_direct_guard(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
+		       const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one);
+bool ddtx_stage_direct(const struct ddtx_stage *s);
+
 /* hmem_ipc.c: CUDA IPC on the shm wire */
 struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int device);
 void ddtx_ipc_close_all(struct ddtx_proto_domain *pd);
@@ -511,6 +528,9 @@ const char *ddtx_check_carried_ack(const struct ddtx_hdr_base *b);
 /* The scheme a send proposes (can_pull: it could offer its block to be read, see send.c). */
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
 					bool can_pull);
+/* The same for a send from device memory the NIC reads (hmem_direct.c): a zero-copy scheme,
+ * never PACK; l is registered. */
+enum fi_ddtx_scheme ddtx_choose_propose_device(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 /* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
 /* The largest message of bytes in blocks that may go eagerly, the wire's room being room. */
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
@@ -541,6 +561,14 @@ bool ddtx_choose_warm(const struct ddtx_layout *l);
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
+/* The same where device memory is on either side (hmem_direct.c): a zero-copy scheme, the
+ * receiver's layout registered now; PACK when zero copy is impossible (the sender's layout
+ * not registered and no pull offered, or the receiver's registration refused). */
+enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
+					      enum fi_ddtx_scheme proposed, bool pull_offered,
+					      const struct ddtx_layout_stats *sender,
+					      struct ddtx_layout *receiver, size_t bytes,
+					      bool *explored);
 /* When the cost model counts a rendezvous as started whose RTS came at rts_ns with a first
  * chunk that took scatter_ns to scatter (the sender's gather of that chunk included). */
 uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);

@@ -419,6 +419,45 @@ static void scatter_early(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 	rx->t_start = ddtx_choose_sample_start(rx->t_start, ddtx_time_ns() - t0);
 }
 
+/*
+ * A receive into device memory that the NIC reaches (hmem_direct.c): its rendezvous may go
+ * zero copy straight into the caller's segments instead of the stage's bounce buffer, when
+ * the sender can move it so (its device memory, its layout registered, or a pull offered).
+ * rx then works on the caller's list (the stage's, borrowed) until direct_undo.
+ */
+static struct ddtx_stage *direct_target(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
+					const struct ddtx_hdr_rts *rts)
+{
+	struct ddtx_stage *stage = rx->accepted && !rx->parent ? ddtx_stage_of(pep, rx->context)
+							       : NULL;
+	if (!ddtx_stage_direct(stage) ||
+	    (!(rts->base.flags & (DDTX_HDR_DEVICE | DDTX_HDR_PULL)) &&
+	     rts->scheme == FI_DDTX_SCHEME_PACK))
+		return NULL;
+	const struct iovec *iov;
+	int device;
+	ddtx_stage_target(stage, &iov, &rx->count, &device);
+	rx->iov = (struct iovec *)iov;
+	rx->iov_borrowed = true;
+	rx->vec.n = 0;
+	return stage;
+}
+
+static void direct_undo(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	rx->iov = rx->iov_inline; /* the bounce buffer the receive was posted with */
+	rx->count = 1;
+	rx->iov_borrowed = false;
+	if (rx->cached)
+		ddtx_layout_put(pep->pd->layouts, rx->cached);
+	bool hit;
+	rx->cached = ddtx_layout_get_vec(pep->pd->layouts, rx->iov, rx->count, &rx->vec, &hit);
+	if (rx->cached)
+		rx->layout = rx->cached->st;
+	else
+		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
+}
+
 /* rx matched an RTS (rx is off the posted queue): decide the scheme and answer. */
 static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_t src,
 		       const struct ddtx_hdr_rts *rts, const void *first, size_t first_len)
@@ -450,6 +489,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 
 	struct ddtx_layout_stats sender = {.total = rts->total_len, .nblocks = rts->nblocks,
 					   .min_block = rts->min_block, .avg_block = rts->avg_block};
+	bool sender_device = rts->base.flags & DDTX_HDR_DEVICE;
+	struct ddtx_stage *direct = direct_target(pep, rx, rts);
 	rx->sender_blocks = rts->nblocks;
 	rx->t_start = ddtx_time_ns();
 	if (!rx->cached && rx->accepted) {
@@ -462,9 +503,40 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	else
 		ddtx_layout_stats(rx->iov, rx->count, &rx->layout);
 	size_t early = DDTX_MIN(first_len, rx->accepted);
-	rx->scheme = ddtx_choose_decide(pep, (enum fi_ddtx_scheme)rts->scheme,
-					rts->base.flags & DDTX_HDR_PULL, &sender, rx->cached,
-					rx->accepted, &rx->explored);
+	enum fi_ddtx_scheme proposed = (enum fi_ddtx_scheme)rts->scheme;
+	bool pull_offered = rts->base.flags & DDTX_HDR_PULL;
+	if ((sender_device || direct) && rx->accepted) {
+		rx->scheme = ddtx_choose_decide_device(pep, proposed, pull_offered, &sender,
+						       rx->cached, rx->accepted, &rx->explored);
+		if (rx->scheme == FI_DDTX_SCHEME_PACK && direct) {
+			/* Not zero copy into device memory: into the bounce buffer, staged. */
+			direct = NULL;
+			direct_undo(pep, rx);
+			rx->scheme = sender_device
+					     ? ddtx_choose_decide_device(pep, proposed, pull_offered,
+									 &sender, rx->cached,
+									 rx->accepted, &rx->explored)
+					     : ddtx_choose_decide(pep, proposed, pull_offered, &sender,
+								  rx->cached, rx->accepted,
+								  &rx->explored);
+		}
+		if (rx->scheme == FI_DDTX_SCHEME_PACK && sender_device) {
+			DDTX_WARN(FI_LOG_EP_DATA, "receive %u: no zero copy possible from peer %u's "
+				  "device memory\n", rx->id, src);
+			rx_give_up(pep, rx, FI_EIO);
+			return;
+		}
+		if (direct) {
+			/* The writes or reads place every byte: nothing to copy at completion. */
+			ddtx_stage_delivered(direct);
+			pep->pd->stats.hmem_direct_rx++;
+			pep->pd->stats.hmem_direct_bytes += rx->accepted;
+			early = 0; /* nor a first chunk to scatter by the CPU (a host sender's) */
+		}
+	} else {
+		rx->scheme = ddtx_choose_decide(pep, proposed, pull_offered, &sender, rx->cached,
+						rx->accepted, &rx->explored);
+	}
 	/*
 	 * The RTS brought the first chunk.  Under PACK it is scattered after the CTS has gone
 	 * back, while the sender gathers the next chunks: scattered first, the sender waited for

@@ -384,10 +384,20 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	 * blocks are offered even when small: staged, they would take a kernel on each side. */
 	if (ddtx_stage_prefers_ipc(stage))
 		eager = false;
-	if (ddtx_stage_deferred(stage)) {
-		ipc = !eager && !ddtx_stage_ipc_offer(pep, stage, &offer, &offer_len,
-						      pep->caps->max_send_size -
-							      sizeof(struct ddtx_hdr_rts));
+	/* Device memory the NIC reads (hmem_direct.c): a rendezvous from the caller's segments,
+	 * whatever its size (staged, a small message costs a driver copy on each side). */
+	bool direct = ddtx_stage_direct(stage) && total && !(flags & FI_INJECT);
+	const struct iovec *staged_iov = iov;
+	size_t staged_count = count;
+	if (direct) {
+		int device;
+		eager = false;
+		ddtx_stage_target(stage, &iov, &count, &device);
+		vec.n = 0;
+	} else if (ddtx_stage_deferred(stage)) {
+		ipc = !eager && !ddtx_stage_direct(stage) &&
+		      !ddtx_stage_ipc_offer(pep, stage, &offer, &offer_len,
+					    pep->caps->max_send_size - sizeof(struct ddtx_hdr_rts));
 		if (!ipc && (ret = ddtx_stage_fill(pep, stage)))
 			goto out;
 	}
@@ -418,6 +428,18 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		bool hit;
 		lay = handle ? hl : ddtx_layout_get_vec(lc, iov, count, &vec, &hit);
 		hl = NULL;
+		if (direct && !(lay && (ddtx_layout_ready(lay) || !ddtx_layout_register_now(lc, lay)))) {
+			/* The NIC refused the device memory: staged after all. */
+			DDTX_INFO(FI_LOG_EP_DATA, "send: device memory not registered, staged\n");
+			if (lay)
+				ddtx_layout_put(lc, lay);
+			direct = false;
+			iov = staged_iov;
+			count = staged_count;
+			if ((ret = ddtx_stage_fill(pep, stage)))
+				goto out;
+			lay = ddtx_layout_get_vec(lc, iov, count, &vec, &hit);
+		}
 	}
 	bool borrow = lay && lay->count == count;
 	/* An operation to track: a rendezvous, or an eager send waiting for its ACK. */
@@ -469,8 +491,16 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	 * receiver read the bytes into its buffer, which is what the ACK would say.  MPICH asks
 	 * for delivery completion on every send (its RMA needs it as the endpoint's default), so
 	 * its contiguous blocks never went by pull. */
-	bool can_pull = !ipc && tx->count == 1 && !stage;
-	rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
+	bool can_pull = !ipc && tx->count == 1 && (!stage || direct);
+	if (direct) {
+		rts.scheme = ddtx_choose_propose_device(pep, tx->layout);
+		rts.base.flags |= DDTX_HDR_DEVICE;
+		tx->device = true;
+		pep->pd->stats.hmem_direct_tx++;
+		pep->pd->stats.hmem_direct_bytes += total;
+	} else {
+		rts.scheme = ddtx_choose_propose(pep, tx->layout, can_pull);
+	}
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;
 	rts.nblocks = ls.nblocks;
@@ -493,10 +523,14 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	}
 	struct ddtx_desc windows[DDTX_PULL_WINDOWS_MAX];
 	size_t nwin = 0;
-	if (!ipc && !stage && tx->count > 1 && ddtx_choose_pull_windows(pep, rts.scheme, &ls))
+	if (!ipc && (!stage || direct) && tx->count > 1 &&
+	    ddtx_choose_pull_windows(pep, rts.scheme, &ls))
 		nwin = offer_windows(pep, tx, &rts, windows);
-	size_t first = ipc || nwin ? 0 : ddtx_choose_first_chunk(pep, rts.scheme, tx->layout, &ls,
-							       pep->caps->max_send_size - sizeof(rts));
+	/* No first chunk from device memory: the CPU cannot read it. */
+	size_t first = ipc || nwin || direct
+			       ? 0
+			       : ddtx_choose_first_chunk(pep, rts.scheme, tx->layout, &ls,
+							 pep->caps->max_send_size - sizeof(rts));
 	if (ipc || nwin) {
 		/* The offer, or the windows, in place of a first chunk; the scheme proposed is
 		 * for a decline. */
