@@ -577,6 +577,49 @@ static void t_rts_summary(void)
 	      "the friend's message did not arrive (err %d)", err);
 }
 
+/* An RTS saying its payload is device memory the sender's NIC reads (DDTX_HDR_DEVICE) yet
+ * proposing PACK, or offering CUDA IPC as well, is dropped; the receive stays posted. */
+static void t_device_forged(void)
+{
+	int ctx, err = 0;
+	struct iovec iov = {big, 4096 * 8};
+	pthread_mutex_lock(&H.lock);
+	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
+	pthread_mutex_unlock(&H.lock);
+	CHECK(ret == 0, "recv: %zd", ret);
+	static const struct {
+		uint16_t flags;
+		uint32_t scheme;
+	} bad[] = {{DDTX_HDR_DEVICE, FI_DDTX_SCHEME_PACK},
+		   {DDTX_HDR_DEVICE | DDTX_HDR_IPC, FI_DDTX_SCHEME_SGL}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct ddtx_hdr_rts rts;
+		memset(&rts, 0, sizeof(rts));
+		hdr(&rts.base, DDTX_MSG_RTS, bad[i].flags);
+		rts.tx_id = 9;
+		rts.scheme = bad[i].scheme;
+		rts.total_len = rts.min_block = rts.avg_block = 4096 * 8;
+		rts.nblocks = 1;
+		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+	}
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a forged device RTS matched the receive");
+	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL), "a forged device RTS was "
+	      "answered");
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[16];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, 0);
+	m.h.len = sizeof(m.payload);
+	memset(m.payload, 0x6b, sizeof(m.payload));
+	CHECK(hostile_send(&H, &H.friend, &m, sizeof(m)) == 0, "friend send");
+	progress_n(2);
+	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0 && big[15] == 0x6b,
+	      "the friend's message did not arrive (err %d)", err);
+}
+
 /*
  * Issue 12: a message of many small blocks starts moving with its RTS.  The victim sends 1024
  * blocks of 32 B (stride 64): its RTS carries the first bytes packed, before any CTS; after a
@@ -1616,6 +1659,7 @@ int main(int argc, char **argv)
 		{"ack_carried_forged", t_ack_carried_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
+		{"device_forged", t_device_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"pull", t_pull, DDTX_SCHEME_SETTING_SGL},
 		{"pull_windows", t_pull_windows, DDTX_SCHEME_SETTING_SGL},
 		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
