@@ -27,7 +27,7 @@
  * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids);
  * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one;
  * 10: a pull of several blocks, through the sender's windows listed behind the RTS (WINDOWS) */
-#define DDTX_PROTO_VERSION 10
+#define DDTX_PROTO_VERSION 11
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
