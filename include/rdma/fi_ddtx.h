@@ -132,8 +132,11 @@ struct fi_ddtx_stats {
 	/* Device memory moved zero copy by a wire whose NIC reads and writes it (GPUDirect RDMA;
 	 * FI_DDTX_HMEM_DIRECT): rendezvous sends from device buffers and receives into them,
 	 * their bytes, and the registrations dropped because an allocation was freed and
-	 * another took its addresses (its buffer id changed). */
+	 * another took its addresses (its buffer id changed); of those sends and receives, the
+	 * ones whose many small blocks the pack kernel gathered into (or scattered from) one
+	 * device bounce buffer that the NIC moved. */
 	uint64_t hmem_direct_tx, hmem_direct_rx, hmem_direct_bytes, hmem_direct_stale;
+	uint64_t hmem_direct_kernel;
 };
 
 /*

@@ -295,7 +295,8 @@ static bool direct_on(void)
 }
 
 static bool check_direct(const struct fi_ddtx_stats *s0, const struct fi_ddtx_stats *s1,
-			 const struct dir *d, size_t total, bool sender, const char *what)
+			 const struct dir *d, const struct layout *l, size_t total, bool sender,
+			 const char *what)
 {
 	if (!direct_on()) {
 		FT_CHECK(s1->hmem_direct_tx == s0->hmem_direct_tx &&
@@ -322,6 +323,17 @@ static bool check_direct(const struct fi_ddtx_stats *s0, const struct fi_ddtx_st
 			 "%s: zero copy, yet a copy through host memory", what);
 	FT_CHECK(s1->hmem_direct_bytes - s0->hmem_direct_bytes == total,
 		 "%s: zero copy bytes miscounted", what);
+	/* The kernel forced and loaded: many device blocks go through one packed bounce buffer
+	 * (host segments on this side: never). */
+	const char *way = getenv("FI_DDTX_HMEM_COPY");
+	bool dev = sender ? d->sdev : d->rdev;
+	uint64_t k = s1->hmem_direct_kernel - s0->hmem_direct_kernel;
+	if (kernels_emulated() && way && !strcmp(way, "kernel"))
+		FT_CHECK(k == (dev && l->count > 1 ? 1u : 0u), "%s: %s: %llu transfers through "
+			 "the pack kernel", what, sender ? "sender" : "receiver",
+			 (unsigned long long)k);
+	FT_CHECK(k <= (dev && l->count > 1 ? 1u : 0u), "%s: the pack kernel on %s", what,
+		 dev ? "one block" : "host memory");
 	return true;
 }
 
@@ -419,7 +431,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 				 (d->sdev && !direct_on() ? 1u : 0u),
 			 "%s: %llu staged sends", what,
 			 (unsigned long long)(s1.hmem_tx_staged - s0.hmem_tx_staged));
-		if (!check_direct(&s0, &s1, d, total, true, what) &&
+		if (!check_direct(&s0, &s1, d, l, total, true, what) &&
 		    !check_ipc(&s0, &s1, d, l, total, true, what) && d->sdev)
 			check_way(&s0, &s1, l, what);
 	} else {
@@ -439,7 +451,7 @@ static void one_transfer(struct ft_ctx *ctx, struct fx *fx, const struct layout 
 		fx_stats(fx, &s1);
 		FT_CHECK(s1.hmem_rx_staged - s0.hmem_rx_staged == (d->rdev ? 1u : 0u),
 			 "%s: staged receives", what);
-		if (!check_direct(&s0, &s1, d, total, false, what) &&
+		if (!check_direct(&s0, &s1, d, l, total, false, what) &&
 		    !check_ipc(&s0, &s1, d, l, total, false, what) && d->rdev)
 			check_way(&s0, &s1, l, what);
 		/* want: the receiver's own bytes, with the sender's packed stream scattered in */

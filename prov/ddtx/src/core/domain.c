@@ -205,8 +205,9 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   CUDA IPC receives' time: planning %llu ns, copies %llu "
 			"ns\n", U(s->hmem_ipc_plan_ns), U(s->hmem_ipc_copy_ns));
 	fprintf(stderr, "ddtx stats:   device memory zero copy: sends %llu receives %llu bytes "
-			"%llu stale registrations dropped %llu\n", U(s->hmem_direct_tx),
-		U(s->hmem_direct_rx), U(s->hmem_direct_bytes), U(s->hmem_direct_stale));
+			"%llu stale registrations dropped %llu; through the pack kernel %llu\n",
+		U(s->hmem_direct_tx), U(s->hmem_direct_rx), U(s->hmem_direct_bytes),
+		U(s->hmem_direct_stale), U(s->hmem_direct_kernel));
 	fprintf(stderr, "ddtx stats:   pulls %llu split with the sender %llu through its windows "
 			"%llu\n", U(s->pulls), U(s->pull_splits), U(s->pull_windows));
 	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",

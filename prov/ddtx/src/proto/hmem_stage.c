@@ -24,6 +24,7 @@
 #include "engine/gpu_kernels.h"
 #include "engine/host_pages.h"
 #include "engine/hmem_copy.h"
+#include "engine/layout.h"
 #include "hmem/hmem.h"
 #include "proto/proto_internal.h"
 
@@ -50,6 +51,9 @@ struct ddtx_stage {
 	bool direct;                     /* the NIC may move iov itself (hmem_direct.c) */
 	struct ddtx_dev_bounce dev;      /* device bounce buffer (packed on the device), or none */
 	bool delivered;                  /* receive: bytes placed in iov directly (CUDA IPC) */
+	bool dev_target;                 /* receive: zero copy into dev, unpacked by the kernel
+					  * at completion (ddtx_stage_direct_segments) */
+	struct iovec dev_iov;            /* dev as the one segment the NIC moves */
 };
 
 bool ddtx_proto_hmem_offered(void)
@@ -139,8 +143,12 @@ static int dev_bounce_take(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size
 	return ret;
 }
 
-static void dev_bounce_free_one(struct ddtx_dev_bounce *b)
+static void dev_bounce_free_one(struct ddtx_proto_ep *pep, struct ddtx_dev_bounce *b)
 {
+	/* The NIC's keys over it must not outlive it (hmem_direct.c): another allocation may take
+	 * its addresses, and no memory monitor sees cuMemFree. */
+	if (pep->caps->device_keys)
+		ddtx_layout_cache_invalidate(pep->pd->layouts, b->p, b->cap);
 	ddtx_hmem_dev_free(b->device, b->p);
 	b->p = NULL;
 }
@@ -155,7 +163,7 @@ static void dev_bounce_give(struct ddtx_proto_ep *pep, struct ddtx_stage *s)
 		for (unsigned i = 1; i < DDTX_BOUNCE_KEEP; i++)
 			if (pep->dev_bounce_free[i].cap < pep->dev_bounce_free[k].cap)
 				k = i;
-		dev_bounce_free_one(&pep->dev_bounce_free[k]);
+		dev_bounce_free_one(pep, &pep->dev_bounce_free[k]);
 		pep->dev_bounce_free[k] = pep->dev_bounce_free[--pep->ndev_bounce_free];
 	}
 	pep->dev_bounce_free[pep->ndev_bounce_free++] = s->dev;
@@ -566,8 +574,12 @@ bool ddtx_stage_complete(struct ddtx_proto_ep *pep, struct ddtx_proto_completion
 	}
 	if (!s)
 		return true;
-	if (s->rx && c->len && !s->delivered) { /* truncated receives too: their bytes count */
-		int ret = stage_copy(pep, s, c->len, false);
+	if (s->rx && c->len && (s->dev_target || !s->delivered)) { /* truncated ones' bytes too */
+		int ret = s->dev_target ? ddtx_gpu_pack_iov(s->device, s->iov, s->count, s->dev.p,
+							    c->len, false)
+					: stage_copy(pep, s, c->len, false);
+		if (s->dev_target && !ret)
+			pep->pd->stats.hmem_direct_kernel++;
 		if (ret) {
 			pep->pd->stats.hmem_copy_errors++;
 			c->err = -ret;
@@ -606,7 +618,7 @@ void ddtx_stage_free_all(struct ddtx_proto_ep *pep)
 		ddtx_hmem_host_free(b->p, b->pinned);
 	}
 	while (pep->ndev_bounce_free)
-		dev_bounce_free_one(&pep->dev_bounce_free[--pep->ndev_bounce_free]);
+		dev_bounce_free_one(pep, &pep->dev_bounce_free[--pep->ndev_bounce_free]);
 }
 
 bool ddtx_stage_deferred(const struct ddtx_stage *s)
@@ -625,6 +637,42 @@ bool ddtx_stage_prefers_ipc(const struct ddtx_stage *s)
 bool ddtx_stage_direct(const struct ddtx_stage *s)
 {
 	return s && s->direct;
+}
+
+/*
+ * Many small device blocks would cost the NIC a work-request entry (or a UMR entry) each, where
+ * the pack kernel gathers them at memory speed: the hybrid of the UMR-GPU design.  Where
+ * staging would take the kernel (the learned way of this direction, engine/hmem_way_cost.h),
+ * the NIC moves one device bounce buffer instead, packed now by a send, unpacked at
+ * completion by a receive.
+ */
+int ddtx_stage_direct_segments(struct ddtx_proto_ep *pep, struct ddtx_stage *s,
+			       const struct iovec **iov, size_t *count)
+{
+	int ret = s->way_chosen ? 0 : choose_way(pep, s);
+	*iov = s->iov;
+	*count = s->count;
+	if (ret || s->way != DDTX_HMEM_COPY_KERNEL || s->count < 2 ||
+	    !ddtx_stage_on_device(s) || !ddtx_gpu_kernels_ready(s->device))
+		return ret;
+	size_t len = s->bounce.iov_len;
+	if ((ret = s->dev.p ? 0 : dev_bounce_take(pep, s, len ? len : 1)))
+		return ret;
+	if (!s->rx) {
+		if ((ret = ddtx_gpu_pack_iov(s->device, s->iov, s->count, s->dev.p, len, true)))
+			return ret;
+		pep->pd->stats.hmem_direct_kernel++;
+	}
+	s->dev_iov = (struct iovec){ s->dev.p, len };
+	s->dev_target = s->rx;
+	*iov = &s->dev_iov;
+	*count = 1;
+	return 0;
+}
+
+void ddtx_stage_direct_undo(struct ddtx_stage *s)
+{
+	s->dev_target = false;
 }
 
 int ddtx_stage_fill(struct ddtx_proto_ep *pep, struct ddtx_stage *s)

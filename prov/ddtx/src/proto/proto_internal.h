@@ -402,6 +402,12 @@ bool ddtx_direct_possible(struct ddtx_proto_ep *pep);
 void ddtx_direct_guard(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 		       const struct ddtx_hmem_attr *attr, const struct ddtx_hmem_attr *one);
 bool ddtx_stage_direct(const struct ddtx_stage *s);
+/* The segments the NIC moves for a direct stage: the caller's, or one device bounce buffer
+ * the pack kernel fills (a send, now) or empties (a receive, at completion) where staging
+ * would take the kernel.  0, or the kernel's -FI_E*.  _undo: a receive staged after all. */
+int ddtx_stage_direct_segments(struct ddtx_proto_ep *pep, struct ddtx_stage *s,
+			       const struct iovec **iov, size_t *count);
+void ddtx_stage_direct_undo(struct ddtx_stage *s);
 
 /* hmem_ipc.c: CUDA IPC on the shm wire */
 struct ddtx_ipc_cache *ddtx_ipc_cache_of(struct ddtx_proto_domain *pd, int device);

@@ -435,16 +435,19 @@ static struct ddtx_stage *direct_target(struct ddtx_proto_ep *pep, struct ddtx_r
 	     rts->scheme == FI_DDTX_SCHEME_PACK))
 		return NULL;
 	const struct iovec *iov;
-	int device;
-	ddtx_stage_target(stage, &iov, &rx->count, &device);
+	size_t count;
+	if (ddtx_stage_direct_segments(pep, stage, &iov, &count))
+		return NULL;
+	rx->count = count;
 	rx->iov = (struct iovec *)iov;
 	rx->iov_borrowed = true;
 	rx->vec.n = 0;
 	return stage;
 }
 
-static void direct_undo(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+static void direct_undo(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct ddtx_stage *stage)
 {
+	ddtx_stage_direct_undo(stage);
 	rx->iov = rx->iov_inline; /* the bounce buffer the receive was posted with */
 	rx->count = 1;
 	rx->iov_borrowed = false;
@@ -510,8 +513,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 						       rx->cached, rx->accepted, &rx->explored);
 		if (rx->scheme == FI_DDTX_SCHEME_PACK && direct) {
 			/* Not zero copy into device memory: into the bounce buffer, staged. */
+			direct_undo(pep, rx, direct);
 			direct = NULL;
-			direct_undo(pep, rx);
 			rx->scheme = sender_device
 					     ? ddtx_choose_decide_device(pep, proposed, pull_offered,
 									 &sender, rx->cached,

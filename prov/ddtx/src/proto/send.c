@@ -390,10 +390,10 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	const struct iovec *staged_iov = iov;
 	size_t staged_count = count;
 	if (direct) {
-		int device;
 		eager = false;
-		ddtx_stage_target(stage, &iov, &count, &device);
 		vec.n = 0;
+		if ((ret = ddtx_stage_direct_segments(pep, stage, &iov, &count)))
+			goto out;
 	} else if (ddtx_stage_deferred(stage)) {
 		ipc = !eager && !ddtx_stage_direct(stage) &&
 		      !ddtx_stage_ipc_offer(pep, stage, &offer, &offer_len,
