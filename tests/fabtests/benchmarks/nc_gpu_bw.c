@@ -15,7 +15,7 @@
  * Each row runs in fresh processes (settings are read when the provider loads).  Every row's
  * first transfer is checked byte for byte, before the clock starts.  One transfer = send + a
  * 0-byte reply; bandwidth is payload / time per transfer.  Without a driver or a device: 77.
- *   nc_gpu_bw [-i ITERS] [LAYOUT...]
+ *   nc_gpu_bw [-i ITERS] [LAYOUT...]     (NC_GPU_ROW=TEXT: only the rows whose name holds it)
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -350,6 +350,9 @@ int main(int argc, char **argv)
 			continue;
 		size_t total = l->block * l->count0 * l->count1;
 		for (size_t ri = 0; ri < sizeof(rows) / sizeof(rows[0]); ri++) {
+			const char *only = getenv("NC_GPU_ROW"); /* e.g. "auto": one row, to profile */
+			if (only && !strstr(rows[ri].name, only))
+				continue;
 			/* a driver copy per block: ~10 us each, ms per transfer; fewer of them */
 			bool slow = !strcmp(rows[ri].copy, "segments");
 			struct job j = {l, &rows[ri], slow && iters > 10 ? iters / 10 : iters};
