@@ -522,6 +522,24 @@ static void t_split(void)
 	}
 }
 
+/* The receive ctx names (posted into big) is still there for a friend's well-formed message. */
+static void friend_completes(void *ctx, uint8_t byte)
+{
+	int err = 0;
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[16];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, 0);
+	m.h.len = sizeof(m.payload);
+	memset(m.payload, byte, sizeof(m.payload));
+	CHECK(hostile_send(&H, &H.friend, &m, sizeof(m)) == 0, "friend send");
+	progress_n(2);
+	CHECK(hostile_count(&H, ctx, &err) == 1 && err == 0 && big[15] == byte,
+	      "the friend's message did not arrive (err %d)", err);
+}
+
 /* An RTS whose layout summary describes no layout, or whose pull address wraps, is dropped;
  * the receive stays posted. */
 static void t_rts_summary(void)
@@ -531,12 +549,8 @@ static void t_rts_summary(void)
 		{4096 * 8, 0, 64, 64},   {4096 * 8, 1u << 30, 1, 1}, {4096 * 8, 4, 0, 64},
 		{4096 * 8, 4, 1 << 20, 1 << 20}, {4096 * 8, 4, 64, 32}, {4096 * 8, 4, 64, 1 << 30},
 	};
-	int ctx, err = 0;
-	struct iovec iov = {big, 4096 * 8};
-	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "recv: %zd", ret);
+	int ctx;
+	victim_posts_recv(4096 * 8, &ctx);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct ddtx_hdr_rts rts;
 		memset(&rts, 0, sizeof(rts));
@@ -562,31 +576,15 @@ static void t_rts_summary(void)
 	CHECK(hostile_send(&H, &H.attacker, &wrap, sizeof(wrap)) == 0, "attacker send");
 	progress_n(3);
 	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a malformed RTS matched the receive");
-	/* The receive is still there for a well-formed message. */
-	struct {
-		struct ddtx_hdr_eager h;
-		uint8_t payload[16];
-	} m;
-	memset(&m, 0, sizeof(m));
-	hdr(&m.h.base, DDTX_MSG_EAGER, 0);
-	m.h.len = sizeof(m.payload);
-	memset(m.payload, 0x5a, sizeof(m.payload));
-	CHECK(hostile_send(&H, &H.friend, &m, sizeof(m)) == 0, "friend send");
-	progress_n(2);
-	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0 && big[15] == 0x5a,
-	      "the friend's message did not arrive (err %d)", err);
+	friend_completes(&ctx, 0x5a);
 }
 
 /* An RTS saying its payload is device memory the sender's NIC reads (DDTX_HDR_DEVICE) yet
  * proposing PACK, or offering CUDA IPC as well, is dropped; the receive stays posted. */
 static void t_device_forged(void)
 {
-	int ctx, err = 0;
-	struct iovec iov = {big, 4096 * 8};
-	pthread_mutex_lock(&H.lock);
-	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
-	CHECK(ret == 0, "recv: %zd", ret);
+	int ctx;
+	victim_posts_recv(4096 * 8, &ctx);
 	static const struct {
 		uint16_t flags;
 		uint32_t scheme;
@@ -606,18 +604,7 @@ static void t_device_forged(void)
 	CHECK(hostile_count(&H, &ctx, NULL) == 0, "a forged device RTS matched the receive");
 	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL), "a forged device RTS was "
 	      "answered");
-	struct {
-		struct ddtx_hdr_eager h;
-		uint8_t payload[16];
-	} m;
-	memset(&m, 0, sizeof(m));
-	hdr(&m.h.base, DDTX_MSG_EAGER, 0);
-	m.h.len = sizeof(m.payload);
-	memset(m.payload, 0x6b, sizeof(m.payload));
-	CHECK(hostile_send(&H, &H.friend, &m, sizeof(m)) == 0, "friend send");
-	progress_n(2);
-	CHECK(hostile_count(&H, &ctx, &err) == 1 && err == 0 && big[15] == 0x6b,
-	      "the friend's message did not arrive (err %d)", err);
+	friend_completes(&ctx, 0x6b);
 }
 
 /*
