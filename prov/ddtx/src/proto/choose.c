@@ -25,6 +25,19 @@ static bool pull_wire(const struct ddtx_proto_ep *pep)
 	return forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && !strcmp(pep->caps->name, "shm");
 }
 
+/*
+ * The pull of one block (ddtx_choose_pull) on the ofi wire too: a read through the core
+ * provider is what tcp;ofi_rxm's own rendezvous does, and it spares the write's CTS and DONE
+ * (between the two namespace hosts, fi_rdm_tagged_pingpong: see docs/benchmark-results.md,
+ * "The pull over the ofi wire").  Splitting it and reading through windows stay the shm
+ * wire's: one socket carries both directions, and the ofi wire has no multi-entry keys.
+ */
+static bool pull_one_wire(const struct ddtx_proto_ep *pep)
+{
+	return pull_wire(pep) || (forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT &&
+				  !strcmp(pep->caps->name, "ofi"));
+}
+
 static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)
 {
 	return (1u << FI_DDTX_SCHEME_SGL) | (caps->max_mkey_entries ? 1u << FI_DDTX_SCHEME_UMR : 0);
@@ -208,7 +221,7 @@ static bool ready_for(struct ddtx_proto_ep *pep, struct ddtx_layout *l, bool for
 static bool pull_possible(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
 			  bool can_pull)
 {
-	return can_pull && st->nblocks == 1 && pull_wire(pep);
+	return can_pull && st->nblocks == 1 && pull_one_wire(pep);
 }
 
 enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_layout *l,
@@ -266,8 +279,9 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
 	if (!receiver)
 		return FI_DDTX_SCHEME_PACK;
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
-	bool pull = pull_offered && pull_wire(pep) &&
-		    (sender->nblocks > 1 || receiver->st.nblocks <= 1);
+	bool pull = pull_offered && (sender->nblocks > 1 ? pull_wire(pep)
+							 : receiver->st.nblocks <= 1 &&
+								   pull_one_wire(pep));
 	if ((!sender_ready && !pull) || !ready_for(pep, receiver, true))
 		return FI_DDTX_SCHEME_PACK; /* no zero copy possible: the caller decides */
 	enum fi_ddtx_scheme f = forced_scheme(pep->caps);
@@ -409,9 +423,9 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	bool want = receiver && worth_zcopy(pep, &receiver->st, fr);
 	/* An offered pull reads without registering (see pull_possible): the sender's one block
 	 * into one block, or its windows into any layout (ddtx_choose_pull_windows). */
-	bool pull = pull_offered && receiver && pull_wire(pep) &&
-		    (sender->nblocks > 1 || (receiver->st.nblocks <= 1 &&
-					     pull_possible(pep, sender, true)));
+	bool pull = pull_offered && receiver &&
+		    (sender->nblocks > 1 ? pull_wire(pep)
+					 : receiver->st.nblocks <= 1 && pull_possible(pep, sender, true));
 	bool sender_ready = proposed == FI_DDTX_SCHEME_SGL || proposed == FI_DDTX_SCHEME_UMR;
 	/* A receive of several blocks is registered even when it can pull: UMR needs it. */
 	bool receiver_ready = receiver && ddtx_layout_ready(receiver);
@@ -477,14 +491,15 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
  * 3.9).  So a contiguous send that proposes SGL offers its block's key in the RTS, and a
  * receiver that decides SGL reads it at once: one message and one copy, then the CTS that
  * completes the send travels off the receiver's critical path.  Only where a read is one
- * process_vm_readv (the shm wire; other wires keep the write until measured), only in auto
- * mode (a forced scheme keeps its exact message sequence), and only one block on the
- * sender's side (the key covers exactly the payload).
+ * process_vm_readv (the shm wire) or the core's RMA read (the ofi wire, pull_one_wire; verbs
+ * keeps the write until measured), only in auto mode (a forced scheme keeps its exact
+ * message sequence), and only one block on the sender's side (the key covers exactly the
+ * payload).
  */
 bool ddtx_choose_pull(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 		      const struct ddtx_layout_stats *st)
 {
-	return proposed == FI_DDTX_SCHEME_SGL && st->nblocks == 1 && pull_wire(pep);
+	return proposed == FI_DDTX_SCHEME_SGL && st->nblocks == 1 && pull_one_wire(pep);
 }
 
 /*
