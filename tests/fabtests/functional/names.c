@@ -11,8 +11,13 @@
  *    message reach the server and its answer comes back, every byte checked;
  *  - rebind: three servers one after the other on the same service (a new process each time
  *    would do the same; here a new fabric each round), the client resolving the name afresh
- *    each round in one domain: it reaches every new server, never a stale address.
+ *    each round in one domain: it reaches every new server, never a stale address;
+ *  - no_node: as across, but the server asks fi_getinfo(NULL, service, FI_SOURCE), as an
+ *    upstream fabtests server started without -s does: its name must still be the address the
+ *    client resolves (over FI_EP_MSG the core's answer is the wildcard 0.0.0.0, and the client
+ *    dropped every answer of the server's until the wire put the interface's address there).
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,13 +86,15 @@ static void close_domain(struct names_ep *n)
 	fi_freeinfo(n->info);
 }
 
-/* The server's info: its own address and the service, FI_SOURCE. */
+/* The server's info: its own address (NULL: none, the core's default) and the service,
+ * FI_SOURCE. */
 static void server_info(struct names_ep *n, const char *me)
 {
 	struct fi_info *h = hints_new();
 	int ret = fi_getinfo(FI_VERSION(1, 14), me, SVC, FI_SOURCE, h, &n->info);
 
-	FT_CHECK(ret == 0, "server fi_getinfo(%s, %s, FI_SOURCE): %s", me, SVC, fi_strerror(-ret));
+	FT_CHECK(ret == 0, "server fi_getinfo(%s, %s, FI_SOURCE): %s", me ? me : "NULL", SVC,
+		 fi_strerror(-ret));
 	FT_CHECK(n->info->src_addr && n->info->src_addrlen == 64 && !n->info->dest_addr,
 		 "server: src_addr of %zu bytes", n->info->src_addrlen);
 	fi_freeinfo(h);
@@ -197,9 +204,12 @@ static void addresses(struct ft_ctx *ctx, char addr[2][32])
 	FT_CHECK(strcmp(addr[0], addr[1]), "both ranks on one host");
 }
 
+enum names_mode { NAMES_ACROSS, NAMES_REBIND, NAMES_NO_NODE };
+
 static int t_names(struct ft_ctx *ctx, void *arg)
 {
-	int rounds = arg ? 3 : 1;
+	enum names_mode mode = (enum names_mode)(uintptr_t)arg;
+	int rounds = mode == NAMES_REBIND ? 3 : 1;
 	char addr[2][32];
 	struct names_ep n = {0};
 
@@ -219,7 +229,7 @@ static int t_names(struct ft_ctx *ctx, void *arg)
 	} else {
 		for (int r = 0; r < rounds; r++) {
 			memset(&n, 0, sizeof(n));
-			server_info(&n, addr[1]);
+			server_info(&n, mode == NAMES_NO_NODE ? NULL : addr[1]);
 			open_domain(&n);
 			open_ep(&n);
 			server_round(ctx, &n, r);
@@ -232,8 +242,9 @@ static int t_names(struct ft_ctx *ctx, void *arg)
 }
 
 static const struct fx_test tests[] = {
-	{"across", 2, 60, t_names, NULL},
-	{"rebind", 2, 90, t_names, (void *)1},
+	{"across", 2, 60, t_names, (void *)NAMES_ACROSS},
+	{"rebind", 2, 90, t_names, (void *)NAMES_REBIND},
+	{"no_node", 2, 60, t_names, (void *)NAMES_NO_NODE},
 };
 
 int main(int argc, char **argv)

@@ -305,6 +305,42 @@ static void test_bound_uid(void)
 	CHECK(raw[15] == 0x77, "a string address changed");
 }
 
+/* A wildcard bound address takes the interface's IP, its own port; nothing else changes. */
+static void test_fill_ip(void)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(9228) };
+	struct sockaddr_in at = { .sin_family = AF_INET, .sin_port = htons(41000) }, a = any;
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_port = htons(9228) };
+	struct sockaddr_in6 at6 = { .sin6_family = AF_INET6, .sin6_scope_id = 3 }, a6 = any6;
+
+	inet_pton(AF_INET, "127.1.0.2", &at.sin_addr);
+	CHECK(ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN, &a, sizeof(a), &at, sizeof(at)),
+	      "0.0.0.0 not filled");
+	CHECK(a.sin_addr.s_addr == at.sin_addr.s_addr && a.sin_port == htons(9228),
+	      "0.0.0.0:9228 did not become 127.1.0.2:9228");
+	/* the filled address is the one a client resolving 127.1.0.2:9228 computes its uid from */
+	struct sockaddr_in want = at;
+	want.sin_port = htons(9228);
+	uint32_t tcp = ddtx_ofi_core_id("tcp", FI_SOCKADDR_IN);
+	CHECK(ddtx_ofi_bound_uid(tcp, &a, sizeof(a)) == ddtx_ofi_bound_uid(tcp, &want, sizeof(want)),
+	      "filled address, another uid");
+	CHECK(!ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN, &a, sizeof(a), &at, sizeof(at)),
+	      "a named address refilled");
+	a = any;
+	CHECK(!ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN, &a, sizeof(a), &any, sizeof(any)) &&
+	      !a.sin_addr.s_addr, "filled from a wildcard interface");
+	CHECK(!ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN, &a, sizeof(a), NULL, 0), "filled from nothing");
+	CHECK(!ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN, &a, sizeof(a), &at6, sizeof(at6)),
+	      "filled from another family");
+	inet_pton(AF_INET6, "fe80::1", &at6.sin6_addr);
+	CHECK(ddtx_ofi_addr_fill_ip(FI_SOCKADDR_IN6, &a6, sizeof(a6), &at6, sizeof(at6)) &&
+	      !memcmp(&a6.sin6_addr, &at6.sin6_addr, sizeof(a6.sin6_addr)) &&
+	      a6.sin6_scope_id == 3 && a6.sin6_port == htons(9228), ":: not filled");
+	uint8_t raw[16] = {0};
+	CHECK(!ddtx_ofi_addr_fill_ip(FI_ADDR_STR, raw, sizeof(raw), &at, sizeof(at)),
+	      "a string address filled");
+}
+
 /* The chunks must cover exactly the first len bytes in order, each within the limits. */
 static void test_chunk(void)
 {
@@ -526,6 +562,7 @@ int main(int argc, char **argv)
 	test_connreq();
 	test_connreq_parse();
 	test_blob();
+	test_fill_ip();
 	test_bound_uid();
 	test_chunk();
 	test_keys();

@@ -117,3 +117,36 @@ void ddtx_ofi_addr_canon(uint32_t addr_format, void *core_addr, size_t len)
 		in6->sin6_flowinfo = 0;
 	}
 }
+
+bool ddtx_ofi_addr_fill_ip(uint32_t addr_format, void *core_addr, size_t len, const void *iface,
+			   size_t iface_len)
+{
+	if (!iface)
+		return false;
+	if (addr_format == FI_SOCKADDR_IN && len >= sizeof(struct sockaddr_in) &&
+	    iface_len >= sizeof(struct sockaddr_in)) {
+		struct sockaddr_in *in = core_addr;
+		const struct sockaddr_in *at = iface;
+
+		if (in->sin_family != AF_INET || at->sin_family != AF_INET ||
+		    in->sin_addr.s_addr != htonl(INADDR_ANY) ||
+		    at->sin_addr.s_addr == htonl(INADDR_ANY))
+			return false;
+		in->sin_addr = at->sin_addr;
+		return true;
+	}
+	if (addr_format == FI_SOCKADDR_IN6 && len >= sizeof(struct sockaddr_in6) &&
+	    iface_len >= sizeof(struct sockaddr_in6)) {
+		struct sockaddr_in6 *in6 = core_addr;
+		const struct sockaddr_in6 *at = iface;
+
+		if (in6->sin6_family != AF_INET6 || at->sin6_family != AF_INET6 ||
+		    !IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr) ||
+		    IN6_IS_ADDR_UNSPECIFIED(&at->sin6_addr))
+			return false;
+		in6->sin6_addr = at->sin6_addr;
+		in6->sin6_scope_id = at->sin6_scope_id;
+		return true;
+	}
+	return false;
+}

@@ -21,6 +21,7 @@
 #ifndef DDTX_WIRE_OFI_BLOB_H
 #define DDTX_WIRE_OFI_BLOB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,5 +63,15 @@ uint64_t ddtx_ofi_bound_uid(uint32_t core_id, const void *core_addr, size_t len)
  * core's fi_info addr_format).
  */
 void ddtx_ofi_addr_canon(uint32_t addr_format, void *core_addr, size_t len);
+/*
+ * A bound address whose IP is the wildcard (0.0.0.0, ::) takes the IP of iface, the core
+ * domain's own address of the same family, its port kept; true if it did.  Why: tcp's
+ * FI_EP_MSG fi_getinfo(FI_SOURCE, no node, service) gives the wildcard, while a client
+ * resolving (host, service) gets the host's address, so the two bound uids differed and the
+ * client dropped every answer (fabtests between two hosts hung with FI_DDTX_OFI_EP_TYPE=msg;
+ * tcp;ofi_rxm's src_addr already names the interface).
+ */
+bool ddtx_ofi_addr_fill_ip(uint32_t addr_format, void *core_addr, size_t len, const void *iface,
+			   size_t iface_len);
 
 #endif /* DDTX_WIRE_OFI_BLOB_H */

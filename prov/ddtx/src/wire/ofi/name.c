@@ -66,6 +66,10 @@ static int core_addr_of(struct ddtx_ofi_domain *dom, const struct ddtx_name_addr
 
 		if (n && n <= DDTX_OFI_CORE_ADDR_MAX) {
 			memcpy(out, source ? pick->src_addr : pick->dest_addr, n);
+			if (source)
+				(void)ddtx_ofi_addr_fill_ip(dom->core->addr_format, out, n,
+							    dom->core->src_addr,
+							    dom->core->src_addrlen);
 			ddtx_ofi_addr_canon(dom->core->addr_format, out, n);
 			*len = n;
 			ret = 0;
