@@ -769,6 +769,8 @@ static int test_bench(void)
 		bench_case(8, 16, sizes[s]);
 		bench_case(8, 64, sizes[s]);
 		bench_case(16, 32, sizes[s]);
+		bench_case(32, 64, sizes[s]);
+		bench_case(48, 96, sizes[s]);
 		bench_case(256, 512, sizes[s]);
 	}
 	return 0;
