@@ -549,6 +549,29 @@ static void test_ring(void)
 	ddtx_ofi_ring_hdr_seal(slot, 70000, 100);
 	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdef, &got) == DDTX_OFI_RING_BAD,
 	      "a control message in a ring slot");
+
+	/* A credit carried in byte 7 (the reply's header, for the ring its writer holds). */
+	uint8_t c8 = 0;
+	uint64_t d = 0;
+	slot[0] = DDTX_OFI_MSG_DATA;
+	ddtx_ofi_ring_hdr_seal(slot, 70000, 500);
+	CHECK(!ddtx_ofi_ring_hdr_credit_get(slot, &c8), "a credit where none was put");
+	ddtx_ofi_ring_hdr_credit(slot, 0x1234);
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70000, 0xabcdef, &got) ==
+	      DDTX_OFI_RING_DELIVER && got == 500, "a message carrying a credit");
+	CHECK(ddtx_ofi_ring_hdr_credit_get(slot, &c8) && c8 == 0x34, "the carried credit");
+	ddtx_ofi_ring_hdr_seal(slot, 70001, 600); /* sealed again (deferred): no credit left */
+	CHECK(!ddtx_ofi_ring_hdr_credit_get(slot, &c8), "a credit survived sealing");
+	slot[7] = 1;                               /* byte 7 set without the flag */
+	CHECK(ddtx_ofi_ring_hdr_check(slot, 16448, 70001, 0xabcdef, &got) == DDTX_OFI_RING_BAD,
+	      "a length over 2^24 accepted");
+	/* acked 250, 20 posted beyond: a credit names 250..270 by its low 8 bits */
+	CHECK(ddtx_ofi_ring_credit8(250, 270, 16, (uint8_t)262, &d) && d == 262, "credit 262");
+	CHECK(ddtx_ofi_ring_credit8(250, 270, 16, 250, &d) && d == 250, "no news");
+	CHECK(ddtx_ofi_ring_credit8(250, 270, 16, (uint8_t)270, &d) && d == 270, "all delivered");
+	CHECK(!ddtx_ofi_ring_credit8(250, 270, 16, (uint8_t)271, &d), "beyond what was posted");
+	CHECK(!ddtx_ofi_ring_credit8(250, 270, 16, 240, &d), "a stale credit taken");
+	CHECK(!ddtx_ofi_ring_credit8(250, 270, 256, (uint8_t)262, &d), "a ring of 256 slots");
 }
 
 int main(int argc, char **argv)

@@ -88,6 +88,7 @@ enum {
 	DDTX_OFI_MSG_RING_CREDIT = 8, /* ring messages delivered so far (their slots are free) */
 };
 #define DDTX_OFI_F_ADDR 1u        /* the sender's blob follows the header */
+#define DDTX_OFI_F_CREDIT 2u      /* ring messages only: byte 7 carries a ring credit */
 
 struct ddtx_ofi_hdr {
 	uint8_t type;
@@ -199,6 +200,28 @@ bool ddtx_ofi_ring_credit_ok(uint64_t acked, uint64_t posted, uint64_t delivered
  * delivered it, so nothing left in a slot passes for a later message.
  */
 void ddtx_ofi_ring_hdr_seal(void *hdr, uint64_t seq, size_t len);
+/*
+ * A ring message may also carry a credit for the ring its writer holds from the reader: the
+ * count of the reader's ring messages the writer delivered, modulo 2^8, in byte 7 (the length
+ * never needs it: a slot is under 2^24 bytes), flag DDTX_OFI_F_CREDIT.  Why: a ping-pong's
+ * receiver returned a RING_CREDIT message of its own every half ring (every 8th message with
+ * 16 slots), a whole message through the core each time; the reply carries it now, as delivery
+ * ACKs ride on reverse traffic.  Only a ring of at most DDTX_OFI_CREDIT8_SLOTS slots is
+ * credited so: its writer never has 256 messages undelivered, so 8 bits name the count.
+ */
+#define DDTX_OFI_CREDIT8_SLOTS 128u
+void ddtx_ofi_ring_hdr_credit(void *hdr, uint64_t delivered);
+/* The credit a ring message's header carries; false if none. */
+bool ddtx_ofi_ring_hdr_credit_get(const void *hdr, uint8_t *c8);
+/*
+ * At the ring's writer: the delivered count a carried credit c8 names, from its acked and
+ * posted counts and the ring's slots; false where it names none ahead of acked: stale (a
+ * RING_CREDIT message, sent the ordinary way, overtook the ring message that carried it),
+ * beyond what was posted, or from a ring of more than DDTX_OFI_CREDIT8_SLOTS slots.  Such a
+ * credit is ignored, never the message carrying it.
+ */
+bool ddtx_ofi_ring_credit8(uint64_t acked, uint64_t posted, uint32_t slots, uint8_t c8,
+			   uint64_t *delivered);
 enum ddtx_ofi_ring_verdict {
 	DDTX_OFI_RING_DELIVER,   /* message seq from the ring's owner, *len bytes */
 	DDTX_OFI_RING_NOT_YET,   /* not message seq (not written yet): wait for the owner's own

@@ -332,10 +332,40 @@ void ddtx_ofi_ring_hdr_seal(void *hdr, uint64_t seq, size_t len)
 {
 	uint8_t *p = hdr;
 
+	p[1] &= (uint8_t)~DDTX_OFI_F_CREDIT; /* a deferred message is sealed again */
 	p[2] = (uint8_t)seq;
 	p[3] = (uint8_t)(seq >> 8);
 	for (int i = 0; i < 4; i++)
 		p[4 + i] = (uint8_t)(len >> (8 * i));
+}
+
+void ddtx_ofi_ring_hdr_credit(void *hdr, uint64_t delivered)
+{
+	uint8_t *p = hdr;
+
+	p[1] |= DDTX_OFI_F_CREDIT;
+	p[7] = (uint8_t)delivered;
+}
+
+bool ddtx_ofi_ring_hdr_credit_get(const void *hdr, uint8_t *c8)
+{
+	const uint8_t *p = hdr;
+
+	if (!(p[1] & DDTX_OFI_F_CREDIT))
+		return false;
+	*c8 = p[7];
+	return true;
+}
+
+bool ddtx_ofi_ring_credit8(uint64_t acked, uint64_t posted, uint32_t slots, uint8_t c8,
+			   uint64_t *delivered)
+{
+	uint64_t d = acked + (uint8_t)(c8 - (uint8_t)acked);
+
+	if (slots > DDTX_OFI_CREDIT8_SLOTS || d > posted)
+		return false;
+	*delivered = d;
+	return true;
 }
 
 enum ddtx_ofi_ring_verdict ddtx_ofi_ring_hdr_check(const void *slot, uint32_t slot_size,
@@ -346,9 +376,10 @@ enum ddtx_ofi_ring_verdict ddtx_ofi_ring_hdr_check(const void *slot, uint32_t sl
 
 	if (p[0] == 0 || (uint16_t)(p[2] | p[3] << 8) != (uint16_t)seq)
 		return DDTX_OFI_RING_NOT_YET; /* cleared since the last delivery, or not seq */
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 3; i++)
 		hlen |= (uint32_t)p[4 + i] << (8 * i);
-	if (p[0] != DDTX_OFI_MSG_DATA || p[1] || get64(p + 8) != owner_uid ||
+	if (p[0] != DDTX_OFI_MSG_DATA || (p[1] & ~DDTX_OFI_F_CREDIT) ||
+	    (p[7] && !(p[1] & DDTX_OFI_F_CREDIT)) || get64(p + 8) != owner_uid ||
 	    hlen < DDTX_OFI_HDR_LEN || hlen > slot_size)
 		return DDTX_OFI_RING_BAD;
 	*len = hlen;

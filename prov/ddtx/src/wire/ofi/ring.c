@@ -18,7 +18,8 @@
  *   gets in order with the peer's sent messages: so messages stay in order per pair however
  *   the core orders a write's completion and a receive's.
  * - Credits: a sender has at most `slots` ring messages undelivered; the receiver returns
- *   RING_CREDIT (the count delivered so far) each time half the ring was freed.
+ *   the count delivered so far in byte 7 of each of its own ring messages to the sender
+ *   (ddtx_ofi_ring_hdr_credit), and as RING_CREDIT where half the ring went uncredited so.
  * A write's completion is checked before its slot is read: a ring of that peer, a sequence
  * number within the slots it may hold, a length within the slot, a DATA header with the
  * peer's uid; anything else is dropped with a warning (a peer can only spoil its own ring).
@@ -59,6 +60,13 @@ int ddtx_ofi_ring_post(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 	if (ret)
 		return ret;
 	ddtx_ofi_ring_hdr_seal(b->data + b->start, b->ring_seq, b->len);
+	/* the count of the peer's ring messages delivered here rides along (a credit message
+	 * saved: drain() sends one only when half our ring went uncredited) */
+	struct ddtx_ofi_ring_rx *back = p->ring_rx;
+	if (back && back->slots <= DDTX_OFI_CREDIT8_SLOTS) {
+		ddtx_ofi_ring_hdr_credit(b->data + b->start, back->next);
+		back->credited = back->next;
+	}
 	ret = (int)fi_writemsg(tx, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
 	if (!ret) {
 		__atomic_fetch_add(&ep->dom->ring_msgs, 1, __ATOMIC_RELAXED);
@@ -90,11 +98,26 @@ static int credit_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, const uint8_t *in
 	struct ddtx_ofi_ring_tx *r = ep->peers[peer]->ring_tx;
 	uint64_t delivered;
 
-	if (!r || ddtx_ofi_ring_credit_unpack(in, len, &delivered) ||
-	    !ddtx_ofi_ring_credit_ok(r->acked, r->posted, delivered))
+	if (!r || ddtx_ofi_ring_credit_unpack(in, len, &delivered))
+		return -FI_EINVAL;
+	if (delivered <= r->acked)
+		return 0; /* a credit carried by a ring message overtook it */
+	if (!ddtx_ofi_ring_credit_ok(r->acked, r->posted, delivered))
 		return -FI_EINVAL;
 	r->acked = delivered;
 	return 0;
+}
+
+/* A credit a ring message from the peer carries, for the ring we write into. */
+static void credit_carried(struct ddtx_ofi_peer *p, const uint8_t *hdr)
+{
+	struct ddtx_ofi_ring_tx *t = p->ring_tx;
+	uint64_t delivered;
+	uint8_t c8;
+
+	if (t && ddtx_ofi_ring_hdr_credit_get(hdr, &c8) &&
+	    ddtx_ofi_ring_credit8(t->acked, t->posted, t->grant.slots, c8, &delivered))
+		t->acked = delivered;
 }
 
 /* ---- the receiver's side ---- */
@@ -173,6 +196,7 @@ static int drain(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 				  "dropped\n", (unsigned long long)r->next, peer);
 			break;
 		case DDTX_OFI_RING_DELIVER:
+			credit_carried(p, data);
 			n += ddtx_ofi_deliver(ep, peer, data + DDTX_OFI_HDR_LEN,
 					      len - DDTX_OFI_HDR_LEN);
 			break;
