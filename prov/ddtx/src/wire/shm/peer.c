@@ -127,7 +127,7 @@ static int check_ep_region(struct ddtx_shm_peer *p, char *dom)
 	const struct ddtx_shm_ep_hdr *h = p->ep_hdr;
 	size_t size = p->ep_map.size;
 	uint32_t nslots = READ_ONCE(h->ring_slots), slot_size = READ_ONCE(h->slot_size);
-	uint64_t ring_off = READ_ONCE(h->ring_off);
+	uint64_t ring_off = READ_ONCE(h->ring_off), stamp_off = READ_ONCE(h->stamp_off);
 
 	if (READ_ONCE(h->r.magic) != DDTX_SHM_EP_MAGIC ||
 	    READ_ONCE(h->r.version) != DDTX_SHM_VERSION) {
@@ -142,9 +142,12 @@ static int check_ep_region(struct ddtx_shm_peer *p, char *dom)
 	if (!nslots || (nslots & (nslots - 1)) || nslots > DDTX_SHM_MAX_RING_SLOTS ||
 	    slot_size <= DDTX_SHM_SLOT_HDR || (slot_size & 63) ||
 	    slot_size > DDTX_SHM_MAX_SLOT_SIZE || ring_off < sizeof(*h) || (ring_off & 63) ||
-	    ring_off > size || (uint64_t)nslots * slot_size > size - ring_off) {
-		DDTX_WARN(FI_LOG_CORE, "shm: peer ring geometry is malformed (%u x %u at %llu)\n",
-			  nslots, slot_size, (unsigned long long)ring_off);
+	    ring_off > size || (uint64_t)nslots * slot_size > size - ring_off ||
+	    stamp_off < sizeof(*h) || (stamp_off & 7) || stamp_off > ring_off ||
+	    (uint64_t)nslots * sizeof(uint64_t) > ring_off - stamp_off) {
+		DDTX_WARN(FI_LOG_CORE, "shm: peer ring geometry is malformed (%u x %u at %llu, "
+			  "stamps at %llu)\n", nslots, slot_size, (unsigned long long)ring_off,
+			  (unsigned long long)stamp_off);
 		return -FI_EIO;
 	}
 	for (size_t i = 0; i < DDTX_SHM_NAME_MAX; i++)
@@ -154,8 +157,9 @@ static int check_ep_region(struct ddtx_shm_peer *p, char *dom)
 		DDTX_WARN(FI_LOG_CORE, "shm: peer publishes a malformed domain region name\n");
 		return -FI_EIO;
 	}
-	ddtx_shm_ring_init(&p->ring, p->ep_hdr, (uint8_t *)p->ep_map.addr + ring_off, nslots,
-			   slot_size);
+	ddtx_shm_ring_init(&p->ring, p->ep_hdr,
+			   (_Atomic uint64_t *)((uint8_t *)p->ep_map.addr + stamp_off),
+			   (uint8_t *)p->ep_map.addr + ring_off, nslots, slot_size);
 	return 0;
 }
 

@@ -35,7 +35,7 @@
 #include "common/provider.h"
 #include "wire/wire_impl.h"
 
-#define DDTX_SHM_VERSION 1
+#define DDTX_SHM_VERSION 2
 #define DDTX_SHM_DOM_MAGIC 0x444d4f44584444ull  /* "DDXDOMD" */
 #define DDTX_SHM_EP_MAGIC 0x50455058584444ull   /* "DDXXPEP" */
 #define DDTX_SHM_ADDR_MAGIC 0x61747864u          /* "dxta" */
@@ -139,6 +139,7 @@ struct ddtx_shm_ep_hdr {
 	uint32_t slot_size;
 	uint32_t reserved;
 	uint64_t ring_off;
+	uint64_t stamp_off;                      /* the claim stamps: ring_slots x 8 bytes */
 	_Alignas(64) _Atomic uint64_t tail;      /* producers' claim counter */
 	_Alignas(64) uint64_t pad[8];
 };
@@ -146,7 +147,7 @@ struct ddtx_shm_ep_hdr {
 struct ddtx_shm_slot_hdr {
 	_Atomic uint64_t seq;                    /* Vyukov sequence: pos free, pos+1 full */
 	uint32_t len;                            /* payload bytes */
-	_Atomic uint32_t owner;                  /* pid of the producer that claimed it, 0 if none */
+	uint32_t reserved;
 	struct ddtx_shm_addr src;                /* sender's address blob (carries its uid) */
 };
 _Static_assert(sizeof(struct ddtx_shm_slot_hdr) == 64, "slot header layout");
@@ -239,14 +240,15 @@ int ddtx_shm_remote_keytab_translate(const struct ddtx_shm_remote_keytab *rk, ui
 /* ---- ring.c: the receive ring ---- */
 struct ddtx_shm_ring {
 	struct ddtx_shm_ep_hdr *hdr;
+	_Atomic uint64_t *stamps;                /* per slot: who claimed which position */
 	uint8_t *base;
 	uint32_t nslots;
 	uint32_t slot_size;
 	uint64_t mask;
 };
 
-void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr, uint8_t *base,
-			uint32_t nslots, uint32_t slot_size);
+void ddtx_shm_ring_init(struct ddtx_shm_ring *ring, struct ddtx_shm_ep_hdr *hdr,
+			_Atomic uint64_t *stamps, uint8_t *base, uint32_t nslots, uint32_t slot_size);
 static inline struct ddtx_shm_slot_hdr *ddtx_shm_ring_slot(const struct ddtx_shm_ring *ring,
 							   uint64_t pos)
 {
@@ -256,10 +258,12 @@ static inline struct ddtx_shm_slot_hdr *ddtx_shm_ring_slot(const struct ddtx_shm
 int ddtx_shm_ring_push(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
 		       const void *hdr, size_t hdr_len, const struct iovec *iov, size_t count,
 		       size_t total);
-/* Claim the next free slot (stamped with src); fill its payload, then publish it. */
+/* Claim the next free slot (stamped with src's pid); fill its payload, then publish it (the
+ * slot's header, src included, is written there, once). */
 int ddtx_shm_ring_claim(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *src,
 			struct ddtx_shm_slot_hdr **slot, uint64_t *pos);
-void ddtx_shm_ring_publish(struct ddtx_shm_slot_hdr *slot, uint64_t pos, size_t len);
+void ddtx_shm_ring_publish(struct ddtx_shm_slot_hdr *slot, uint64_t pos,
+			   const struct ddtx_shm_addr *src, size_t len);
 
 /* Consumer state, private to the owner. */
 struct ddtx_shm_consumer {
