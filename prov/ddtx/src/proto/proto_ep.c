@@ -170,6 +170,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	ddtx_atomic_free_all(pep);
 	ddtx_stage_free_all(pep);
 	ddtx_iov_spares_free(pep);
+	ddtx_rx_spares_free(pep);
 	ddtx_ipc_drop(pep, true, 0); /* peers' allocations this endpoint mapped */
 	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
 	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));

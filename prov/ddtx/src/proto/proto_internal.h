@@ -270,6 +270,9 @@ struct ddtx_ack_owed {
 /* A receive of a vector of at least this many blocks borrows the layout cache's list. */
 #define DDTX_LEND_MIN_ENTRIES 256
 
+/* Receive objects kept per endpoint for the next receives (rx.c). */
+#define DDTX_RX_SPARES 32
+
 /* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
 #define DDTX_BOUNCE_KEEP 4
 
@@ -327,6 +330,8 @@ struct ddtx_proto_ep {
 		struct iovec *v;
 		size_t cap;
 	} iov_spare[DDTX_IOV_SPARES];
+	struct ddtx_rx *rx_spare[DDTX_RX_SPARES]; /* rx.c: freed receive objects kept */
+	unsigned nrx_spare;
 	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
 	unsigned nacks;
 	uint64_t progress_calls;
@@ -478,7 +483,10 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 			    const size_t *total);
 /* A receive into a handle's cached layout l: takes the caller's reference, borrows its list. */
 struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
+/* Release rx: kept among the endpoint's spares (up to DDTX_RX_SPARES), else freed. */
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
+/* The spares, freed when the endpoint closes. */
+void ddtx_rx_spares_free(struct ddtx_proto_ep *pep);
 void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
 void ddtx_rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb);
 /* A multi-receive slice finished: FI_MULTI_RECV if it was the last of a released buffer. */

@@ -6,10 +6,38 @@
 #include "engine/layout.h"
 #include "proto/proto_internal.h"
 
+/*
+ * A zeroed receive object, a spare when the endpoint kept one: every receive takes one, and
+ * malloc, free and calloc's clearing were 11% of the samples of a small message's whole path
+ * (nc_overhead, one endpoint sending 8 B to itself: 259 ns per message, shm's 128).
+ */
+static struct ddtx_rx *rx_alloc(struct ddtx_proto_ep *pep)
+{
+	if (!pep->nrx_spare)
+		return calloc(1, sizeof(struct ddtx_rx));
+	struct ddtx_rx *rx = pep->rx_spare[--pep->nrx_spare];
+	memset(rx, 0, sizeof(*rx));
+	return rx;
+}
+
+static void rx_release(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	if (pep->nrx_spare < DDTX_RX_SPARES)
+		pep->rx_spare[pep->nrx_spare++] = rx;
+	else
+		free(rx);
+}
+
+void ddtx_rx_spares_free(struct ddtx_proto_ep *pep)
+{
+	while (pep->nrx_spare)
+		free(pep->rx_spare[--pep->nrx_spare]);
+}
+
 struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			    const size_t *total)
 {
-	struct ddtx_rx *rx = calloc(1, sizeof(*rx));
+	struct ddtx_rx *rx = rx_alloc(pep);
 	if (!rx)
 		return NULL;
 	rx->iov = count <= 1 ? rx->iov_inline : ddtx_iov_take(pep, count, &rx->iov_cap);
@@ -19,7 +47,7 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 			ddtx_iov_give(pep, rx->iov, rx->iov_cap);
 		if (rx->id)
 			ddtx_optable_remove(&pep->rxs, rx->id);
-		free(rx);
+		rx_release(pep, rx);
 		return NULL;
 	}
 	if (count)
@@ -32,12 +60,12 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 
 struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l)
 {
-	struct ddtx_rx *rx = calloc(1, sizeof(*rx));
+	struct ddtx_rx *rx = rx_alloc(pep);
 	if (!rx)
 		return NULL;
 	rx->id = ddtx_optable_add(&pep->rxs, rx);
 	if (!rx->id) {
-		free(rx);
+		rx_release(pep, rx);
 		return NULL;
 	}
 	rx->iov = l->iov;
@@ -71,7 +99,7 @@ void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	ddtx_optable_remove(&pep->rxs, rx->id);
 	if (rx->iov != rx->iov_inline && !rx->iov_borrowed)
 		ddtx_iov_give(pep, rx->iov, rx->iov_cap);
-	free(rx);
+	rx_release(pep, rx);
 }
 
 /* A multi-receive slice finished: the last one out reports FI_MULTI_RECV for the buffer. */
