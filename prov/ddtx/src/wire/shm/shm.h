@@ -146,8 +146,8 @@ struct ddtx_shm_ep_hdr {
 
 struct ddtx_shm_slot_hdr {
 	_Atomic uint64_t seq;                    /* Vyukov sequence: pos free, pos+1 full */
-	uint32_t len;                            /* payload bytes */
-	uint32_t reserved;
+	uint32_t len;                            /* message bytes */
+	uint32_t skip;                           /* bytes before the message (below 64) */
 	struct ddtx_shm_addr src;                /* sender's address blob (carries its uid) */
 };
 _Static_assert(sizeof(struct ddtx_shm_slot_hdr) == 64, "slot header layout");
@@ -277,9 +277,11 @@ enum ddtx_shm_pop {
 	DDTX_SHM_POP_MSG,
 	DDTX_SHM_POP_SKIP,                       /* a slot was dropped (malformed / dead producer) */
 };
-/* Peek the next message; on DDTX_SHM_POP_MSG, *slot and *len are set; release with _release. */
+/* Peek the next message; on DDTX_SHM_POP_MSG, *slot, *msg (its first byte, in the slot) and
+ * *len are set; release with _release. */
 enum ddtx_shm_pop ddtx_shm_ring_peek(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c,
-				     struct ddtx_shm_slot_hdr **slot, uint32_t *len);
+				     struct ddtx_shm_slot_hdr **slot, uint8_t **msg,
+				     uint32_t *len);
 void ddtx_shm_ring_release(struct ddtx_shm_ring *ring, struct ddtx_shm_consumer *c);
 
 /* ---- dma.c: CMA transfers with iov lists on both sides ---- */

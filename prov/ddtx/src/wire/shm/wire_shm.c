@@ -804,6 +804,7 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 	struct ddtx_shm_slot_hdr *slot;
 	struct ddtx_shm_addr src;
 	ddtx_peer_t handle;
+	uint8_t *msg;
 	uint32_t len;
 	int n = 0;
 
@@ -816,14 +817,12 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 	for (uint32_t budget = ep->ring.nslots; budget; budget--) {
 		if (ddtx_shm_fault_window(DDTX_SHM_FA_STALL))
 			break;                   /* test: a consumer that stopped draining */
-		enum ddtx_shm_pop r = ddtx_shm_ring_peek(&ep->ring, &ep->cons, &slot, &len);
+		enum ddtx_shm_pop r = ddtx_shm_ring_peek(&ep->ring, &ep->cons, &slot, &msg, &len);
 		if (r == DDTX_SHM_POP_EMPTY)
 			break;
 		if (r == DDTX_SHM_POP_SKIP)
 			continue;
-		struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_RECV, len ?
-							     *((uint8_t *)slot + DDTX_SHM_SLOT_HDR) :
-							     -1);
+		struct ddtx_shm_fault f = ddtx_shm_fault_hit(DDTX_SHM_FP_RECV, len ? *msg : -1);
 		if (f.action == DDTX_SHM_FA_DIE)
 			ddtx_shm_fault_die("on receiving a message");
 		if (f.action == DDTX_SHM_FA_STALL)
@@ -840,8 +839,7 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 					  src.pid, fi_strerror(-ret), (unsigned long long)ep->dropped);
 		} else {
 			if (ep->handlers.on_recv)
-				ep->handlers.on_recv(ep->handler_arg, handle,
-						     (uint8_t *)slot + DDTX_SHM_SLOT_HDR, len);
+				ep->handlers.on_recv(ep->handler_arg, handle, msg, len);
 			n++;
 		}
 		ddtx_shm_ring_release(&ep->ring, &ep->cons);
