@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # One upstream fabtests client/server program over several providers (and ddtx builds), side by
 # side: a figure per transfer size for each, and each column's ratio to the first one.
-#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] PROGRAM [ARGS...]
+#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] [-m] PROGRAM [ARGS...]
 # COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
 # relative to the repository root or absolute), optionally followed by ,VAR=VALUE... settings for
 # that column alone (ddtx:build,FI_DDTX_EAGER_SIZE=8192); default: -c shm -c ddtx:build.  Each run gets a
 # PID, mount and network namespace of its own with a private /dev/shm, as util/fabtests.sh does.
 # RUNS > 1 runs the columns round-robin and keeps the best figure per size (lowest usec/xfer or
-# highest MB/sec).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
+# highest MB/sec); -m prints the best and the median of the runs (a ping-pong's figure moves by
+# up to 2x between runs on a shared 2-core host: many short runs, -r 12 -I 30000, compare both).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
 # Example: util/bench-fabtests.sh -c shm -c ddtx:build fi_rdm_tagged_pingpong -S all
 # Each run is killed after DDTX_BENCH_TIMEOUT seconds (default 300).
 # Run it under `flock -x /tmp/ddtx-cpu.lock` on a shared host.
@@ -18,18 +19,20 @@ cd "$DDTX_ROOT"
 
 cols=()
 field=""
+median=0
 runs=1
 tmo=${DDTX_BENCH_TIMEOUT:-300}
-while getopts "c:f:r:h" opt; do
+while getopts "c:f:r:mh" opt; do
   case $opt in
     c) cols+=("$OPTARG") ;;
     f) field=$OPTARG ;;
     r) runs=$OPTARG ;;
-    *) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    m) median=1 ;;
+    *) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
 prog=$1
 shift
@@ -74,9 +77,10 @@ for ((r = 1; r <= runs; r++)); do
   done
 done
 
-python3 - "$field" "$runs" "$tmp" "${cols[@]}" <<'PY'
+python3 - "$field" "$runs" "$median" "$tmp" "${cols[@]}" <<'PY'
 import sys, re
-field, runs, tmp, cols = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+field, runs, median, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+cols = sys.argv[5:]
 # fabtests rows: bytes iters total time MB/sec usec/xfer Mxfers/sec
 def parse(path):
     rows = {}
@@ -92,7 +96,7 @@ def parse(path):
             except ValueError:
                 pass
     return rows
-best = []
+vals = []
 order = []
 for i in range(len(cols)):
     b = {}
@@ -100,23 +104,34 @@ for i in range(len(cols)):
         for k, v in parse("%s/%d.%d" % (tmp, i, r)).items():
             if k not in order:
                 order.append(k)
-            if k not in b or (v < b[k] if field == "usec" else v > b[k]):
-                b[k] = v
-    best.append(b)
+            b.setdefault(k, []).append(v)
+    vals.append(b)
 unit = "usec/xfer (lower is better)" if field == "usec" else "MB/sec (higher is better)"
-print("best of %d run(s), %s" % (runs, unit))
 w = [max(12, len(c) + 2) for c in cols]
-hdr = "%8s" % "bytes" + "".join("%*s" % (w[i], c) for i, c in enumerate(cols))
-hdr += "".join("%12s" % ("%d/%d" % (j, 0)) for j in range(1, len(cols)))
-print(hdr)
-for k in order:
-    line = "%8s" % k
-    for i, b in enumerate(best):
-        line += "%*s" % (w[i], "%.2f" % b[k] if k in b else "-")
-    base = best[0].get(k)
-    for b in best[1:]:
-        v = b.get(k)
-        line += "%12s" % ("%.2fx" % (v / base) if v and base else "-")
-    print(line)
+
+def table(title, pick):
+    fig = [{k: pick(v) for k, v in b.items()} for b in vals]
+    print("%s of %d run(s), %s" % (title, runs, unit))
+    hdr = "%8s" % "bytes" + "".join("%*s" % (w[i], c) for i, c in enumerate(cols))
+    hdr += "".join("%12s" % ("%d/%d" % (j, 0)) for j in range(1, len(cols)))
+    print(hdr)
+    for k in order:
+        line = "%8s" % k
+        for i, b in enumerate(fig):
+            line += "%*s" % (w[i], "%.2f" % b[k] if k in b else "-")
+        base = fig[0].get(k)
+        for b in fig[1:]:
+            v = b.get(k)
+            line += "%12s" % ("%.2fx" % (v / base) if v and base else "-")
+        print(line)
+
+def median_of(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+table("best", min if field == "usec" else max)
+if median:
+    table("median", median_of)
 print("ratio columns: column j / column 0 (" + ", ".join("%d=%s" % (j, c) for j, c in enumerate(cols)) + ")")
 PY
