@@ -4,10 +4,10 @@
  *
  * One endpoint sends tagged messages to itself: post a receive, send, read both completions.
  * What that takes per message is the provider's own path (calls, checks, queues, the ring
- * copy), with no cache line crossing cores and no waiting on another process, so it is steady
- * to a few percent where a ping-pong between two processes swings by tens of percent on a
- * shared 2-core host.  A ping-pong's one-way latency is about this plus the cross-core
- * transfer of the message.
+ * copy), with no cache line crossing cores and no waiting on another process.  A ping-pong's
+ * one-way latency is about this plus the cross-core transfer of the message.  On a shared
+ * 2-core host both move with the host's load (shm's row by up to 1.6x between invocations on
+ * 2026-11-27): compare providers within one invocation, builds by the fastest of several.
  *
  * Each provider runs in a child process of its own (FI_PROVIDER set there).  Rows: contiguous
  * messages of the given sizes, then lists of --blocks blocks of 64 B (iov entries of 64 B
