@@ -136,6 +136,7 @@ struct rx {
 	ddtx_peer_t src[MAX_MSGS];
 	size_t len[MAX_MSGS];
 	uint8_t *buf[MAX_MSGS];
+	const uint8_t *at[MAX_MSGS];             /* where the message lay in the ring */
 	int ncompl;
 	void *ctx[MAX_MSGS];
 	int status[MAX_MSGS];
@@ -153,6 +154,7 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	free(rx->buf[i]);
 	rx->buf[i] = malloc(len ? len : 1);
 	memcpy(rx->buf[i], buf, len);
+	rx->at[i] = buf;
 	rx->src[i] = src;
 	rx->len[i] = len;
 	rx->nrecv++;
@@ -492,6 +494,48 @@ static void test_basic(void)
 	ddtx_shm_ring_slot(&ddtx_shm_ep_of(ep2)->ring, ddtx_shm_ep_of(ep2)->cons.head)->src.magic = 0;
 	ddtx_wire_ep_progress(ep2);
 	CHECK(rx2.nrecv == before + 1, "message with a bad source delivered");
+	/* a skip of a line or more, or one that puts the message past the slot, is dropped */
+	struct ddtx_shm_ep *se2 = ddtx_shm_ep_of(ep2);
+	CHECK_RET(ddtx_wire_send(ep1, p2, "D", 1, NULL, 0), 0);
+	CHECK_RET(ddtx_wire_send(ep1, p2, "E", 1, NULL, 0), 0);
+	CHECK_RET(ddtx_wire_send(ep1, p2, "F", 1, NULL, 0), 0);
+	ddtx_shm_ring_slot(&se2->ring, se2->cons.head)->skip = 64;
+	struct ddtx_shm_slot_hdr *sf = ddtx_shm_ring_slot(&se2->ring, se2->cons.head + 2);
+	sf->skip = 63;
+	sf->len = se2->ring.slot_size - DDTX_SHM_SLOT_HDR - 62;
+	ddtx_wire_ep_progress(ep2);
+	CHECK(rx2.nrecv == before + 2 && rx2.buf[(before + 1) % MAX_MSGS][0] == 'E',
+	      "a slot with a bad skip delivered (%d messages)", rx2.nrecv - before);
+	/* a payload of 256 B or more behind a header starts on a cache line of its slot */
+	uint8_t hdr40[40], pay[300];
+	memset(hdr40, 0x11, sizeof(hdr40));
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)(i * 13 + 5);
+	struct iovec pv = {pay, sizeof(pay)};
+	CHECK_RET(ddtx_wire_send(ep1, p2, hdr40, sizeof(hdr40), &pv, 1), 0);
+	ddtx_wire_ep_progress(ep2);
+	int m = (before + 2) % MAX_MSGS;
+	CHECK(rx2.nrecv == before + 3 && rx2.len[m] == 340 && !memcmp(rx2.buf[m], hdr40, 40) &&
+	      !memcmp(rx2.buf[m] + 40, pay, sizeof(pay)), "header + 300 B not delivered intact");
+	CHECK(((uintptr_t)rx2.at[m] + 40) % 64 == 0, "the payload starts at line offset %u",
+	      (unsigned)(((uintptr_t)rx2.at[m] + 40) % 64));
+
+	/* an endpoint region whose claim stamps would overlap its ring is refused */
+	struct ddtx_wire_ep *ep3;
+	struct rx rx3 = {0};
+	uint8_t a3[64];
+	ddtx_peer_t p3;
+	CHECK_RET(ddtx_wire_ep_open(dom, &handlers, &rx3, &ep3), 0);
+	struct ddtx_shm_ep_hdr *h3 = ddtx_shm_ep_of(ep3)->hdr;
+	uint64_t stamp_off = h3->stamp_off;
+	h3->stamp_off = h3->ring_off - 8;
+	len = sizeof(a3);
+	CHECK_RET(ddtx_wire_ep_getname(ep3, a3, &len), 0);
+	CHECK_RET(ddtx_wire_peer_insert(ep1, a3, len, &p3), 0);
+	CHECK_RET(ddtx_wire_send(ep1, p3, "G", 1, NULL, 0), -FI_EIO);
+	CHECK(ddtx_wire_ep_progress(ep3) == 0 && rx3.nrecv == 0, "a refused peer got a message");
+	h3->stamp_off = stamp_off;
+	ddtx_wire_ep_close(ep3);
 
 	/* a closed endpoint is dead for its peers */
 	snprintf(ep_name, sizeof(ep_name), "%s", ddtx_shm_ep_of(ep2)->map.name);
