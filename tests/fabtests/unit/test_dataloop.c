@@ -19,8 +19,9 @@
  *              own index arithmetic run on the host (ddtx_gpu_runs_apply): random layouts and
  *              segments against the compiled gather/scatter, byte for byte; runs in payload
  *              order, capped, widest word; a vector's and an indexed list's runs counted;
- *   bench      (benchmark, asserts nothing) GB/s of the compiled gather, memcpy of the same
- *              bytes and the iov walk, for 64 B blocks at stride 128 B and 8 B blocks.
+ *   bench      (benchmark, asserts nothing) GB/s of the compiled gather and scatter, memcpy of
+ *              the same bytes and the iov walk, for blocks of 8 B to 256 B at twice their size
+ *              (and 8 B at 64) in cache and from memory, and 64 B blocks a page apart.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -721,7 +722,7 @@ static void bench_case(size_t block, size_t stride, size_t bytes)
 	strided(iov, src, count, block, stride);
 	struct ddtx_dataloop *dl = ddtx_dl_compile(iov, count, 0);
 	int reps = (int)((256u << 20) / bytes) + 1;
-	uint64_t best[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+	uint64_t best[5] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
 	for (int round = 0; round < 5; round++) {
 		uint64_t t0 = ddtx_time_ns();
 		for (int r = 0; r < reps; r++)
@@ -733,8 +734,14 @@ static void bench_case(size_t block, size_t stride, size_t bytes)
 		for (int r = 0; r < reps; r++)
 			ddtx_iov_gather(iov, count, 0, dst, bytes);
 		uint64_t t3 = ddtx_time_ns();
-		uint64_t d[3] = {t1 - t0, t2 - t1, t3 - t2};
-		for (int k = 0; k < 3; k++)
+		for (int r = 0; r < reps; r++)
+			ddtx_dl_scatter(dl, src, 0, flat, bytes);
+		uint64_t t4 = ddtx_time_ns();
+		for (int r = 0; r < reps; r++)
+			ddtx_iov_scatter(iov, count, 0, flat, bytes);
+		uint64_t t5 = ddtx_time_ns();
+		uint64_t d[5] = {t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4};
+		for (int k = 0; k < 5; k++)
 			best[k] = d[k] < best[k] ? d[k] : best[k];
 	}
 	/* What a layout seen once pays: compiling a 1024-entry list (an iov_limit message). */
@@ -752,6 +759,10 @@ static void bench_case(size_t block, size_t stride, size_t bytes)
 	printf("%4zu B  stride %4zu  %6zu KiB  memcpy %6.2f  compiled %6.2f  iov %6.2f GB/s  "
 	       "compiled/memcpy %.2fx  compiled/iov %.2fx  compile %.1f ns/entry\n", block, stride,
 	       bytes >> 10, m, c, v, c / m, c / v, (double)tc / 200 / (double)nc);
+	double cs = gbps(bytes * (size_t)reps, best[3]), vs = gbps(bytes * (size_t)reps, best[4]);
+	printf("%4s    scatter  %4s  %6s     %6s  %6s  compiled %6.2f  iov %6.2f GB/s  "
+	       "compiled/memcpy %.2fx  compiled/iov %.2fx\n", "", "", "", "", "", cs, vs, cs / m,
+	       cs / vs);
 	ddtx_dl_put(dl);
 	free(iov);
 	free(src);
@@ -761,7 +772,8 @@ static void bench_case(size_t block, size_t stride, size_t bytes)
 
 static int test_bench(void)
 {
-	printf("gather of a strided layout into a contiguous buffer, GB/s of payload, best of 5\n"
+	printf("gather of a strided layout into a contiguous buffer (and below it, the scatter\n"
+	       "back), GB/s of payload, best of 5\n"
 	       "(issue 12 targets: compiled >= 0.7x memcpy at 64 B / stride 128, >= 0.5x at 8 B)\n");
 	static const size_t sizes[] = {256u << 10, 32u << 20};
 	for (int s = 0; s < 2; s++) {
@@ -773,6 +785,7 @@ static int test_bench(void)
 		bench_case(48, 96, sizes[s]);
 		bench_case(256, 512, sizes[s]);
 	}
+	bench_case(64, 4096, 4u << 20); /* blocks a page apart: the kernels' own prefetch */
 	return 0;
 }
 

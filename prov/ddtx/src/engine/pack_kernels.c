@@ -17,13 +17,14 @@
 /* Blocks ahead to prefetch: far enough to cover a memory access at a few bytes per cycle. */
 #define PF_AHEAD 16
 /*
- * The gathers prefetch only rows whose blocks lie a page or more apart, which the hardware's
- * stride prefetchers do not follow across pages.  Closer blocks they fetch ahead themselves,
- * and our prefetches on top (one or two per four blocks) slowed the gather from memory: on the
- * AMD EPYC host, test_dataloop bench's 32 MiB rows, compiled against the iov walk, 32 B blocks
- * at stride 64 0.72-0.83x -> 0.98-1.39x, 48 B / 96 0.79-0.90x -> 1.08-1.28x, 8 B / 64
- * 0.79-0.84x -> 1.08-1.19x, 256 B / 512 0.98-1.10x -> 1.09-1.27x (three runs each), the
- * 256 KiB rows (in cache) unchanged.  The scatters were not measured and keep theirs.
+ * The row kernels prefetch only rows whose blocks lie a page or more apart, which the
+ * hardware's stride prefetchers do not follow across pages.  Closer blocks they fetch ahead
+ * themselves, and our prefetches on top (one or two per four blocks) slowed copies from and to
+ * memory: on the AMD EPYC host, test_dataloop bench's 32 MiB rows, compiled against the iov
+ * walk, gather of 32 B blocks at stride 64 0.72-0.83x -> 0.98-1.39x, 48 B / 96 0.79-0.90x ->
+ * 1.08-1.28x, 8 B / 64 0.79-0.84x -> 1.08-1.19x (three runs each); scatter 32 B / 64
+ * 0.76-0.80x -> 1.13-1.14x, 48 B / 96 0.84-0.87x -> 1.11-1.30x, 8 B / 64 0.89-0.90x ->
+ * 1.17-1.33x (two runs each); the 256 KiB rows (in cache) unchanged.
  */
 #define PF_MIN_STRIDE 4096
 
@@ -63,10 +64,14 @@ static inline const void *ahead(const void *p, int64_t by)
 				size_t n)                                                      \
 	{                                                                                      \
 		size_t i = 0;                                                                  \
+		bool pf = stride >= PF_MIN_STRIDE || stride <= -PF_MIN_STRIDE;                 \
 		for (; i + 4 <= n; i += 4) {                                                   \
-			__builtin_prefetch(ahead(d, PF_AHEAD * stride), 1);                    \
-			if (B >= 32)                                                           \
-				__builtin_prefetch(ahead(d, (PF_AHEAD + 2) * stride), 1);      \
+			if (pf) {                                                              \
+				__builtin_prefetch(ahead(d, PF_AHEAD * stride), 1);            \
+				if (B >= 32)                                                   \
+					__builtin_prefetch(ahead(d, (PF_AHEAD + 2) * stride),  \
+							   1);                                 \
+			}                                                                      \
 			memcpy(d, s, B);                                                       \
 			memcpy(d + stride, s + B, B);                                          \
 			memcpy(d + 2 * stride, s + 2 * B, B);                                  \
