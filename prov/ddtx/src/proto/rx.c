@@ -9,7 +9,8 @@
 /*
  * A zeroed receive object, a spare when the endpoint kept one: every receive takes one, and
  * malloc, free and calloc's clearing were 11% of the samples of a small message's whole path
- * (nc_overhead, one endpoint sending 8 B to itself: 259 ns per message, shm's 128).
+ * (nc_overhead, one endpoint sending 8 B to itself: 259 ns per message, shm's 128).  What
+ * keeping them saved was within the host's noise (2026-11-27).
  */
 static struct ddtx_rx *rx_alloc(struct ddtx_proto_ep *pep)
 {
