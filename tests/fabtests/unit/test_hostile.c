@@ -1078,6 +1078,68 @@ static void t_forged_sources(void)
 	CHECK(rss1 - rss0 < 4096, "RSS grew by %ld KiB", rss1 - rss0);
 }
 
+/*
+ * Sources interleaved: two real peers and two kinds of forged blob (a flipped magic, a copied
+ * identity with another uid), one message each in turn.  The victim keeps the last source it
+ * admitted and compares a message's blob with it: a forged blob after a real one must still be
+ * checked and dropped, and each real message must be taken as its own sender's.
+ */
+static void t_sources_interleaved(void)
+{
+	struct ddtx_shm_ep *victim = ddtx_shm_ep_of(H.pep->wire);
+	struct hostile_peer *real[2] = {&H.attacker, &H.friend};
+	uint64_t dropped0 = victim->dropped;
+	enum { ROUNDS = 300 };
+	struct {
+		struct ddtx_hdr_eager h;
+		uint8_t payload[16];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_EAGER, DDTX_HDR_TAGGED);
+	m.h.len = sizeof(m.payload);
+	for (uint32_t i = 0; i < ROUNDS; i++) {
+		for (uint32_t k = 0; k < 4; k++) {
+			m.h.tag = 4 * i + k;
+			if (k < 2) {
+				CHECK(hostile_send(&H, real[k], &m, sizeof(m)) == 0, "real send");
+				continue;
+			}
+			struct ddtx_shm_peer *vp = victim_ring_of(real[0]);
+			struct ddtx_shm_addr forged = ddtx_shm_ep_of(real[0]->we)->addr;
+			if (k == 2)
+				forged.magic ^= 1;
+			else
+				forged.uid ^= 0x5a5a;
+			while (ddtx_shm_ring_push(&vp->ring, &forged, &m, sizeof(m), NULL, 0,
+						  sizeof(m)) == -FI_EAGAIN)
+				hostile_victim_progress(&H);
+		}
+		hostile_victim_progress(&H);
+	}
+	progress_n(4);
+	size_t n[4] = {0};
+	ddtx_peer_t from[2] = {0, 0};
+	bool mixed = false;
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&H.pep->unexp_tag, it, tmp) {
+		struct ddtx_unexp *u = ddtx_container_of(it, struct ddtx_unexp, entry);
+		unsigned k = (unsigned)(u->tag % 4);
+		if (k < 2 && n[k]++ == 0)
+			from[k] = u->peer;
+		else if (k < 2)
+			mixed |= u->peer != from[k];
+		else
+			n[k]++;
+	}
+	printf("  queued %zu + %zu real, %zu + %zu forged; dropped %llu\n", n[0], n[1], n[2], n[3],
+	       (unsigned long long)(victim->dropped - dropped0));
+	CHECK(n[0] == ROUNDS && n[1] == ROUNDS, "real messages lost: %zu, %zu", n[0], n[1]);
+	CHECK(n[2] == 0 && n[3] == 0, "forged messages queued: %zu, %zu", n[2], n[3]);
+	CHECK(victim->dropped - dropped0 == 2 * ROUNDS, "dropped %llu, expected %u",
+	      (unsigned long long)(victim->dropped - dropped0), 2 * ROUNDS);
+	CHECK(!mixed && from[0] != from[1], "messages taken as another peer's");
+}
+
 /* Remote CQ data only for a write into a remote-write key of the victim's domain. */
 static void t_forged_rma_data(void)
 {
@@ -1658,6 +1720,7 @@ int main(int argc, char **argv)
 		{"shape_correction", t_shape_correction, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
+		{"sources_interleaved", t_sources_interleaved, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_tail", t_ring_tail, DDTX_SCHEME_SETTING_AUTO},
 		{"ring_seq", t_ring_seq, DDTX_SCHEME_SETTING_AUTO},

@@ -13,7 +13,9 @@
 #include "core/nosys.h"
 #include "core/wait.h"
 
-#define CQ_MIN_CAPACITY 256
+#define CQ_MIN_CAPACITY 256 /* a power of two, doubled as it grows: positions are masked, as a
+			     * division per completion written and read was 4% of a small
+			     * message's instructions (callgrind, nc_overhead 8 B) */
 
 static int cq_grow(struct ddtx_cq *cq)
 {
@@ -24,7 +26,7 @@ static int cq_grow(struct ddtx_cq *cq)
 		return -FI_ENOMEM;
 	/* Unwrap the old ring so the new one starts at head 0. */
 	for (size_t i = 0; i < cq->count; i++)
-		ring[i] = cq->ring[(cq->head + i) % cq->capacity];
+		ring[i] = cq->ring[(cq->head + i) & (cq->capacity - 1)];
 	free(cq->ring);
 	cq->ring = ring;
 	cq->head = 0;
@@ -38,7 +40,7 @@ static struct ddtx_cq_entry *cq_push(struct ddtx_cq *cq)
 		DDTX_WARN(FI_LOG_CQ, "CQ %p: out of memory, completion lost\n", (void *)cq);
 		return NULL;
 	}
-	return &cq->ring[(cq->head + cq->count++) % cq->capacity];
+	return &cq->ring[(cq->head + cq->count++) & (cq->capacity - 1)];
 }
 
 static struct ddtx_cq_entry *cq_head(struct ddtx_cq *cq)
@@ -48,7 +50,7 @@ static struct ddtx_cq_entry *cq_head(struct ddtx_cq *cq)
 
 static void cq_pop(struct ddtx_cq *cq)
 {
-	cq->head = (cq->head + 1) % cq->capacity;
+	cq->head = (cq->head + 1) & (cq->capacity - 1);
 	cq->count--;
 }
 

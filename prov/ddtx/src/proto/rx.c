@@ -17,7 +17,12 @@ static struct ddtx_rx *rx_alloc(struct ddtx_proto_ep *pep)
 	if (!pep->nrx_spare)
 		return calloc(1, sizeof(struct ddtx_rx));
 	struct ddtx_rx *rx = pep->rx_spare[--pep->nrx_spare];
-	memset(rx, 0, sizeof(*rx));
+	/* The size hidden from the compiler, so that libc's memset clears the 424 bytes with
+	 * vector stores: inlined, it was a `rep stos`, 16 ns against 5.5 on the AMD EPYC host and
+	 * 5% of nc_overhead's 8 B samples (2026-11-27). */
+	size_t n = sizeof(*rx);
+	__asm__("" : "+r"(n));
+	memset(rx, 0, n);
 	return rx;
 }
 

@@ -376,6 +376,9 @@ struct ddtx_shm_ep {
 	struct iovec *riov;                      /* scratch: translated remote segments */
 	size_t riov_cap;
 	bool in_progress;
+	bool last_src_ok;                        /* last_src was checked and admitted: */
+	struct ddtx_shm_addr last_src;           /* the source of the last message received */
+	ddtx_peer_t last_src_peer;               /* and its handle (peers are never removed) */
 	uint64_t dropped;                        /* messages refused for their source */
 	char bound[DDTX_SHM_BOUND_MAX];          /* name file published (name.c); "" = none */
 };

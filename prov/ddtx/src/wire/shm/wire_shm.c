@@ -798,6 +798,31 @@ static inline int deliver_completions(struct ddtx_shm_ep *ep)
 	return n;
 }
 
+/*
+ * The peer a message's source address names, checked and admitted (mapped) the first time.  The
+ * blob of the last source is kept: a stream from one peer is compared with it, 48 bytes, instead
+ * of checked and looked up again (a hundred instructions of a small message's 3200, callgrind,
+ * nc_overhead 8 B).  A blob equal to one admitted before gets the same answer: the check reads
+ * only the blob and a peer's handle never changes.
+ */
+static int source_peer(struct ddtx_shm_ep *ep, const struct ddtx_shm_addr *src,
+		       ddtx_peer_t *handle)
+{
+	if (ep->last_src_ok && !memcmp(src, &ep->last_src, sizeof(*src))) {
+		*handle = ep->last_src_peer;
+		return 0;
+	}
+	int ret = ddtx_shm_addr_check(src, sizeof(*src));
+	if (!ret)
+		ret = ddtx_shm_peers_admit(&ep->peers, src, handle);
+	if (!ret) {
+		ep->last_src = *src;
+		ep->last_src_peer = *handle;
+		ep->last_src_ok = true;
+	}
+	return ret;
+}
+
 static int shm_ep_progress(struct ddtx_wire_ep *wep)
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
@@ -828,9 +853,7 @@ static int shm_ep_progress(struct ddtx_wire_ep *wep)
 		if (f.action == DDTX_SHM_FA_STALL)
 			break;                   /* this message waits in the ring until the end */
 		memcpy(&src, &slot->src, sizeof(src));
-		int ret = ddtx_shm_addr_check(&src, sizeof(src));
-		if (!ret)
-			ret = ddtx_shm_peers_admit(&ep->peers, &src, &handle);
+		int ret = source_peer(ep, &src, &handle);
 		if (ret) {
 			/* Warn about the first and then every 1000th: a flood must not flood the log. */
 			if (ep->dropped++ % 1000 == 0)
