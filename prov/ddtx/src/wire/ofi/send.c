@@ -21,9 +21,13 @@ struct ddtx_ofi_buf *ddtx_ofi_tx_get(struct ddtx_ofi_ep *ep)
 	return b;
 }
 
+/* Last freed, first taken: a buffer just sent is still in the cache.  Taken in turn, the 128
+ * buffers of 64 KiB (8 MiB) were cold at every message: fi_rdm_tagged_pingpong of 11664 B
+ * between the namespace hosts, fastest / median of 15 runs, 12.88 / 16.32 us in turn, 12.49 /
+ * 15.36 last-first (2026-11-27, with the host's noise). */
 void ddtx_ofi_tx_put(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
 {
-	ddtx_list_push_back(&ep->tx_free, &b->entry);
+	ddtx_list_push_front(&ep->tx_free, &b->entry);
 }
 
 void ddtx_ofi_tx_done(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b)
