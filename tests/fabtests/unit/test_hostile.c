@@ -1045,6 +1045,14 @@ static uint32_t victim_peer_count(void)
 	return ddtx_shm_ep_of(H.pep->wire)->peers.count;
 }
 
+/* A message pushed straight into the victim's ring under any source address. */
+static void push_as(struct ddtx_shm_peer *vp, const struct ddtx_shm_addr *src, const void *msg,
+		    size_t len)
+{
+	while (ddtx_shm_ring_push(&vp->ring, src, msg, len, NULL, 0, len) == -FI_EAGAIN)
+		hostile_victim_progress(&H);
+}
+
 /* 20,000 messages with forged source addresses: no per-source state, no growth. */
 static void t_forged_sources(void)
 {
@@ -1065,9 +1073,7 @@ static void t_forged_sources(void)
 		forged.rand[0] = (uint8_t)i;
 		forged.rand[1] = (uint8_t)(i >> 8);
 		m.h.tag = i;
-		while (ddtx_shm_ring_push(&vp->ring, &forged, &m, sizeof(m), NULL, 0, sizeof(m)) ==
-		       -FI_EAGAIN)
-			hostile_victim_progress(&H);
+		push_as(vp, &forged, &m, sizeof(m));
 	}
 	progress_n(4);
 	long rss1 = hostile_rss_kib();
@@ -1110,9 +1116,7 @@ static void t_sources_interleaved(void)
 				forged.magic ^= 1;
 			else
 				forged.uid ^= 0x5a5a;
-			while (ddtx_shm_ring_push(&vp->ring, &forged, &m, sizeof(m), NULL, 0,
-						  sizeof(m)) == -FI_EAGAIN)
-				hostile_victim_progress(&H);
+			push_as(vp, &forged, &m, sizeof(m));
 		}
 		hostile_victim_progress(&H);
 	}
