@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # One upstream fabtests client/server program over several providers (and ddtx builds), side by
 # side: a figure per transfer size for each, and each column's ratio to the first one.
-#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] [-m] PROGRAM [ARGS...]
+#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] [-m] [-H] PROGRAM [ARGS...]
 # COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
 # relative to the repository root or absolute), optionally followed by ,VAR=VALUE... settings for
 # that column alone (ddtx:build,FI_DDTX_EAGER_SIZE=8192); default: -c shm -c ddtx:build.  Each run gets a
@@ -11,6 +11,10 @@
 # highest MB/sec); -m prints the best and the median of the runs (a ping-pong's figure moves by
 # up to 2x between runs on a shared 2-core host: many short runs, -r 12 -I 30000, compare both).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
 # Example: util/bench-fabtests.sh -c shm -c ddtx:build fi_rdm_tagged_pingpong -S all
+# -H: server on host B, client on host A of util/hosts.sh (two network namespaces joined by a
+# veth pair; root).  There ddtx columns ride the ofi wire on the core FI_DDTX_OFI_PROVIDER names
+# (default tcp; ddtx:build,FI_DDTX_OFI_PROVIDER=net for another), other columns are the core
+# alone: util/bench-fabtests.sh -H -r 12 -m -c "tcp;ofi_rxm" -c ddtx:build fi_rdm_tagged_pingpong
 # Each run is killed after DDTX_BENCH_TIMEOUT seconds (default 300).
 # Run it under `flock -x /tmp/ddtx-cpu.lock` on a shared host.
 set -uo pipefail
@@ -22,17 +26,21 @@ field=""
 median=0
 runs=1
 tmo=${DDTX_BENCH_TIMEOUT:-300}
-while getopts "c:f:r:mh" opt; do
+hosts=0
+argv=("$@")
+while getopts "c:f:r:mHh" opt; do
   case $opt in
+    H) hosts=1 ;;
     c) cols+=("$OPTARG") ;;
     f) field=$OPTARG ;;
     r) runs=$OPTARG ;;
     m) median=1 ;;
-    *) sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '3,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $hosts = 1 ] && [ -z "${DDTX_HOSTS:-}" ] && exec util/hosts.sh run "$0" "${argv[@]}" 
 [ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
 prog=$1
 shift
@@ -62,6 +70,7 @@ run_one() {
   else
     prov=$col
   fi
+  [ $hosts = 1 ] && { run_hosts "$prov" "$out" "${env[@]}"; return; }
   env "${env[@]}" FI_PROVIDER="$prov" timeout "$tmo" unshare --pid --fork --mount-proc --kill-child --net \
     /bin/sh -c 'ip link set lo up && mount -t tmpfs -o mode=1777,size=50% tmpfs /dev/shm &&
       b=$1; shift; p=$1; shift
@@ -69,6 +78,26 @@ run_one() {
       s=$!; sleep 1
       "$b" -p "$p" "$@" -s 127.0.0.1 127.0.0.1; c=$?
       wait $s; exit $c' sh "$bin/$prog" "$prov" "${prog_args[@]}" > "$out" 2>&1
+}
+
+# run_hosts PROVIDER OUT [VAR=VALUE...]: the server on host B, the client on host A.  ddtx goes
+# over the ofi wire; FI_PROVIDER names its core too, or libfabric would not initialize it.
+run_hosts() {
+  local prov=$1 out=$2 core=tcp v
+  shift 2
+  for v in "$@"; do [[ $v == FI_DDTX_OFI_PROVIDER=* ]] && core=${v#*=}; done
+  local env=(FI_PROVIDER="${prov//;/,}")
+  [ "$prov" = ddtx ] && env=(FI_PROVIDER="ddtx,${core%%;*}" FI_DDTX_WIRE=ofi
+                             FI_DDTX_OFI_PROVIDER="$core")
+  timeout "$tmo" util/hosts.sh on B env "${env[@]}" "$@" "$bin/$prog" -p "$prov" \
+    "${prog_args[@]}" > /dev/null 2>&1 &
+  local s=$! c
+  sleep 0.5
+  timeout "$tmo" util/hosts.sh on A env "${env[@]}" "$@" "$bin/$prog" -p "$prov" \
+    "${prog_args[@]}" "$DDTX_HOST_B_ADDR" > "$out" 2>&1
+  c=$?
+  wait $s
+  return $c
 }
 
 for ((r = 1; r <= runs; r++)); do
