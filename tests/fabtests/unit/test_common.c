@@ -120,6 +120,19 @@ static void test_iov_check(void)
 	CHECK(!ddtx_iov_check(ok, 2, 4, &total) && total == SIZE_MAX, "up to SIZE_MAX exactly");
 	struct iovec hole_late[3] = {{buf, 8}, {buf, 0}, {NULL, 1}};
 	CHECK(ddtx_iov_check(hole_late, 3, 4, NULL) == -FI_EINVAL, "NULL base under bytes, last");
+	/* One entry (its own path): the same rules. */
+	total = 2;
+	CHECK(!ddtx_iov_check(ok, 1, 1, &total) && total == 10, "one entry added to the start");
+	CHECK(ddtx_iov_check(ok, 1, 0, NULL) == -FI_EINVAL, "one entry over a limit of 0");
+	CHECK(ddtx_iov_check(&hole[1], 1, 4, NULL) == -FI_EINVAL, "one NULL base under bytes");
+	CHECK(!ddtx_iov_check(&empty_null[1], 1, 4, NULL), "one empty entry with a NULL base");
+	total = SIZE_MAX - 7;
+	CHECK(ddtx_iov_check(ok, 1, 4, &total) == -FI_EINVAL && total == SIZE_MAX - 7,
+	      "one entry overflowing from the start value");
+	total = SIZE_MAX - 8;
+	CHECK(!ddtx_iov_check(ok, 1, 4, &total) && total == SIZE_MAX, "one entry up to SIZE_MAX");
+	total = 0;
+	CHECK(!ddtx_iov_check(huge, 1, 4, &total) && total == SIZE_MAX - 4, "one huge entry");
 }
 
 int main(void)
