@@ -152,9 +152,12 @@ fail:
 	cu.lib = NULL;
 }
 
-bool ddtx_hmem_cuda_available(void)
+int ddtx_hmem_cuda_known;
+
+bool ddtx_hmem_cuda_load(void)
 {
 	pthread_once(&cu.once, cuda_load);
+	__atomic_store_n(&ddtx_hmem_cuda_known, cu.ok ? 1 : -1, __ATOMIC_RELEASE);
 	return cu.ok;
 }
 

@@ -24,8 +24,16 @@ struct ddtx_hmem_attr {
 	uint64_t range_base, range_size; /* the allocation holding the address (device memory) */
 };
 
-/* Is the CUDA driver loaded and initialised?  (The first call tries dlopen + cuInit.) */
-bool ddtx_hmem_cuda_available(void);
+/* Is the CUDA driver loaded and initialised?  (The first call tries dlopen + cuInit.)  Asked
+ * twice per message, so the answer once known is a load (pthread_once was 16 instructions of
+ * each 8 B message). */
+extern int ddtx_hmem_cuda_known;        /* 0: not asked yet; 1: available; -1: not */
+bool ddtx_hmem_cuda_load(void);
+static inline bool ddtx_hmem_cuda_available(void)
+{
+	int known = __atomic_load_n(&ddtx_hmem_cuda_known, __ATOMIC_ACQUIRE);
+	return known ? known > 0 : ddtx_hmem_cuda_load();
+}
 
 /* Classify addr.  Always succeeds: anything CUDA does not claim is host memory. */
 void ddtx_hmem_detect(const void *addr, struct ddtx_hmem_attr *attr);

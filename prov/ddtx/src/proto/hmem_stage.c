@@ -480,9 +480,9 @@ static bool ipc_possible(struct ddtx_proto_ep *pep, const struct ddtx_stage *s, 
 	return device >= 0;
 }
 
-int ddtx_stage_begin(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
-		     size_t *count, const struct ddtx_iov_vec *vec, void **context,
-		     uint64_t *flags, bool report, struct ddtx_stage **out)
+int ddtx_stage_begin_device(struct ddtx_proto_ep *pep, bool rx, const struct iovec **iov,
+			    size_t *count, const struct ddtx_iov_vec *vec, void **context,
+			    uint64_t *flags, bool report, struct ddtx_stage **out)
 {
 	struct ddtx_hmem_attr *attr, one;
 	if (vec && vec->n != *count)
