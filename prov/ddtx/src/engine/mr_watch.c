@@ -114,12 +114,13 @@ static void event_fn(void *arg, uintptr_t start, uintptr_t end)
 	ddtx_itree_visit(&mw->index, start, end, hit_fn, mw);
 }
 
-void ddtx_mr_watch_poll(struct ddtx_mr_watch *mw)
+/* Apart from the poll's checks: with the drain in the same function its frame (registers
+ * saved and restored) was 16 of the 25 instructions of a poll that finds nothing, and each
+ * small message polls three times (callgrind). */
+static __attribute__((noinline)) void poll_events(struct ddtx_mr_watch *mw)
 {
 	struct ddtx_list_entry *it;
 
-	if (!mw || !mw->mon)
-		return;
 	if (ddtx_memmon_fork_epoch() != mw->fork_epoch) {
 		/* A forked child: the monitor does not run here; what the parent registered is
 		 * the parent's to revoke.  Stop watching (the index goes with the removes). */
@@ -127,8 +128,6 @@ void ddtx_mr_watch_poll(struct ddtx_mr_watch *mw)
 		mw->mon = NULL;
 		return;
 	}
-	if (ddtx_memmon_seq(mw->mon) == mw->seq)
-		return;
 	mw->seq = ddtx_memmon_drain(mw->mon, event_fn, mw, mw->seq);
 	while ((it = ddtx_list_pop_front(&mw->hits))) {
 		struct ddtx_mr_watched *m = ddtx_container_of(it, struct ddtx_mr_watched, link);
@@ -138,6 +137,13 @@ void ddtx_mr_watch_poll(struct ddtx_mr_watch *mw)
 		m->hit = false;
 		m->gone(m->arg);
 	}
+}
+
+void ddtx_mr_watch_poll(struct ddtx_mr_watch *mw)
+{
+	if (mw && mw->mon &&
+	    (ddtx_memmon_fork_epoch() != mw->fork_epoch || ddtx_memmon_seq(mw->mon) != mw->seq))
+		poll_events(mw);
 }
 
 int ddtx_mr_watch_add(struct ddtx_mr_watch *mw, const struct iovec *iov, size_t count,
