@@ -66,7 +66,7 @@ static size_t list_len(const struct ddtx_list *l)
 /* Keep sends of every shape and receives of every kind outstanding. */
 static void replenish(void)
 {
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	for (size_t k = list_len(&H.pep->tx_active); k < 4; k++) {
 		struct iovec one = {send_buf, (k & 1) ? sizeof(send_buf) : 100};
 		switch (next_context % 3) {
@@ -103,7 +103,7 @@ static void replenish(void)
 					context(), flags, tagged);
 		}
 	}
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 /* The id of the k-th live operation on list l (0 when there is none). */
@@ -242,9 +242,9 @@ int main(int argc, char **argv)
 		closedir(d);
 	}
 	if (ready) {
-		pthread_mutex_lock(&H.lock);
+		ddtx_rlock_lock(&H.lock);
 		ddtx_proto_mr_dereg(H.pd, target_mr);
-		pthread_mutex_unlock(&H.lock);
+		ddtx_rlock_unlock(&H.lock);
 		hostile_close(&H);
 	}
 	printf("fuzz_proto: %zu inputs replayed, no crash\n", runs);

@@ -121,11 +121,7 @@ static void peer_close(struct hostile_peer *p)
 int hostile_open(struct hostile *h)
 {
 	memset(h, 0, sizeof(*h));
-	pthread_mutexattr_t ma;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
-	pthread_mutex_init(&h->lock, &ma);
-	pthread_mutexattr_destroy(&ma);
+	ddtx_rlock_init(&h->lock);
 	int ret = ddtx_proto_domain_open(&h->lock, NULL, &h->pd);
 	if (ret)
 		return ret;
@@ -160,14 +156,14 @@ void hostile_close(struct hostile *h)
 		peer_close(&h->attacker);
 	if (h->friend.we)
 		peer_close(&h->friend);
-	pthread_mutex_destroy(&h->lock);
+	ddtx_rlock_destroy(&h->lock);
 }
 
 void hostile_victim_progress(struct hostile *h)
 {
-	pthread_mutex_lock(&h->lock);
+	ddtx_rlock_lock(&h->lock);
 	ddtx_proto_progress(h->pep);
-	pthread_mutex_unlock(&h->lock);
+	ddtx_rlock_unlock(&h->lock);
 }
 
 void hostile_peer_progress(struct hostile_peer *p)

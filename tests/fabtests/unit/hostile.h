@@ -44,7 +44,7 @@ struct hostile_peer {
 };
 
 struct hostile {
-	pthread_mutex_t lock;
+	struct ddtx_rlock lock;
 	struct ddtx_proto_domain *pd;
 	struct ddtx_proto_ep *pep;
 	uint8_t blob[2][64];            /* AV: 0 attacker, 1 friend */

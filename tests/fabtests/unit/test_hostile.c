@@ -55,18 +55,18 @@ static void hdr(struct ddtx_hdr_base *b, unsigned type, uint16_t flags)
 static void victim_posts_recv(size_t len, void *ctx)
 {
 	struct iovec iov = {big, len};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "recv: %zd", ret);
 }
 
 /* The victim sends iov[0, count) to the attacker (fi_addr 0); returns the RTS it sent. */
 static struct ddtx_hdr_rts victim_rndv_sendv(void *ctx, const struct iovec *iov, size_t count)
 {
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, count, 0, 0, 0, ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
@@ -162,10 +162,10 @@ static void t_ack_status(void)
 		int ctx, err = 0;
 		struct iovec iov = {big, 100};
 		H.ndone = 0;
-		pthread_mutex_lock(&H.lock);
+		ddtx_rlock_lock(&H.lock);
 		ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
 					      FI_DELIVERY_COMPLETE, false);
-		pthread_mutex_unlock(&H.lock);
+		ddtx_rlock_unlock(&H.lock);
 		CHECK(ret == 0, "send: %zd", ret);
 		hostile_peer_forget(&H.attacker);
 		progress_n(2);
@@ -189,9 +189,9 @@ static void t_done_status(void)
 {
 	int ctx, err = 0;
 	struct iovec iov = {big, sizeof(big)};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "recv: %zd", ret);
 	struct ddtx_hdr_rts rts;
 	memset(&rts, 0, sizeof(rts));
@@ -259,10 +259,10 @@ static void t_pull(void)
 		int *ctx = &ctxs[k], err = -1;
 		memset(big, 0xa5, LEN);
 		struct iovec iov = {big, LEN};
-		pthread_mutex_lock(&H.lock);
+		ddtx_rlock_lock(&H.lock);
 		ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, ctx, 0,
 					      false);
-		pthread_mutex_unlock(&H.lock);
+		ddtx_rlock_unlock(&H.lock);
 		CHECK(ret == 0, "recv: %zd", ret);
 		struct ddtx_hdr_rts rts;
 		memset(&rts, 0, sizeof(rts));
@@ -353,9 +353,9 @@ static void t_pull_windows(void)
 	int ctx, err = -1;
 	memset(big, 0xa5, LEN);
 	struct iovec iov = {big, LEN};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "recv: %zd", ret);
 	for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
 		memset(&m, 0, sizeof(m));
@@ -410,9 +410,9 @@ static void t_pull_windows(void)
 	int ctx2;
 	err = -1;
 	memset(big, 0xa5, LEN);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx2, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "recv: %zd", ret);
 	m.rts.tx_id = 32;
 	m.w[0] = (struct ddtx_desc){win[0]->key, half};
@@ -622,9 +622,9 @@ static void t_rts_first_chunk(void)
 	for (int i = 0; i < N; i++)
 		iov[i] = (struct iovec){big + (size_t)i * STRIDE, BLK};
 	int ctx, err = -1;
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, N, 0, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
@@ -664,9 +664,9 @@ static void t_rts_first_chunk(void)
 	/* Contiguous: a bare RTS. */
 	int ctx2;
 	struct iovec one = {big, 32768};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ret = ddtx_proto_send(H.pep, &one, NULL, 1, 0, 0, 0, &ctx2, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
@@ -827,16 +827,16 @@ static void t_eager_boundary(void)
 {
 	int ctx;
 	struct iovec iov = {big, 8192};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	bool before = ddtx_choose_eager(H.pep, 8192, 1);
 	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(before && ret == 0, "priors: 8 KiB eager %d, send %zd", before, ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
 	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL) &&
 	      !hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL), "8 KiB did not go eager");
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB copied out of the ring: 10x the prior */
 		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
 	printf("  eager 8 KiB predicted %.0f ns, PACK %.0f ns\n",
@@ -845,7 +845,7 @@ static void t_eager_boundary(void)
 	bool after = ddtx_choose_eager(H.pep, 8192, 1);
 	bool small = ddtx_choose_eager(H.pep, 512, 1);
 	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(!after && small && ret == 0, "after slow eager timings: 8 KiB eager %d, 512 B %d",
 	      after, small);
 	hostile_peer_forget(&H.attacker);
@@ -853,12 +853,12 @@ static void t_eager_boundary(void)
 	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL) &&
 	      !hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "8 KiB did not take an RTS");
 	iov.iov_len = 4096;
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	H.pep->attr.inject_size = 4096; /* the harness's endpoint offers 64 */
 	CHECK(!ddtx_choose_eager(H.pep, 4096, 1), "4 KiB would go eager anyway");
 	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, NULL,
 			      FI_INJECT | DDTX_PROTO_NO_COMPLETION, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "inject: %zd", ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
@@ -872,18 +872,18 @@ static void t_eager_boundary(void)
 static void t_learn_deferred(void)
 {
 	const size_t bytes = 12288;
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	uint64_t start = ddtx_time_ns();
 	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true, NULL);
 	uint64_t done = H.pep->rndv_sample.done_ns;
 	CHECK(H.pep->rndv_sample.pending && done >= start &&
 	      H.pep->rndv_timer.last_done_ns < start, "the timing was learnt at once");
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	progress_n(1);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	CHECK(!H.pep->rndv_sample.pending && H.pep->rndv_timer.last_done_ns == done,
 	      "the progress call did not learn the timing");
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 /*
@@ -900,7 +900,7 @@ static enum fi_ddtx_scheme proposed_after(size_t n, size_t blk, uint64_t pack_ns
 	for (size_t i = 0; i < n; i++)
 		iov[i] = (struct iovec){big + i * 2 * blk, blk};
 	size_t bytes = n * blk, blocks = 2 * n; /* both sides' blocks, as the receiver times them */
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	/* The ping-pong of nc_bw: zero copy's optimistic start times UMR first, then PACK. */
 	for (int i = 0; i < umr_samples; i++)
 		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_UMR, bytes, blocks, umr_ns);
@@ -908,7 +908,7 @@ static enum fi_ddtx_scheme proposed_after(size_t n, size_t blk, uint64_t pack_ns
 		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_PACK, bytes, blocks, pack_ns);
 	bool hit;
 	struct ddtx_layout *l = ddtx_layout_get(H.pd->layouts, iov, n, &hit);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(l, "no layout");
 	struct ddtx_hdr_rts rts = {0};
 	for (int k = 0; k < 8; k++) {
@@ -923,10 +923,10 @@ static enum fi_ddtx_scheme proposed_after(size_t n, size_t blk, uint64_t pack_ns
 			usleep(1000);
 	}
 	*registered = l && atomic_load(&l->state) != DDTX_LAYOUT_NEW;
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	if (l)
 		ddtx_layout_put(H.pd->layouts, l);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	return (enum fi_ddtx_scheme)rts.scheme;
 }
 
@@ -947,9 +947,9 @@ static void t_zcopy_choice(void)
 	       ddtx_scheme_name(s), reg);
 	CHECK(s == FI_DDTX_SCHEME_UMR && reg, "32 x 4 KiB: proposed scheme %u, registered %d", s,
 	      reg);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	H.pd->cost = fresh;
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	s = proposed_after(128, 256, 4000, 40, 12000, 8, &reg);
 	printf("  128 x 256 B, PACK timed 4 us, UMR 12: proposed %s, registered %d\n",
 	       ddtx_scheme_name(s), reg);
@@ -958,11 +958,11 @@ static void t_zcopy_choice(void)
 	/* MPICH's benchmark in one process: 32 x 1 KiB first, by PACK at 7 us (faster than
 	 * PACK's prior); zero copy was then weighed by its prior against PACK's timings and never
 	 * tried on the 32 x 2 KiB that followed (15.3 us by PACK, UMR forced 10.7). */
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	H.pd->cost = fresh;
 	for (int i = 0; i < 40; i++)
 		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_PACK, 32 * 1024, 64, 7000);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	s = proposed_after(32, 2048, 0, 0, 0, 0, &reg);
 	printf("  32 x 2 KiB after 32 x 1 KiB by PACK at 7 us: proposed %s, registered %d\n",
 	       ddtx_scheme_name(s), reg);
@@ -982,7 +982,7 @@ static void t_shape_correction(void)
 	const size_t n = 128, blk = 256, bytes = n * blk, blocks = 2 * n;
 	for (size_t i = 0; i < n; i++)
 		iov[i] = (struct iovec){big + i * 2 * blk, blk};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	struct ddtx_cost_model fresh = H.pd->cost;
 	bool hit;
 	struct ddtx_layout *l = ddtx_layout_get(H.pd->layouts, iov, n, &hit);
@@ -1009,22 +1009,22 @@ static void t_shape_correction(void)
 	if (l)
 		ddtx_layout_put(H.pd->layouts, l);
 	H.pd->cost = fresh; /* the shared lines as before: only the shape remembers */
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	bool reg = false;
 	enum fi_ddtx_scheme s = proposed_after(n, blk, 4000, 40, 12000, 8, &reg);
 	printf("  128 x 256 B, PACK timed 4 us, UMR 12, UMR timed x%.2f on this shape: proposed "
 	       "%s, registered %d\n", f[FI_DDTX_SCHEME_UMR], ddtx_scheme_name(s), reg);
 	CHECK(s == FI_DDTX_SCHEME_UMR && reg, "corrected shape: proposed scheme %u, registered %d",
 	      s, reg);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	H.pd->cost = fresh;
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	s = proposed_after(n - 1, blk, 4000, 40, 12000, 8, &reg);
 	CHECK(s == FI_DDTX_SCHEME_PACK && !reg, "127 x 256 B, never timed: proposed scheme %u, "
 	      "registered %d", s, reg);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	H.pd->cost = fresh;
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 static struct ddtx_shm_peer *victim_ring_of(struct hostile_peer *p)
@@ -1163,12 +1163,12 @@ static void t_forged_rma_data(void)
 	struct ddtx_proto_mr *wmr, *rmr;
 	uint64_t wkey, rkey;
 	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE, NULL, (uintptr_t)big, &wmr,
 				    &wkey);
 	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)(big + 8192),
 				     &rmr, &rkey);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
 	r.key = wkey;
 	r.data = 42;
@@ -1181,10 +1181,10 @@ static void t_forged_rma_data(void)
 	progress_n(4);
 	CHECK(H.ndone == 1 && H.done[0].c.data == 42 && (H.done[0].c.flags & FI_REMOTE_CQ_DATA),
 	      "%zu completions (expected the one write into the remote-write key)", H.ndone);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ddtx_proto_mr_dereg(H.pd, wmr);
 	ddtx_proto_mr_dereg(H.pd, rmr);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 /* ---- atomics and RMA events ---- */
@@ -1242,12 +1242,12 @@ static void t_forged_atomic(void)
 	struct ddtx_proto_mr *wmr, *rmr;
 	uint64_t wkey, rkey;
 	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE | FI_REMOTE_READ, NULL,
 				    (uintptr_t)big, &wmr, &wkey);
 	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)ro, &rmr,
 				     &rkey);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
 	mem[0] = 40;
 	ro[0] = 7;
@@ -1336,10 +1336,10 @@ static void t_forged_atomic(void)
 	long rss1 = hostile_rss_kib();
 	CHECK(rss1 - rss0 < 8192, "RSS grew by %ld KiB", rss1 - rss0);
 	friend_delivers("after 20,000 atomic requests");
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ddtx_proto_mr_dereg(H.pd, wmr);
 	ddtx_proto_mr_dereg(H.pd, rmr);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 /* The victim's fetch-add to the attacker; returns the request the attacker received. */
@@ -1352,9 +1352,9 @@ static struct ddtx_hdr_atomic victim_fetch(uint64_t *result, void *ctx)
 				  .rma_iov_count = 1, .datatype = FI_UINT64, .op = FI_SUM,
 				  .context = ctx};
 	hostile_peer_forget(&H.attacker);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_atomic(H.pep, DDTX_PROTO_ATOMIC_FETCH, &m, NULL, 0, &res, 1, 0);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "fetch atomic: %zd", ret);
 	progress_n(2);
 	struct ddtx_hdr_atomic a = {0};
@@ -1436,14 +1436,14 @@ static void t_forged_rma_event(void)
 	struct ddtx_proto_mr *wmr, *rmr;
 	uint64_t wkey, rkey;
 	struct iovec iov = {big, 4096}, iov2 = {big + 8192, 4096};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	int ret = ddtx_proto_mr_reg(H.pd, &iov, 1, FI_REMOTE_WRITE, NULL, (uintptr_t)big, &wmr,
 				    &wkey);
 	int ret2 = ddtx_proto_mr_reg(H.pd, &iov2, 1, FI_REMOTE_READ, NULL, (uintptr_t)(big + 8192),
 				     &rmr, &rkey);
 	ddtx_proto_mr_bind_event(wmr, on_mr_event, NULL);
 	ddtx_proto_mr_bind_event(rmr, on_mr_event, NULL);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(!ret && !ret2, "mr_reg %d %d", ret, ret2);
 	struct ddtx_hdr_rma_data r;
 	memset(&r, 0, sizeof(r));
@@ -1485,10 +1485,10 @@ static void t_forged_rma_event(void)
 	CHECK(mr_events[1] == 2 && mr_events[0] == 1, "MR events: %llu writes %llu reads",
 	      (unsigned long long)mr_events[1], (unsigned long long)mr_events[0]);
 	CHECK(H.ndone == 0, "%zu completions from RMA events", H.ndone);
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ddtx_proto_mr_dereg(H.pd, wmr);
 	ddtx_proto_mr_dereg(H.pd, rmr);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 }
 
 /* The friend's ten messages (tags FRIEND_TAG + i) arrive, in order and intact, within 15 s. */
@@ -1501,10 +1501,10 @@ static void friend_delivers(const char *what)
 	H.ndone = 0;
 	for (int i = 0; i < N; i++) {
 		struct iovec iov = {dst + 64 * i, 64};
-		pthread_mutex_lock(&H.lock);
+		ddtx_rlock_lock(&H.lock);
 		ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, FRIEND_TAG + i,
 					      0, &ctx[i], 0, true);
-		pthread_mutex_unlock(&H.lock);
+		ddtx_rlock_unlock(&H.lock);
 		CHECK(ret == 0, "recv %zd", ret);
 	}
 	double t0 = now_s();
@@ -1572,9 +1572,9 @@ static void t_random(void)
 	int sctx, rctx;
 	struct ddtx_hdr_rts rts = victim_rndv_send(&sctx, sizeof(big) / 2);
 	struct iovec iov = {big + sizeof(big) / 2, sizeof(big) / 4};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &rctx, 0, false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	uint64_t x = 0x243f6a8885a308d3ull;
 	uint8_t msg[512];
 	for (int i = 0; i < 50000; i++) {
@@ -1607,10 +1607,10 @@ static void t_random(void)
 static uint32_t victim_dc_send(fi_addr_t to, struct hostile_peer *p, void *ctx)
 {
 	struct iovec iov = {big, 100};
-	pthread_mutex_lock(&H.lock);
+	ddtx_rlock_lock(&H.lock);
 	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, to, 0, 0, ctx, FI_DELIVERY_COMPLETE,
 				      false);
-	pthread_mutex_unlock(&H.lock);
+	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "send: %zd", ret);
 	hostile_peer_forget(p);
 	progress_n(2);

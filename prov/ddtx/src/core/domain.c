@@ -242,12 +242,12 @@ void ddtx_domain_stats_at_exit(void)
 	while ((e = ddtx_list_pop_front(&open_domains))) { /* once per domain */
 		struct ddtx_domain *d = ddtx_container_of(e, struct ddtx_domain, open_entry);
 		/* A thread may still hold the domain at exit: then its numbers may be torn. */
-		bool locked = pthread_mutex_trylock(&d->lock) == 0;
+		bool locked = ddtx_rlock_trylock(&d->lock);
 		fprintf(stderr, "ddtx stats: domain %p was not closed (reported at exit)\n",
 			(const void *)d);
 		print_stats(d);
 		if (locked)
-			pthread_mutex_unlock(&d->lock);
+			ddtx_rlock_unlock(&d->lock);
 	}
 	pthread_mutex_unlock(&open_lock);
 }
@@ -268,7 +268,7 @@ static int domain_close(struct fid *fid)
 	if (ddtx_settings.print_stats)
 		print_stats(domain);
 	ddtx_proto_domain_close(domain->proto);
-	pthread_mutex_destroy(&domain->lock);
+	ddtx_rlock_destroy(&domain->lock);
 	atomic_fetch_sub(&domain->fabric->ref, 1);
 	fi_freeinfo(domain->info);
 	free(domain);
@@ -356,15 +356,8 @@ static int domain_check_info(const struct fi_info *info)
 
 static int domain_init_lock(struct ddtx_domain *domain)
 {
-	pthread_mutexattr_t attr;
-	int ret;
-
-	pthread_mutexattr_init(&attr);
 	/* Recursive: a CQ read progresses endpoints, which write CQs under the same lock. */
-	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-	ret = pthread_mutex_init(&domain->lock, &attr);
-	pthread_mutexattr_destroy(&attr);
-	return ret ? -FI_ENOMEM : 0;
+	return ddtx_rlock_init(&domain->lock) ? -FI_ENOMEM : 0;
 }
 
 int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
@@ -419,7 +412,7 @@ int ddtx_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid
 	return 0;
 
 err_lock:
-	pthread_mutex_destroy(&domain->lock);
+	ddtx_rlock_destroy(&domain->lock);
 err_info:
 	fi_freeinfo(domain->info);
 	free(domain);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "common/list.h"
+#include "common/rlock.h"
 #include "core/fabric.h"
 #include "proto/proto.h"
 
@@ -21,7 +22,7 @@ struct ddtx_domain {
 	 * FI_THREAD_DOMAIN callers pay one uncontended lock per call; FI_THREAD_SAFE is then
 	 * trivially correct.  Recursive because CQ reads progress endpoints that write CQs.
 	 */
-	pthread_mutex_t lock;
+	struct ddtx_rlock lock;
 	struct ddtx_list eps;            /* struct ddtx_ep.domain_entry: progressed by CQ reads */
 	struct ddtx_proto_domain *proto; /* the data path: engine and wire domain (proto/proto.h) */
 	struct ddtx_list_entry open_entry; /* in the list of open domains (FI_DDTX_STATS at exit) */
@@ -45,12 +46,12 @@ void ddtx_domain_progress_locked(struct ddtx_domain *domain);
 
 static inline void ddtx_domain_lock(struct ddtx_domain *d)
 {
-	pthread_mutex_lock(&d->lock);
+	ddtx_rlock_lock(&d->lock);
 }
 
 static inline void ddtx_domain_unlock(struct ddtx_domain *d)
 {
-	pthread_mutex_unlock(&d->lock);
+	ddtx_rlock_unlock(&d->lock);
 }
 
 #endif /* DDTX_CORE_DOMAIN_H */

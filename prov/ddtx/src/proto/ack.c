@@ -122,7 +122,7 @@ static void *ack_timer(void *arg)
 		 * owed itself, and a timer blocked on the lock made every unlock of a rank's
 		 * polling loop a futex wake (MPI latencies up to 1.5x, fft2d 383 -> 593 us).
 		 */
-		if (pthread_mutex_trylock(pd->lock) != 0) {
+		if (!ddtx_rlock_trylock(pd->lock)) {
 			quiet = 0;
 			continue;
 		}
@@ -148,11 +148,11 @@ static void *ack_timer(void *arg)
 				struct timespec until;
 				clock_gettime(CLOCK_REALTIME, &until);
 				until.tv_sec += 1;
-				pthread_cond_timedwait(&pd->ack_wake, pd->lock, &until);
+				ddtx_rlock_timedwait(pd->lock, &pd->ack_wake, &until);
 			}
 			quiet = 0;
 		}
-		pthread_mutex_unlock(pd->lock);
+		ddtx_rlock_unlock(pd->lock);
 	}
 	return NULL;
 }
@@ -185,10 +185,10 @@ void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd)
 		return;
 	atomic_store(&pd->ack_stop, true);
 	/* At exit another thread may hold the lock: signal without it then (the timed wait). */
-	bool locked = pthread_mutex_trylock(pd->lock) == 0;
+	bool locked = ddtx_rlock_trylock(pd->lock);
 	pthread_cond_signal(&pd->ack_wake);
 	if (locked)
-		pthread_mutex_unlock(pd->lock);
+		ddtx_rlock_unlock(pd->lock);
 	pthread_join(pd->ack_timer, NULL);
 	pthread_cond_destroy(&pd->ack_wake);
 	pd->ack_timer_on = false;

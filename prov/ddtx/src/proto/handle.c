@@ -213,11 +213,11 @@ int ddtx_proto_layout_free(struct fi_ddtx_layout *h)
 	if (!h || h->fid.fclass != FI_DDTX_CLASS_LAYOUT)
 		return -FI_EINVAL;
 	struct ddtx_proto_domain *pd = h->pd;
-	pthread_mutex_lock(pd->lock);
+	ddtx_rlock_lock(pd->lock);
 	for (int i = 0; i < DDTX_HANDLE_BASES; i++)
 		if (h->bases[i].layout)
 			ddtx_layout_put(pd->layouts, h->bases[i].layout);
-	pthread_mutex_unlock(pd->lock);
+	ddtx_rlock_unlock(pd->lock);
 	h->fid.fclass = FI_CLASS_UNSPEC;
 	ddtx_dl_put(h->dl);
 	free(h->rel);

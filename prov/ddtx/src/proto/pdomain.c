@@ -66,7 +66,7 @@ static int open_wire(struct ddtx_proto_domain *pd, const char *ofi_core)
 	return ret;
 }
 
-int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+int ddtx_proto_domain_open(struct ddtx_rlock *lock, const char *ofi_core,
 			   struct ddtx_proto_domain **out)
 {
 	struct ddtx_proto_domain *pd = calloc(1, sizeof(*pd));

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "common/list.h"
+#include "common/rlock.h"
 #include "engine/cost.h"
 #include "engine/cost_bias.h"
 #include "engine/hmem_way_cost.h"
@@ -31,7 +32,7 @@ struct ddtx_direct_alloc {
 };
 
 struct ddtx_proto_domain {
-	pthread_mutex_t *lock;              /* the owner's domain lock */
+	struct ddtx_rlock *lock;            /* the owner's domain lock */
 	struct ddtx_wire_domain *wire;
 	struct ddtx_list eps;               /* struct ddtx_proto_ep.pd_entry */
 	struct fi_ddtx_stats stats;         /* operation counts; engine fields filled on demand */

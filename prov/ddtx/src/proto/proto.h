@@ -92,8 +92,9 @@ struct ddtx_proto_ep_attr {
  * its default), e.g. "tcp" -> "tcp;ofi_rxm": fi_getinfo's layered entries.  -FI_ENODATA: none.
  */
 int ddtx_proto_ofi_core_name(const char *want, char *name, size_t len);
+struct ddtx_rlock;
 /* ofi_core: open the ofi wire over this core provider (a layered fi_info); NULL: FI_DDTX_WIRE. */
-int ddtx_proto_domain_open(pthread_mutex_t *lock, const char *ofi_core,
+int ddtx_proto_domain_open(struct ddtx_rlock *lock, const char *ofi_core,
 			   struct ddtx_proto_domain **out);
 void ddtx_proto_domain_close(struct ddtx_proto_domain *pd);
 /*
