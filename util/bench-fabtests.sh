@@ -15,6 +15,8 @@
 # veth pair; root).  There ddtx columns ride the ofi wire on the core FI_DDTX_OFI_PROVIDER names
 # (default tcp; ddtx:build,FI_DDTX_OFI_PROVIDER=net for another), other columns are the core
 # alone: util/bench-fabtests.sh -H -r 12 -m -c "tcp;ofi_rxm" -c ddtx:build fi_rdm_tagged_pingpong
+# Each round starts with a core_bounce line (util/lib.sh): this host's two regimes move every
+# figure by 2.5-5x, so read the table against them.
 # Each run is killed after DDTX_BENCH_TIMEOUT seconds (default 300).
 # Run it under `flock -x /tmp/ddtx-cpu.lock` on a shared host.
 set -uo pipefail
@@ -101,6 +103,7 @@ run_hosts() {
 }
 
 for ((r = 1; r <= runs; r++)); do
+  echo "round $r: $(ddtx_core_bounce)"
   for i in "${!cols[@]}"; do
     run_one "${cols[$i]}" "$tmp/$i.$r" || { echo "${cols[$i]} run $r failed:"; tail -5 "$tmp/$i.$r"; }
   done

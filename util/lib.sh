@@ -48,3 +48,17 @@ ddtx_mpi_prereqs() {
   ddtx_build "$build" >"$out/build-provider.log" 2>&1 || { tail -20 "$out/build-provider.log"; return 1; }
   tests/mpi/build.sh "$bin" >"$out/build-tests.log" 2>&1 || { tail -20 "$out/build-tests.log"; return 1; }
 }
+
+# ddtx_core_bounce [-c A,B]: one line saying how fast memory moves between two CPUs right now
+# (tests/fabtests/benchmarks/core_bounce.c, built here with cc).  This host switches between
+# two regimes that move every two-process figure by 2.5-5x: benchmark scripts print it around
+# their runs so that a table can be read against its regime.
+ddtx_core_bounce() {
+  local src=$DDTX_ROOT/tests/fabtests/benchmarks/core_bounce.c
+  local bin=$DDTX_ROOT/build-tools/core_bounce
+  if [ ! -x "$bin" ] || [ "$src" -nt "$bin" ]; then
+    mkdir -p "${bin%/*}" && cc -O2 -pthread -o "$bin" "$src" 2>/dev/null ||
+      { echo "core_bounce: could not be built"; return 0; }
+  fi
+  "$bin" "$@" || true
+}

@@ -43,6 +43,8 @@
 # least disturbed by other load; --stat median for the median), the ratio to the shm provider
 # and to the best other stack, and the targets; --plot also draws OUT/mpi_bench.png (installs
 # python3-matplotlib).  Raw RESULT lines: OUT/results.txt; the table: OUT/table.txt.
+# Before each run OUT/results.txt gets a "# run R STACK: core_bounce ..." line: the host's cost
+# of moving memory between two cores at that moment (util/lib.sh ddtx_core_bounce).
 # --report-only redoes the table (and plot) from an existing OUT/results.txt without running.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -91,7 +93,7 @@ IOV_PREFIX=${DDTX_MPICH_IOV_PREFIX:-$(ls -dt /opt/ddtx-mpich-yaksa-iov* 2>/dev/n
 DL_PREFIX=${DDTX_MPICH_DATALOOP_PREFIX:-$(util/build-mpich.sh --dataloop --print-prefix)}
 BUILD=$DDTX_ROOT/build-mpi
 BIN=$DDTX_ROOT/build-mpi-tests
-PROV_PATH=$BUILD/prov/ddtx
+PROV_PATH=${DDTX_PROV_PATH:-$BUILD/prov/ddtx}
 mkdir -p "$OUT"
 export IPATH_NO_BACKTRACE=1
 
@@ -221,7 +223,9 @@ for ((r = 1; r <= REPEAT; r++)); do
   n=${#order[@]}
   for ((i = 0; i < n; i++)); do
     s=${order[$(((i + r - 1) % n))]}
-    echo "mpi-bench.sh: run $r/$REPEAT: $s"
+    bounce=$(ddtx_core_bounce)
+    echo "mpi-bench.sh: run $r/$REPEAT: $s (${bounce#core_bounce: })"
+    echo "# run $r $s: $bounce" >>"$OUT/results.txt"
     run_stack "$s" >"$OUT/run-$s-$r.log" 2>&1
     rc=$?
     if [ $HOSTS = 0 ] || check_provider "$s" "$OUT/run-$s-$r.log"; then
@@ -231,6 +235,7 @@ for ((r = 1; r <= REPEAT; r++)); do
   done
 done
 echo "mpi-bench.sh: all runs in ${SECONDS}s; load now $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "mpi-bench.sh: after the runs, $(ddtx_core_bounce)"
 
 else
   cmd=$(sed -n '1s/^# //p' "$OUT/results.txt")
