@@ -45,6 +45,8 @@
 # python3-matplotlib).  Raw RESULT lines: OUT/results.txt; the table: OUT/table.txt.
 # Before each run OUT/results.txt gets a "# run R STACK: core_bounce ..." line: the host's cost
 # of moving memory between two cores at that moment (util/lib.sh ddtx_core_bounce).
+# DDTX_PROV_PATH=DIR runs the ddtx stacks over the provider in DIR instead of build-mpi's (an
+# older build beside the current one, in separate invocations).
 # --report-only redoes the table (and plot) from an existing OUT/results.txt without running.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
