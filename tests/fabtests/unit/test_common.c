@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The common floor: the hash index (against a brute-force search over random keys with forced
- * collisions, growth and rebuilds after removals) and the one iov check.
+ * collisions, growth and rebuilds after removals), the one iov check, and the recursive lock
+ * (re-entry, exclusion between threads, the timed wait giving the lock up and taking it back).
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +16,7 @@
 
 #include "common/hindex.h"
 #include "common/iov_check.h"
+#include "common/rlock.h"
 #include "unit_check.h"
 
 #define NKEYS 5000
@@ -135,9 +141,102 @@ static void test_iov_check(void)
 	CHECK(!ddtx_iov_check(huge, 1, 4, &total) && total == SIZE_MAX - 4, "one huge entry");
 }
 
+static struct ddtx_rlock lock;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static long counter;
+static _Atomic int stage;     /* 1: the main thread holds the lock; 2: woken */
+
+/* 20000 increments, each under the lock taken twice (the outer and an inner, re-entered). */
+static void *count_nested(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20000; i++) {
+		ddtx_rlock_lock(&lock);
+		ddtx_rlock_lock(&lock);
+		long c = counter;
+		ddtx_rlock_unlock(&lock);
+		counter = c + 1;
+		ddtx_rlock_unlock(&lock);
+	}
+	return NULL;
+}
+
+static void *try_from_other(void *arg)
+{
+	*(bool *)arg = ddtx_rlock_trylock(&lock);
+	if (*(bool *)arg)
+		ddtx_rlock_unlock(&lock);
+	return NULL;
+}
+
+static bool other_thread_gets_it(void)
+{
+	pthread_t t;
+	bool got = false;
+	pthread_create(&t, NULL, try_from_other, &got);
+	pthread_join(t, NULL);
+	return got;
+}
+
+/* Takes the lock while the main thread waits in ddtx_rlock_timedwait, and wakes it. */
+static void *wake_waiter(void *arg)
+{
+	(void)arg;
+	while (stage != 1)
+		sched_yield();
+	ddtx_rlock_lock(&lock);
+	stage = 2;
+	pthread_cond_signal(&wake);
+	ddtx_rlock_unlock(&lock);
+	return NULL;
+}
+
+static void test_rlock(void)
+{
+	CHECK(ddtx_rlock_init(&lock) == 0, "init");
+	ddtx_rlock_lock(&lock);
+	CHECK(ddtx_rlock_trylock(&lock), "the owner enters again with trylock");
+	ddtx_rlock_lock(&lock);
+	CHECK(lock.depth == 3, "depth %u after three entries", lock.depth);
+	CHECK(!other_thread_gets_it(), "another thread took a held lock");
+	ddtx_rlock_unlock(&lock);
+	ddtx_rlock_unlock(&lock);
+	CHECK(!other_thread_gets_it(), "another thread took it with one entry left");
+	ddtx_rlock_unlock(&lock);
+	CHECK(other_thread_gets_it(), "another thread could not take a free lock");
+
+	pthread_t t[2];
+	counter = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, count_nested, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK(counter == 40000, "%ld increments of 40000 under the lock", counter);
+
+	/* The timed wait lets another thread in, and returns with the lock held once more. */
+	pthread_t w;
+	stage = 0;
+	pthread_create(&w, NULL, wake_waiter, NULL);
+	ddtx_rlock_lock(&lock);
+	stage = 1;
+	while (stage != 2) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		ddtx_rlock_timedwait(&lock, &wake, &until);
+	}
+	CHECK(lock.depth == 1, "depth %u after the wait", lock.depth);
+	CHECK(!other_thread_gets_it(), "the lock is not the waiter's again after the wait");
+	ddtx_rlock_unlock(&lock);
+	pthread_join(w, NULL);
+	CHECK(other_thread_gets_it(), "not free after the waiter's unlock");
+	ddtx_rlock_destroy(&lock);
+}
+
 int main(void)
 {
 	test_hindex();
 	test_iov_check();
+	test_rlock();
 	return failures ? 1 : 0;
 }
