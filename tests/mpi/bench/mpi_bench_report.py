@@ -20,6 +20,10 @@ when several ddtx stacks ran, the best of them against the best other; then the 
 With --beat STACK (the runs across two hosts, issue 11) the targets are instead: the subject
 faster than STACK on every case; the "vs" column is then the subject's speed-up over STACK.
 --where says where the ranks ran (the plot's title).
+Lines "# run R STACK: core_bounce: ... line N ns ..." (util/mpi-bench.sh writes one before each
+run) are summed up after the table: the host's regime when each run started (a line bounced
+between the cores in more than SLOW_LINE_NS is the slow regime, in which every two-process
+figure is 2.5-5x higher; tests/fabtests/benchmarks/core_bounce.c).
 Exit status 1 when a data check failed (timings never fail it).
 """
 import json
@@ -29,12 +33,20 @@ import sys
 from collections import OrderedDict, defaultdict
 
 
+SLOW_LINE_NS = 100   # fast regime 27-35 ns, slow 160-182 (2026-11-27)
+
+
 def parse(path, stat):
     res = defaultdict(lambda: defaultdict(list))
     info = OrderedDict()
     bad = []
+    regimes = OrderedDict()  # stack -> one-way line ns at the start of each run
     with open(path, errors='replace') as f:
         for line in f:
+            m = re.match(r'# run \d+ (\S+): core_bounce: .* line (\d+) ns', line)
+            if m:
+                regimes.setdefault(m.group(1), []).append(int(m.group(2)))
+                continue
             if not line.startswith('RESULT '):
                 continue
             kv = dict(re.findall(r'(\w+)=(\S+)', line))
@@ -43,7 +55,7 @@ def parse(path, stat):
             info.setdefault(case, kv)
             if kv.get('check') != 'ok':
                 bad.append((st, case))
-    return res, info, bad
+    return res, info, bad, regimes
 
 
 def main(argv):
@@ -83,7 +95,7 @@ def main(argv):
     if not path:
         print(__doc__)
         return 2
-    res, info, bad = parse(path, stat)
+    res, info, bad, regimes = parse(path, stat)
     if stacks is None:
         stacks = []
         for c in res.values():
@@ -163,6 +175,15 @@ def main(argv):
     for r in rows:
         print('  '.join(str(x).rjust(w) if i else str(x).ljust(w) for i, (x, w) in enumerate(zip(r, widths))))
     print()
+    if regimes:
+        slow = sum(1 for v in regimes.values() for ns in v if ns > SLOW_LINE_NS)
+        runs = sum(len(v) for v in regimes.values())
+        print('Host regime at the start of each run (core_bounce, ns one-way per cache line; over '
+              '%d: the slow regime): %d of %d runs slow' % (SLOW_LINE_NS, slow, runs))
+        for st, v in regimes.items():
+            print('  %s: %s' % (st, ' '.join('%d%s' % (ns, '*' if ns > SLOW_LINE_NS else '')
+                                              for ns in v)))
+        print()
     if ncases:
         print('%s faster than every stack without ddtx on %d of %d cases' % (subject, wins_sub, ncases))
         if several:
