@@ -3,7 +3,8 @@
  * Object semantics: fi_getinfo answers, AV table and map (insert/remove/lookup/straddr and use,
  * garbage addresses refused at insert),
  * named AV refusal, CQ formats (entry layout and stride), readfrom (also FI_ADDR_NOTAVAIL),
- * sread/sreadfrom with timeouts and wake-ups, fi_cq_signal, counters (add/set/err/wait),
+ * sread/sreadfrom with timeouts and wake-ups, fi_cq_signal, progress under a CQ that does not
+ * empty, counters (add/set/err/wait),
  * close order (-FI_EBUSY), fi_enable without AV or CQ, FI_THREAD_SAFE with 4 threads per rank
  * sending and receiving concurrently on one endpoint, FI_THREAD_DOMAIN.
  */
@@ -620,6 +621,78 @@ static void *sread_thread(void *p)
 	a->ret = fi_cq_sread(a->cq, &e, 1, NULL, 10000);
 	a->dt = ft_now() - t0;
 	return NULL;
+}
+
+/* ---- a CQ that does not empty still progresses ------------------------------------------ */
+
+/*
+ * fi_cq_read returns waiting completions without progressing first (core/cq.c), but not for
+ * long.  Rank 0 holds CQ_FILL send completions, waits (making no call) until rank 1 has sent
+ * it a message, then reads its CQ one entry at a time and, for the first CQ_MORE reads, posts
+ * one more send after each: its CQ does not empty while it posts.  The CQ is a FIFO, so the
+ * receive completion's place among the send completions says when progress found the
+ * message: it must come before the last send's, not only once the CQ ran dry.  CQ_FILL +
+ * CQ_MORE stay below a shm ring's 64 slots and the ofi wire's buffers per peer: a post never
+ * finds the way to rank 1 full (which progresses too).
+ */
+#define CQ_FILL 8
+#define CQ_MORE 32
+static int t_cq_never_empty(struct ft_ctx *ctx, void *arg)
+{
+	struct fx fx;
+	struct fx_opts o = {.caps = FI_MSG | FI_TAGGED};
+	fx_open(ctx, &o, &fx);
+	uint64_t in = 0, out = 0x5eed, warm = 0;
+	if (ctx->rank == 0) {
+		/* a first message both ways: whatever a route needs (a connection) is set up */
+		FX_OK(&fx, fi_trecv(fx.ep, &warm, sizeof warm, NULL, fx.peers[1], 6, 0, &warm));
+		fx_wait(&fx, 1, NULL, TMO);
+		FX_OK(&fx, fi_trecv(fx.ep, &in, sizeof in, NULL, fx.peers[1], 7, 0, &in));
+		for (int i = 0; i < CQ_FILL; i++)
+			FX_OK(&fx, fi_tsend(fx.ep, &out, sizeof out, NULL, fx.peers[1], 9, &out));
+		atomic_store(&fx_sh->flag[0], 1);
+		while (!atomic_load(&fx_sh->flag[1]))
+			; /* no call into the provider: rank 1's message waits for our progress */
+		size_t reads = 0, sends = 0, at = 0;
+		for (;;) {
+			struct fi_cq_tagged_entry e;
+			ssize_t n = fi_cq_read(fx.cq, &e, 1);
+			if (n == -FI_EAGAIN && at)
+				break;
+			if (n == -FI_EAGAIN)
+				continue;
+			FT_CHECK(n == 1, "fi_cq_read: %zd (%s)", n, fi_strerror((int)-n));
+			if (e.op_context == &in) {
+				at = sends + 1;
+			} else {
+				FT_CHECK(e.op_context == &out, "completion of context %p",
+					 e.op_context);
+				sends++;
+			}
+			if (++reads <= CQ_MORE) {
+				ssize_t r = fi_tsend(fx.ep, &out, sizeof out, NULL, fx.peers[1], 9, &out);
+				FT_CHECK(r == 0, "fi_tsend: %zd (%s)", r, fi_strerror((int)-r));
+			}
+		}
+		FT_CHECK(in == 0xabc, "received %#llx", (unsigned long long)in);
+		FT_CHECK(sends == CQ_FILL + CQ_MORE, "%zu send completions", sends);
+		FT_CHECK(at <= sends, "the receive completion came after all %zu send completions: "
+			 "no progress while the CQ held completions", sends);
+		printf("rank 0: the receive completion after %zu of %zu send completions\n", at - 1,
+		       sends);
+	} else {
+		warm = 1;
+		FX_OK(&fx, fi_tsend(fx.ep, &warm, sizeof warm, NULL, fx.peers[0], 6, &warm));
+		fx_wait(&fx, 1, NULL, TMO);
+		while (!atomic_load(&fx_sh->flag[0]))
+			fx_progress(&fx);
+		in = 0xabc;
+		FX_OK(&fx, fi_tsend(fx.ep, &in, sizeof in, NULL, fx.peers[0], 7, &in));
+		atomic_store(&fx_sh->flag[1], 1);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
 }
 
 static int t_cq_signal(struct ft_ctx *ctx, void *arg)
@@ -1469,6 +1542,7 @@ static const struct fx_test tests[] = {
 	{"sread_unspec", 2, 30, t_sread, I(FI_WAIT_UNSPEC)},
 	{"sread_yield", 2, 30, t_sread, I(FI_WAIT_YIELD)},
 	{"cq_signal", 1, 30, t_cq_signal, NULL},
+	{"cq_never_empty", 2, 60, t_cq_never_empty, NULL},
 	{"cntr", 1, 30, t_cntr, NULL},
 	{"poll_set", 1, 30, t_poll_set, NULL},
 	{"close_order", 2, 30, t_close_order, NULL},

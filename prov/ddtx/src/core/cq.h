@@ -37,6 +37,7 @@ struct ddtx_cq {
 	struct ddtx_list errors;         /* struct ddtx_cq_err */
 	struct ddtx_cq_err *last_err;    /* freed on the next readerr (err_data lifetime) */
 	atomic_int signaled;             /* fi_cq_signal wakes sread */
+	unsigned reads_unprogressed;     /* fi_cq_read calls served without progress (cq.c) */
 };
 
 /* Append a completion.  Caller holds the domain lock. */
