@@ -18,13 +18,14 @@
 #define CQ_MIN_CAPACITY 256
 
 /*
- * A read that finds completions waiting returns them without progressing the endpoints first
- * (at most this many reads in a row: progress still runs while a CQ does not empty).  Why: a
- * rank that waits on its send CQ for a FI_DELIVERY_COMPLETE send finds the peer's reply in
- * that same progress call, then reads its receive CQ; progressing again there put a poll of
- * the core's sockets and the read of its signal (tcp) between the reply's arrival and the
- * next send, on both sides: fi_rdm_tagged_pingpong -U of 11664 B between the namespace hosts
- * took 13.0 / 14.6 us (fastest / median of 8), 11.6 / 12.9 without (docs/benchmark-results.md).
+ * A read that finds completions waiting returns them without progressing the endpoints first,
+ * at most this many reads in a row (the next one progresses: a CQ that does not empty still
+ * sees progress).  Why: a rank that waits on its send CQ for a FI_DELIVERY_COMPLETE send finds
+ * the peer's reply in that same progress call, then reads its receive CQ; progressing again
+ * there put a poll of the core's sockets and the read of its signal (tcp) between the reply's
+ * arrival and the next send, on both sides: fi_rdm_tagged_pingpong -U of 11664 B between the
+ * namespace hosts took 13.0 / 14.6 us (fastest / median of 8), 11.6 / 12.9 without
+ * (docs/benchmark-results.md).
  */
 #define CQ_READS_UNPROGRESSED_MAX 8
 
@@ -155,7 +156,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 		return -FI_EINVAL;
 	}
 	ddtx_domain_lock(cq->domain);
-	if (!cq->count || ++cq->reads_unprogressed >= CQ_READS_UNPROGRESSED_MAX) {
+	if (!cq->count || cq->reads_unprogressed++ >= CQ_READS_UNPROGRESSED_MAX) {
 		cq->reads_unprogressed = 0;
 		ddtx_domain_progress_locked(cq->domain);
 	}
