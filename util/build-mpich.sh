@@ -4,14 +4,16 @@
 # package, and installs it under a prefix outside the repository that names the variant.  Does
 # nothing when that install already exists (delete the prefix to rebuild).
 #
-#   util/build-mpich.sh [--dataloop] [--iov-max N] [--prefix DIR] [--src DIR] [--jobs N]
-#                       [--source-only] [--print-prefix]
+#   util/build-mpich.sh [--dataloop] [--iov-max N] [--ddtx-layouts] [--prefix DIR] [--src DIR]
+#                       [--jobs N] [--source-only] [--print-prefix]
 #
 # Variants and their default prefixes (--prefix overrides; DDTX_MPICH_PREFIX for the first):
 #   (default)          yaksa, MPICH's default datatype engine     /opt/ddtx-mpich-yaksa
 #   --iov-max N        yaksa, MPICH's ofi iov cap raised to N     /opt/ddtx-mpich-yaksa-iovN
 #   --dataloop         the older dataloop engine (shorter build)  /opt/ddtx-mpich-dataloop
 #                      (--dataloop --iov-max N: /opt/ddtx-mpich-dataloop-iovN)
+#   --ddtx-layouts     yaksa, datatypes handed to ddtx as layout handles
+#                                                                 /opt/ddtx-mpich-yaksa-layouts
 # Unpacked source /opt/ddtx-mpich-src (env DDTX_MPICH_SRC; util/run-mpi-tests.sh reuses its
 # test/mpi), one build directory per variant in it, make -j2.  --source-only fetches and unpacks
 # the source package and stops; --print-prefix prints the variant's prefix and stops.
@@ -22,6 +24,11 @@
 # walks it element by element, perf shows MPII_Segment_manipulate and MPIR_Typerep_to_iov); yaksa is
 # what users get.  --iov-max N turns the cap into a compile-time option (-DMPIDI_OFI_IOV_MAX=N,
 # the source's define guarded by #ifndef) so layouts of up to N pieces reach ddtx's engine.
+# --ddtx-layouts applies util/mpich/ddtx-layouts.patch (every change under
+# #ifdef MPIDI_OFI_DDTX_LAYOUTS, so the other variants build the source as it was) and copies
+# util/mpich/ofi_ddtx_layouts.c into the ofi netmod: a datatype that is a nested vector or an
+# indexed-block list goes to ddtx as a layout handle (fi_ddtx(3)) instead of an iov list or a
+# packed buffer, whatever its number of pieces; MPICH_DDTX_LAYOUTS=0 turns it off at run time.
 #
 # Debian's mpich package is built for UCX and cannot load libfabric providers, hence this build.
 # Options that keep it short on 2 cores: --disable-fortran, --disable-cxx, --disable-romio (no
@@ -30,6 +37,7 @@
 # dataloop's.  Linking against Debian's libfabric needs its private link dependencies:
 # libpsm-infinipath1-dev, libpsm2-dev, librdmacm-dev (and libibverbs-dev).
 set -euo pipefail
+DDTX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 PREFIX=""
 SRC_ROOT=${DDTX_MPICH_SRC:-/opt/ddtx-mpich-src}
@@ -38,6 +46,7 @@ SOURCE_ONLY=0
 PRINT_PREFIX=0
 ENGINE=yaksa
 IOV_MAX=""
+LAYOUTS=""
 while [ $# -gt 0 ]; do
   case $1 in
     --dataloop) ENGINE=dataloop; shift ;;
@@ -45,6 +54,7 @@ while [ $# -gt 0 ]; do
     --iov-max)
       [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "build-mpich.sh: --iov-max needs a positive number" >&2; exit 2; }
       IOV_MAX=$2; shift 2 ;;
+    --ddtx-layouts) LAYOUTS=1; shift ;;
     --print-prefix) PRINT_PREFIX=1; shift ;;
     --prefix) PREFIX=$2; shift 2 ;;
     --src) SRC_ROOT=$2; shift 2 ;;
@@ -54,7 +64,7 @@ while [ $# -gt 0 ]; do
     *) echo "build-mpich.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-VARIANT=$ENGINE${IOV_MAX:+-iov$IOV_MAX}
+VARIANT=$ENGINE${IOV_MAX:+-iov$IOV_MAX}${LAYOUTS:+-layouts}
 # DDTX_MPICH_PREFIX moves the default variant only (the scripts' other variants have their own).
 [ "$VARIANT" = yaksa ] && PREFIX=${PREFIX:-${DDTX_MPICH_PREFIX:-}}
 PREFIX=${PREFIX:-/opt/ddtx-mpich-$VARIANT}
@@ -121,8 +131,19 @@ if ! grep -q '^#ifndef MPIDI_OFI_IOV_MAX' "$TYPES_H"; then
   sed -i 's/^#define MPIDI_OFI_IOV_MAX \+(32)$/#ifndef MPIDI_OFI_IOV_MAX\n#define MPIDI_OFI_IOV_MAX (32)\n#endif/' "$TYPES_H"
   grep -q '^#ifndef MPIDI_OFI_IOV_MAX' "$TYPES_H" || { log "could not guard MPIDI_OFI_IOV_MAX in $TYPES_H"; exit 1; }
 fi
+# The layout handles' code: patched in once (guarded), the netmod's new file kept current.
+OFI_DIR="$SRC/src/mpid/ch4/netmod/ofi"
+if [ -n "$LAYOUTS" ]; then
+  if ! grep -q 'ofi_ddtx_layouts.c' "$OFI_DIR/ofi_datatype.c"; then
+    patch -d "$SRC" -p1 -s -N < "$DDTX_ROOT/util/mpich/ddtx-layouts.patch" ||
+      { log "util/mpich/ddtx-layouts.patch does not apply to $SRC"; exit 1; }
+  fi
+  cmp -s "$DDTX_ROOT/util/mpich/ofi_ddtx_layouts.c" "$OFI_DIR/ofi_ddtx_layouts.c" ||
+    cp "$DDTX_ROOT/util/mpich/ofi_ddtx_layouts.c" "$OFI_DIR/ofi_ddtx_layouts.c"
+fi
 # MPICHLIB_CPPFLAGS reach MPICH's own compilation only, not the mpicc wrapper.
-LIB_CPPFLAGS=${IOV_MAX:+-DMPIDI_OFI_IOV_MAX=$IOV_MAX}
+LIB_CPPFLAGS="${IOV_MAX:+-DMPIDI_OFI_IOV_MAX=$IOV_MAX}"
+LIB_CPPFLAGS+="${LAYOUTS:+ -DMPIDI_OFI_DDTX_LAYOUTS -I$DDTX_ROOT/include}"
 
 BUILD="$SRC_ROOT/build-$VARIANT"
 start=$(date +%s)
@@ -134,7 +155,7 @@ rm -rf "$BUILD" "$PREFIX"
 # generated kernel).  The wrappers (mpicc, ...) get the new prefix; mpichversion still shows the
 # plain build's configure line.
 SEED="$SRC_ROOT/build-$ENGINE"
-if [ -n "$IOV_MAX" ] && [ -f "$SEED/.ddtx-built" ]; then
+if [ -n "$IOV_MAX$LAYOUTS" ] && [ -f "$SEED/.ddtx-built" ]; then
   log "starting from $SEED (the sources using MPIDI_OFI_IOV_MAX are compiled again)"
   cp -a "$SEED" "$BUILD"
   rm -f "$BUILD/.ddtx-built"
@@ -142,6 +163,16 @@ if [ -n "$IOV_MAX" ] && [ -f "$SEED/.ddtx-built" ]; then
     base=$(basename "$f" .c)
     find "$BUILD" \( -name "*$base.lo" -o -name "*$base.o" \) -type f -delete
   done < <(grep -rl --include='*.c' 'MPIDI_OFI_IOV_MAX' "$SRC/src")
+  # --ddtx-layouts: every object whose dependencies name a file the patch changes (most of
+  # libmpi: the ofi netmod's inline headers reach nearly every source)
+  if [ -n "$LAYOUTS" ]; then
+    log "and every source that includes the ofi netmod's patched files"
+    patched='netmod/ofi/(ofi_pre|ofi_impl|ofi_send|ofi_recv)\.h|ofi_(datatype|ddtx_layouts|init)\.c'
+    while read -r dep; do
+      obj=$(basename "$dep"); obj=${obj%.P*}; dir=$(dirname "$(dirname "$dep")")
+      rm -f "$dir/$obj.lo" "$dir/$obj.o" "$dir/.libs/$obj.o"
+    done < <(grep -rlE --include='*.P*' "$patched" "$BUILD/src")
+  fi
   cd "$BUILD"
   seed_prefix=$(sed -n 's/^prefix = //p' Makefile)
   cppflags="$(sed -n 's/^CPPFLAGS = //p' Makefile) $LIB_CPPFLAGS"

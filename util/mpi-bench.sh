@@ -10,6 +10,8 @@
 #   mpich-ddtx   MPICH 4.0.2 ch4:ofi, yaksa engine (util/build-mpich.sh) with FI_PROVIDER=ddtx
 #   mpich-iov-ddtx  the yaksa build with a raised iov cap (util/build-mpich.sh --iov-max N;
 #                the newest /opt/ddtx-mpich-yaksa-iov*, or DDTX_MPICH_IOV_PREFIX) over ddtx
+#   mpich-lay-ddtx  the yaksa build whose vector, subarray and indexed-block datatypes go to ddtx
+#                as layout handles (util/build-mpich.sh --ddtx-layouts, or DDTX_MPICH_LAYOUTS_PREFIX)
 #   mpich-dl-ddtx   the dataloop build (util/build-mpich.sh --dataloop, or
 #                DDTX_MPICH_DATALOOP_PREFIX) over ddtx
 #   mpich-shm    the yaksa MPICH with libfabric's shm provider
@@ -30,6 +32,7 @@
 #   mpich-ddtx-net  the same over the "net" core
 #   mpich-iov-ddtx-tcp  the --iov-max build over ddtx's ofi wire on tcp (layouts of up to N pieces
 #                reach ddtx as iov lists; left out without that build)
+#   mpich-lay-ddtx-tcp  the --ddtx-layouts build over ddtx's ofi wire on tcp (left out without it)
 #   mpich-tcp    the yaksa MPICH over tcp;ofi_rxm (FI_PROVIDER=tcp), MPICH packing
 #   mpich-net    the yaksa MPICH over libfabric's net provider (not by default: a rank dies of
 #                SIGSEGV at start-up between the two hosts, 2026-11-25)
@@ -83,16 +86,17 @@ while [ $# -gt 0 ]; do
 done
 
 if [ $HOSTS = 1 ]; then
-  : "${STACKS:=mpich-ddtx-tcp,mpich-iov-ddtx-tcp,mpich-ddtx-rxm,mpich-ddtx-net,mpich-tcp,ompi-tcp}"
+  : "${STACKS:=mpich-ddtx-tcp,mpich-iov-ddtx-tcp,mpich-lay-ddtx-tcp,mpich-ddtx-rxm,mpich-ddtx-net,mpich-tcp,ompi-tcp}"
   : "${OUT:=$DDTX_ROOT/build-mpi-tests/bench-hosts}"
 else
-  : "${STACKS:=mpich-ddtx,mpich-iov-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich}"
+  : "${STACKS:=mpich-ddtx,mpich-iov-ddtx,mpich-lay-ddtx,mpich-dl-ddtx,mpich-shm,mpich-tcp,ompi-sm,deb-mpich}"
   : "${OUT:=$DDTX_ROOT/build-mpi-tests/bench}"
 fi
 
 PREFIX=${DDTX_MPICH_PREFIX:-$(util/build-mpich.sh --print-prefix)}
 IOV_PREFIX=${DDTX_MPICH_IOV_PREFIX:-$(ls -dt /opt/ddtx-mpich-yaksa-iov* 2>/dev/null | head -n1)}
 DL_PREFIX=${DDTX_MPICH_DATALOOP_PREFIX:-$(util/build-mpich.sh --dataloop --print-prefix)}
+LAY_PREFIX=${DDTX_MPICH_LAYOUTS_PREFIX:-$(util/build-mpich.sh --ddtx-layouts --print-prefix)}
 BUILD=$DDTX_ROOT/build-mpi
 BIN=$DDTX_ROOT/build-mpi-tests
 PROV_PATH=${DDTX_PROV_PATH:-$BUILD/prov/ddtx}
@@ -118,6 +122,7 @@ kept=()
 for s in "${want[@]}"; do
   case $s in
     mpich-iov-ddtx|mpich-iov-ddtx-tcp) have_build "$IOV_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --iov-max N build"; continue; } ;;
+    mpich-lay-ddtx|mpich-lay-ddtx-tcp) have_build "$LAY_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --ddtx-layouts build in $LAY_PREFIX"; continue; } ;;
     mpich-dl-ddtx) have_build "$DL_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --dataloop build in $DL_PREFIX"; continue; } ;;
   esac
   kept+=("$s")
@@ -141,10 +146,11 @@ HYDRA=(-launcher rsh -launcher-exec "$DDTX_ROOT/tests/mpi/hosts/launch.sh" -loca
 run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
   local s=$1
   case $s in
-    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm|mpich-iov-ddtx-tcp)
+    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm|mpich-iov-ddtx-tcp|mpich-lay-ddtx-tcp)
       local core=${s#mpich-*ddtx-} prefix=$PREFIX bin=$BIN/ddtx-mpich/mpi_nc_bench
       [ $core = rxm ] && core="tcp;ofi_rxm"
       [ $s = mpich-iov-ddtx-tcp ] && { prefix=$IOV_PREFIX; bin=$(variant_bin "$IOV_PREFIX"); }
+      [ $s = mpich-lay-ddtx-tcp ] && { prefix=$LAY_PREFIX; bin=$(variant_bin "$LAY_PREFIX"); }
       util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER_PATH="$PROV_PATH" FI_DDTX_WIRE=ofi \
         FI_PROVIDER="ddtx,${core%;*}" FI_DDTX_OFI_PROVIDER="$core" \
         "$prefix/bin/mpiexec" "${HYDRA[@]}" "$bin" -label $s "${ARGS[@]}" ;;
@@ -164,7 +170,7 @@ run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
 check_provider() {
   local want sel
   case $1 in
-    mpich-ddtx-*|mpich-iov-ddtx-*) want="*ddtx" ;;    # ddtx, or the layered name (tcp;ddtx)
+    mpich-ddtx-*|mpich-iov-ddtx-*|mpich-lay-ddtx-*) want="*ddtx" ;;    # ddtx, or the layered name (tcp;ddtx)
     mpich-tcp) want="tcp;ofi_rxm" ;;
     mpich-net) want="net" ;;
     *) return 0 ;;
@@ -184,6 +190,9 @@ run_stack() { # run_stack NAME -> RESULT lines on stdout
     mpich-iov-ddtx)
       env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
         "$IOV_PREFIX/bin/mpiexec" -n 2 -bind-to core "$(variant_bin "$IOV_PREFIX")" -label $s "${ARGS[@]}" ;;
+    mpich-lay-ddtx)
+      env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
+        "$LAY_PREFIX/bin/mpiexec" -n 2 -bind-to core "$(variant_bin "$LAY_PREFIX")" -label $s "${ARGS[@]}" ;;
     mpich-dl-ddtx)
       env MPIR_CVAR_NOLOCAL=1 FI_PROVIDER=ddtx FI_PROVIDER_PATH="$PROV_PATH" \
         "$DL_PREFIX/bin/mpiexec" -n 2 -bind-to core "$(variant_bin "$DL_PREFIX")" -label $s "${ARGS[@]}" ;;
@@ -214,7 +223,8 @@ cmd+=" --stacks $STACKS --repeat $REPEAT --batches $BATCHES"
   if [ $HOSTS = 1 ]; then
     echo "# MPICH $PREFIX; rank 0 on host A ($A), rank 1 on host B ($B)"
   else
-    echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-dl-ddtx ${DL_PREFIX:-none}"
+    echo "# mpich-ddtx $PREFIX; mpich-iov-ddtx ${IOV_PREFIX:-none}; mpich-lay-ddtx $LAY_PREFIX;" \
+      "mpich-dl-ddtx ${DL_PREFIX:-none}"
   fi
   echo "# $(date -u +%FT%TZ) $(uname -n) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$OUT/results.txt"

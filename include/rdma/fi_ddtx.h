@@ -137,6 +137,8 @@ struct fi_ddtx_stats {
 	 * device bounce buffer that the NIC moved. */
 	uint64_t hmem_direct_tx, hmem_direct_rx, hmem_direct_bytes, hmem_direct_stale;
 	uint64_t hmem_direct_kernel;
+	/* Sends and receives posted with a layout handle (below) as their description. */
+	uint64_t handle_ops;
 };
 
 /*

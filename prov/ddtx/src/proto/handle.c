@@ -248,6 +248,7 @@ int ddtx_handle_use(struct fi_ddtx_layout *h, const struct iovec *iov, struct dd
 	uintptr_t base = (uintptr_t)iov[0].iov_base;
 	struct ddtx_handle_base *slot = &h->bases[0];
 	h->uses++;
+	h->pd->stats.handle_ops++;
 	for (int i = 0; i < DDTX_HANDLE_BASES; i++) {
 		struct ddtx_handle_base *b = &h->bases[i];
 		if (b->layout && b->base == base) {
