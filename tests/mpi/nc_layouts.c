@@ -6,12 +6,13 @@
  *
  *   mpiexec -n 2 nc_layouts [-iters N]
  *
- * For each type T and element count c, rank 0 sends (buffer, c, T) to rank 1 three ways and rank
+ * For each type T and element count c, rank 0 sends (buffer, c, T) to rank 1 four ways and rank
  * 1 checks what arrived against MPICH's own datatype engine, used without the network: a
  * receive into (c, T) against a receive of the packed bytes sent to itself and unpacked the same
  * way (MPI_Sendrecv on MPI_COMM_SELF, which ch4 does not hand to the provider), a contiguous
  * receive against MPI_Pack, and a short message (a third of the bytes, sent contiguously) into
- * (c, T), whose count must be the bytes sent (whole basic elements: MPI matches those).  Then
+ * (c, T), whose count must be the bytes sent (whole basic elements: MPI matches those), and a
+ * message taken by MPI_Mprobe and MPI_Mrecv into (c, T) (the provider's FI_CLAIM).  Then
  * the roles swap.  Every receive buffer starts filled with a canary, so a byte written outside
  * the type's blocks is a failure too.
  *
@@ -157,6 +158,7 @@ static int check_layout(const struct layout *l, int rank, int from, long *checks
 		MPI_Send(buf, l->count, l->type, 1 - rank, 1, MPI_COMM_WORLD);
 		MPI_Send(buf, l->count, l->type, 1 - rank, 2, MPI_COMM_WORLD);
 		MPI_Send(packed, (int)part, MPI_BYTE, 1 - rank, 3, MPI_COMM_WORLD);
+		MPI_Send(buf, l->count, l->type, 1 - rank, 4, MPI_COMM_WORLD);
 	} else {
 		MPI_Status status;
 		int got;
@@ -195,6 +197,21 @@ static int check_layout(const struct layout *l, int rank, int from, long *checks
 				got, part, memcmp(mem, ref, (size_t)len) ? "wrong bytes" : "ok");
 			failed++;
 		}
+		/* 4: MPI_Mprobe, then MPI_Mrecv into the type (the provider's FI_CLAIM receive) */
+		MPI_Message msg;
+		memset(mem, CANARY, (size_t)len);
+		memset(ref, CANARY, (size_t)len);
+		MPI_Mprobe(from, 4, MPI_COMM_WORLD, &msg, &status);
+		MPI_Mrecv(buf, l->count, l->type, &msg, &status);
+		MPI_Sendrecv(packed, (int)bytes, MPI_BYTE, 0, 9, refbuf, l->count, l->type, 0, 9,
+			     MPI_COMM_SELF, MPI_STATUS_IGNORE);
+		MPI_Get_count(&status, MPI_BYTE, &got);
+		(*checks)++;
+		if (got != bytes || memcmp(mem, ref, (size_t)len)) {
+			fprintf(stderr, "nc_layouts: %s: MPI_Mrecv: %d of %ld bytes, %s\n", l->name,
+				got, bytes, memcmp(mem, ref, (size_t)len) ? "wrong bytes" : "ok");
+			failed++;
+		}
 	}
 	free(mem);
 	free(ref);
@@ -229,10 +246,10 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("nc_layouts: %ld checks, %ld failed (%d layouts, %d iterations)\n", sum[0],
 		       sum[1], n, iters);
-	/* per described layout and iteration, each rank sends two messages and receives two into
-	 * the type: what the ddtx statistics must count as operations with a handle */
+	/* per described layout and iteration, each rank sends three messages of the type and
+	 * receives three into it: what the ddtx statistics must count as operations with a handle */
 	if (rank == 0)
-		printf("nc_layouts: handle operations expected per rank: %d\n", 4 * described * iters);
+		printf("nc_layouts: handle operations expected per rank: %d\n", 6 * described * iters);
 	for (int i = 0; i < n; i++)
 		MPI_Type_free(&l[i].type);
 	MPI_Finalize();

@@ -2,7 +2,8 @@
 /*
  * Tagged messages: the tsend/trecv families, posted and unexpected queues, ignore bits,
  * directed receive among several senders (with FI_SOURCE), FI_PEEK (FI_ENOMSG when absent),
- * FI_PEEK|FI_CLAIM then FI_CLAIM, FI_DISCARD, fi_cancel, truncation under each scheme.
+ * FI_PEEK|FI_CLAIM then FI_CLAIM (into an iov and into a layout handle), FI_DISCARD, fi_cancel,
+ * truncation under each scheme.
  */
 #include <string.h>
 
@@ -504,6 +505,61 @@ static int t_claim(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * FI_CLAIM into a layout handle (desc[0]), as MPICH's MPI_Mrecv of a datatype it hands ddtx as a
+ * handle: the claimed bytes go to the handle's blocks, the gaps between them stay untouched
+ * (they were written contiguously from the base before the claim path took the handle).
+ */
+static int t_claim_handle(struct ft_ctx *ctx, void *arg)
+{
+	size_t size = (size_t)(intptr_t)arg;
+	size_t block = size < 10000 ? 40 : 1000, count = size / block, stride = block * 5 / 2;
+	struct fx fx;
+	fx_open(ctx, &topts, &fx);
+	const uint64_t tag = 0xC1A2;
+	if (ctx->rank == 0) {
+		uint8_t *b = fx_alloc(size);
+		fx_fill(b, size, 6100, 0);
+		FX_OK(&fx, fi_tsend(fx.ep, b, size, NULL, fx.peers[1], tag, b));
+		fx_pbarrier(ctx, &fx);
+		fx_wait(&fx, 1, NULL, TMO);
+		free(b);
+	} else {
+		fx_stats(&fx, &(struct fi_ddtx_stats){0}); /* opens the extension ops */
+		struct fi_ddtx_layout *h = NULL;
+		FX_OK(&fx, fx.ops->layout_create_strided(fx.domain, block, stride, count, &h));
+		size_t span = fx.ops->layout_size(h);
+		FT_CHECK(span == (count - 1) * stride + block, "layout_size %zu", span);
+		uint8_t *buf = fx_alloc(span);
+		memset(buf, 0xA5, span);
+		fx_pbarrier(ctx, &fx);
+		struct fi_context cc;
+		struct fx_comp c;
+		peek_found(&fx, tag, FI_CLAIM, &cc, &c, NULL, 0);
+		FT_CHECK(c.len == size, "peek|claim len %zu, want %zu", c.len, size);
+		struct iovec iov = {buf, span};
+		void *desc = h;
+		struct fi_msg_tagged m = {.msg_iov = &iov, .desc = &desc, .iov_count = 1,
+					  .addr = FI_ADDR_UNSPEC, .tag = tag, .context = &cc};
+		FX_OK(&fx, fi_trecvmsg(fx.ep, &m, FI_CLAIM));
+		fx_wait(&fx, 1, &c, TMO);
+		check_trx(&c, &cc, size, tag, "FI_CLAIM receive into a layout handle");
+		for (size_t i = 0; i < count; i++) {
+			FX_CHECK_PATTERN(buf + i * stride, block, 6100, i * block,
+					 "block %zu of %zu (%zu B, stride %zu) after FI_CLAIM", i,
+					 count, block, stride);
+			for (size_t g = i * stride + block; g < (i + 1) * stride && g < span; g++)
+				FT_CHECK(buf[g] == 0xA5, "FI_CLAIM into a handle wrote gap byte %zu",
+					 g);
+		}
+		FX_OK(&fx, fx.ops->layout_free(h));
+		free(buf);
+	}
+	fx_pbarrier(ctx, &fx);
+	fx_close(&fx);
+	return 0;
+}
+
 static int t_discard(struct ft_ctx *ctx, void *arg)
 {
 	size_t size = (size_t)(intptr_t)arg;
@@ -834,6 +890,8 @@ static const struct fx_test tests[] = {
 	{"peek_rndv", 2, 30, t_peek, SZ(100000)},
 	{"claim_eager", 2, 30, t_claim, SZ(1000)},
 	{"claim_rndv", 2, 30, t_claim, SZ(100000)},
+	{"claim_handle_eager", 2, 30, t_claim_handle, SZ(1000)},
+	{"claim_handle_rndv", 2, 30, t_claim_handle, SZ(100000)},
 	{"discard_eager", 2, 30, t_discard, SZ(1000)},
 	{"discard_rndv", 2, 30, t_discard, SZ(100000)},
 	{"cancel", 2, 30, t_cancel, SZ(1000)},

@@ -57,7 +57,7 @@ static ssize_t tag_recvmsg(struct fid_ep *fid, const struct fi_msg_tagged *msg, 
 				msg->ignore, msg->context, flags & ~DDTX_PROTO_NO_COMPLETION);
 	ddtx_domain_lock(ep->domain);
 	ret = ddtx_proto_peek(ep->proto, msg->addr, msg->tag, msg->ignore, msg->context, flags,
-			      msg->msg_iov, msg->iov_count);
+			      msg->msg_iov, msg->desc, msg->iov_count);
 	ddtx_domain_unlock(ep->domain);
 	return ret;
 }

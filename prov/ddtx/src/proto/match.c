@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "engine/layout.h"
 #include "proto/proto_internal.h"
 
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from)
@@ -77,7 +78,8 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 
 /* FI_PEEK (optionally with FI_CLAIM or FI_DISCARD), and FI_CLAIM of a peeked message. */
 ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, uint64_t ignore,
-			void *context, uint64_t flags, const struct iovec *iov, size_t count)
+			void *context, uint64_t flags, const struct iovec *iov, void **desc,
+			size_t count)
 {
 	if ((flags & FI_CLAIM) && !context)
 		return -FI_EINVAL;
@@ -130,9 +132,23 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 		free(u);
 		goto out;
 	}
-	/* FI_CLAIM: receive the claimed message into iov. */
-	struct ddtx_rx *rx = ddtx_rx_new(pep, iov, count, NULL);
+	/* FI_CLAIM: receive the claimed message into iov, checked as any receive's, or into the
+	 * blocks of a layout handle passed as desc[0] (MPICH's MPI_Mrecv of a datatype it hands
+	 * ddtx as a handle: without this the bytes landed contiguously from the base). */
+	size_t total = 0;
+	struct ddtx_iov_vec vec;
+	if ((ret = ddtx_iov_scan(iov, count, pep->attr.rx_iov_limit, &total, &vec))) {
+		DDTX_WARN(FI_LOG_EP_DATA, "claim: invalid iov list (count %zu)\n", count);
+		goto out;
+	}
+	struct fi_ddtx_layout *handle = ddtx_handle_of(desc, iov, count);
+	struct ddtx_layout *hl = NULL;
+	if (handle && (ret = ddtx_handle_use(handle, iov, &hl, &iov, &count)))
+		goto out;
+	struct ddtx_rx *rx = hl ? ddtx_rx_new_layout(pep, hl) : ddtx_rx_new(pep, iov, count, NULL);
 	if (!rx) {
+		if (hl)
+			ddtx_layout_put(pep->pd->layouts, hl);
 		ret = -FI_ENOMEM;
 		goto out;
 	}

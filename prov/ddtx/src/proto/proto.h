@@ -204,9 +204,11 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void **desc,
 			size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, void *context,
 			uint64_t flags, bool tagged);
-/* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM of a peeked message. */
+/* FI_PEEK (with FI_CLAIM or FI_DISCARD) and FI_CLAIM of a peeked message (into iov, or into a
+ * layout handle's blocks: desc[0]). */
 ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, uint64_t ignore,
-			void *context, uint64_t flags, const struct iovec *iov, size_t count);
+			void *context, uint64_t flags, const struct iovec *iov, void **desc,
+			size_t count);
 /* fi_writemsg / fi_readmsg and the simpler calls built on them. */
 ssize_t ddtx_proto_rma(struct ddtx_proto_ep *pep, const struct fi_msg_rma *msg, uint64_t flags,
 		       bool write);
