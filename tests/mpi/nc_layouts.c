@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nc_layouts: MPI derived datatypes that MPICH built with util/build-mpich.sh --ddtx-layouts hands
- * to ddtx as layout handles (nested vectors, subarrays, indexed blocks), and some it must not
- * (a struct of two kinds, overlapping elements), each checked byte for byte, gaps included.
+ * to ddtx as layout handles (nested vectors, subarrays and indexed blocks by their loops, a
+ * struct and an indexed type by their blocks), and one it must not (overlapping elements), each
+ * checked byte for byte, gaps included.
  *
  *   mpiexec -n 2 nc_layouts [-iters N]
  *
@@ -19,7 +20,7 @@
  * Prints "nc_layouts: N checks, F failed" on rank 0; exit status 1 on a failure.  With ddtx and
  * FI_DDTX_STATS=1 the statistics printed at MPI_Finalize count the operations that carried a
  * layout handle (handle_ops): tests/mpi/mpich_layouts.sh holds them against the number printed
- * here (every send and typed receive of a described layout, none of the two others).
+ * here (every send and typed receive of a described layout, none of the last one's).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -110,14 +111,20 @@ static int make_layouts(struct layout *l)
 	l[n].unit = 2;
 	l[n++].count = 1;
 	MPI_Type_free(&t);
-	/* not described: a struct of two kinds, and a vector whose elements overlap (count 2) */
+	/* listed (not loops): a struct of two kinds, an indexed type of unequal blocks */
 	int bl[2] = { 3, 5 };
 	MPI_Aint sd[2] = { 0, 64 };
 	MPI_Datatype st[2] = { MPI_INT, MPI_DOUBLE };
 	MPI_Type_create_struct(2, bl, sd, st, &l[n].type);
-	l[n].name = "struct-not-described";
+	l[n].name = "struct-listed";
 	l[n].unit = 52;
 	l[n++].count = 2;
+	int ibl[5] = { 1, 4, 2, 7, 3 }, idis[5] = { 40, 3, 20, 9, 31 };
+	MPI_Type_indexed(5, ibl, idis, MPI_DOUBLE, &l[n].type);
+	l[n].name = "indexed-listed";
+	l[n].unit = 8;
+	l[n++].count = 3;
+	/* not described: a vector whose elements overlap (count 2) */
 	t = vector_of(4, 1, 4, MPI_INT);
 	MPI_Type_create_resized(t, 0, 8, &l[n].type);
 	l[n].name = "overlapping-elements";
@@ -126,7 +133,7 @@ static int make_layouts(struct layout *l)
 	MPI_Type_free(&t);
 	for (int i = 0; i < n; i++)
 		MPI_Type_commit(&l[i].type);
-	return n - 2; /* described: all but the last two */
+	return n - 1; /* described: all but the last */
 }
 
 /* Bytes of count elements at buf from the buffer's start: lb, span (true extent). */
@@ -234,7 +241,7 @@ int main(int argc, char **argv)
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	struct layout l[32];
-	int described = make_layouts(l), n = described + 2;
+	int described = make_layouts(l), n = described + 1;
 	long checks = 0, failed = 0;
 	/* iterations: the second and later use the handles made by the first */
 	for (int it = 0; it < iters; it++)

@@ -3,18 +3,21 @@
  * Layout handles for the ddtx provider (ddtx's util/build-mpich.sh --ddtx-layouts).  A committed
  * datatype that is a nested vector of dense blocks (vector, hvector, contiguous and subarray
  * types, resized and dup'ed ones, nested up to four levels) or a (h)indexed-block list of dense
- * blocks is described once; the first send or receive of count elements of it makes a ddtx
- * layout handle (fi_ddtx.h), and that message goes as one iov {buffer + true_lb, span} with the
- * handle as desc[0].  MPICH then neither builds an iov list of it nor packs it when it has more
- * pieces than MPIDI_OFI_IOV_MAX: ddtx gathers and scatters the blocks with its compiled loops.
- * Anything else, a provider other than ddtx, several VNIs or NICs, or MPICH_DDTX_LAYOUTS=0 keeps
- * MPICH's own path.
+ * blocks is described once by its loops; any other (structs, indexed types) is listed: its
+ * blocks, flattened once by MPICH's engine.  The first send or receive of count elements of it
+ * makes a ddtx layout handle (fi_ddtx.h) from that, and the message goes as one iov
+ * {buffer + true_lb, span} with the handle as desc[0].  MPICH then neither builds an iov list
+ * per message nor packs it when it has more pieces than MPIDI_OFI_IOV_MAX: ddtx gathers and
+ * scatters the blocks with its compiled loops (which find the vectors in a listed layout too).
+ * Elements that overlap, a provider other than ddtx, several VNIs or NICs, or
+ * MPICH_DDTX_LAYOUTS=0 keep MPICH's own path.
  */
 #include <pthread.h>
 #include <rdma/fi_ddtx.h>
 
 #define DDTX_DIMS 4             /* what layout_create_vector takes */
 #define DDTX_COUNTS 4           /* handles kept per datatype, one per element count used */
+#define DDTX_LISTED_MAX (1 << 22)       /* blocks a handle may hold (fi_ddtx(3)) */
 
 /* count blocks of bl bytes, the first at off from the type's origin, nested innermost first */
 struct ddtx_desc {
@@ -27,6 +30,8 @@ struct MPIDI_OFI_ddtx_type {
     struct ddtx_desc d;         /* a nested vector, or the indexed blocks' length in d.bl */
     MPI_Aint nblocks;           /* indexed blocks: how many, their offsets from d.off */
     MPI_Aint *offsets;
+    int listed;                 /* neither: flattened by MPICH when a handle is made */
+    MPI_Datatype type;
     MPI_Aint size, extent, span;        /* one element: data bytes, extent, true_ub - true_lb */
     int n;                      /* handles made (read without the lock: written last) */
     MPI_Aint count[DDTX_COUNTS];
@@ -196,9 +201,17 @@ int MPIDI_OFI_ddtx_type_commit(MPIR_Datatype * dtp)
         ok = !ddtx_desc_of(dtp->handle, &t->d);
     if (!ok || !ddtx_desc_matches(dtp, t)) {
         MPL_free(t->offsets);
-        MPL_free(t);
-        return 0;
+        t->offsets = NULL;
+        memset(&t->d, 0, sizeof(t->d));
+        t->d.off = dtp->true_lb;
+        t->listed = 1;
+        if (dtp->typerep.num_contig_blocks < 1 ||
+            dtp->typerep.num_contig_blocks > DDTX_LISTED_MAX) {
+            MPL_free(t);
+            return 0;
+        }
     }
+    t->type = dtp->handle;
     t->size = dtp->size;
     t->extent = dtp->extent;
     t->span = dtp->true_ub - dtp->true_lb;
@@ -261,6 +274,35 @@ static int ddtx_ready(void)
 }
 
 /* The handle of count elements, made now if this count is new; NULL: none (MPICH's path). */
+/* A listed type's count elements as blocks {offset from the first byte, length}: MPICH's
+ * flattening at an address of our choosing, once per handle. */
+static int ddtx_handle_listed(struct MPIDI_OFI_ddtx_type *t, MPI_Aint count,
+                              struct fi_ddtx_layout **h)
+{
+    const uintptr_t at = (uintptr_t) 1 << 44;   /* any address: only the differences count */
+    MPI_Aint n = 0, got = 0, bytes = 0;
+    if (MPIR_Typerep_iov_len(count, t->type, t->size * count, &n) || n < 1 ||
+        n > DDTX_LISTED_MAX)
+        return -1;
+    struct iovec *blocks = MPL_malloc(n * sizeof(*blocks), MPL_MEM_DATATYPE);
+    if (!blocks)
+        return -1;
+    int ret = -1;
+    if (MPIR_Typerep_to_iov((const void *) at, count, t->type, 0, blocks, n, t->size * count,
+                            &got, &bytes) || got != n || bytes != t->size * count)
+        goto out;
+    for (MPI_Aint i = 0; i < n; i++) {
+        intptr_t off = (intptr_t) ((uintptr_t) blocks[i].iov_base - at) - t->d.off;
+        if (off < 0)
+            goto out;
+        blocks[i].iov_base = (void *) off;
+    }
+    ret = ddtx_ops->layout_create(MPIDI_OFI_global.ctx[0].domain, blocks, n, h);
+  out:
+    MPL_free(blocks);
+    return ret;
+}
+
 static struct fi_ddtx_layout *ddtx_handle_make(struct MPIDI_OFI_ddtx_type *t, MPI_Aint count,
                                                size_t * iov_len)
 {
@@ -269,7 +311,9 @@ static struct fi_ddtx_layout *ddtx_handle_make(struct MPIDI_OFI_ddtx_type *t, MP
     int ret = -1;
     if (count > 1 && t->extent < t->span)       /* (elements overlapping: not described) */
         return NULL;
-    if (t->offsets) {
+    if (t->listed) {
+        ret = ddtx_handle_listed(t, count, &h);
+    } else if (t->offsets) {
         size_t n = t->nblocks * count, *offs = MPL_malloc(n * sizeof(size_t), MPL_MEM_DATATYPE);
         if (!offs)
             return NULL;
