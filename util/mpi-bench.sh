@@ -10,7 +10,7 @@
 #   mpich-ddtx   MPICH 4.0.2 ch4:ofi, yaksa engine (util/build-mpich.sh) with FI_PROVIDER=ddtx
 #   mpich-iov-ddtx  the yaksa build with a raised iov cap (util/build-mpich.sh --iov-max N;
 #                the newest /opt/ddtx-mpich-yaksa-iov*, or DDTX_MPICH_IOV_PREFIX) over ddtx
-#   mpich-lay-ddtx  the yaksa build whose vector, subarray and indexed-block datatypes go to ddtx
+#   mpich-lay-ddtx  the yaksa build whose derived datatypes go to ddtx
 #                as layout handles (util/build-mpich.sh --ddtx-layouts, or DDTX_MPICH_LAYOUTS_PREFIX)
 #   mpich-dl-ddtx   the dataloop build (util/build-mpich.sh --dataloop, or
 #                DDTX_MPICH_DATALOOP_PREFIX) over ddtx

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # The meson test "mpich-layouts": MPICH built with util/build-mpich.sh --ddtx-layouts hands its
-# vector, subarray and indexed-block datatypes to ddtx as layout handles.  tests/mpi/nc_layouts
+# derived datatypes to ddtx as layout handles.  tests/mpi/nc_layouts
 # (2 ranks, every byte and gap checked against MPICH's own datatype engine) runs
 #   - over ddtx's shm wire: every rank's ddtx statistics must count operations with a handle;
 #   - with MPICH_DDTX_LAYOUTS=0: the same bytes through MPICH's iov and pack paths, no handle;
