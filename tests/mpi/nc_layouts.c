@@ -155,6 +155,41 @@ static void span_of(MPI_Datatype t, int count, MPI_Aint *off, MPI_Aint *len)
 	*len = textent + (MPI_Aint)(count - 1) * extent;
 }
 
+/* The buffers of one layout's check: mem receives, ref is the reference (both of the type's
+ * span, buf and refbuf their origins), packed holds the sender's bytes in the type's order. */
+struct bufs {
+	const struct layout *l;
+	unsigned char *mem, *ref, *buf, *refbuf, *packed;
+	MPI_Aint len;
+};
+
+/* A receive into the type (tag 1 or 3 by MPI_Recv, 4 by MPI_Mprobe + MPI_Mrecv) of `want`
+ * bytes, against those bytes unpacked by MPICH on this rank alone.  Returns 1 on a failure. */
+static int recv_typed(const struct bufs *b, int from, int tag, long want, const char *what)
+{
+	const struct layout *l = b->l;
+	MPI_Status status;
+	int got;
+	memset(b->mem, CANARY, (size_t)b->len);
+	memset(b->ref, CANARY, (size_t)b->len);
+	if (tag == 4) {
+		MPI_Message msg;
+		MPI_Mprobe(from, tag, MPI_COMM_WORLD, &msg, &status);
+		MPI_Mrecv(b->buf, l->count, l->type, &msg, &status);
+	} else {
+		MPI_Recv(b->buf, l->count, l->type, from, tag, MPI_COMM_WORLD, &status);
+	}
+	MPI_Sendrecv(b->packed, (int)want, MPI_BYTE, 0, 9, b->refbuf, l->count, l->type, 0, 9,
+		     MPI_COMM_SELF, MPI_STATUS_IGNORE);
+	MPI_Get_count(&status, MPI_BYTE, &got);
+	int bad = memcmp(b->mem, b->ref, (size_t)b->len) != 0;
+	if (got == want && !bad)
+		return 0;
+	fprintf(stderr, "nc_layouts: %s: %s: %d of %ld bytes, %s\n", l->name, what, got, want,
+		bad ? "wrong bytes" : "ok");
+	return 1;
+}
+
 /* One layout, one direction: from `from` to the other rank.  Returns the failed checks. */
 static int check_layout(const struct layout *l, int rank, int from, long *checks)
 {
@@ -165,69 +200,33 @@ static int check_layout(const struct layout *l, int rank, int from, long *checks
 	long bytes = (long)size * l->count, part = bytes / 3 / l->unit * l->unit;
 	unsigned char *mem = malloc((size_t)len), *ref = malloc((size_t)len);
 	unsigned char *flat = malloc((size_t)bytes), *packed = malloc((size_t)bytes);
-	unsigned char *buf = mem - off, *refbuf = ref - off; /* the type's origin */
+	/* (buf and refbuf: the type's origin) */
+	struct bufs b = {l, mem, ref, mem - off, ref - off, packed, len};
 	for (MPI_Aint i = 0; i < len; i++)
 		mem[i] = val(i, from);
 	int pos = 0;
-	MPI_Pack(buf, l->count, l->type, packed, (int)bytes, &pos, MPI_COMM_SELF);
+	MPI_Pack(b.buf, l->count, l->type, packed, (int)bytes, &pos, MPI_COMM_SELF);
 	if (rank == from) {
-		MPI_Send(buf, l->count, l->type, 1 - rank, 1, MPI_COMM_WORLD);
-		MPI_Send(buf, l->count, l->type, 1 - rank, 2, MPI_COMM_WORLD);
+		MPI_Send(b.buf, l->count, l->type, 1 - rank, 1, MPI_COMM_WORLD);
+		MPI_Send(b.buf, l->count, l->type, 1 - rank, 2, MPI_COMM_WORLD);
 		MPI_Send(packed, (int)part, MPI_BYTE, 1 - rank, 3, MPI_COMM_WORLD);
-		MPI_Send(buf, l->count, l->type, 1 - rank, 4, MPI_COMM_WORLD);
+		MPI_Send(b.buf, l->count, l->type, 1 - rank, 4, MPI_COMM_WORLD);
 	} else {
-		MPI_Status status;
-		int got;
-		/* 1: into the type; the reference is the packed bytes unpacked on this rank */
-		memset(mem, CANARY, (size_t)len);
-		memset(ref, CANARY, (size_t)len);
-		MPI_Recv(buf, l->count, l->type, from, 1, MPI_COMM_WORLD, &status);
-		MPI_Sendrecv(packed, (int)bytes, MPI_BYTE, 0, 9, refbuf, l->count, l->type, 0, 9,
-			     MPI_COMM_SELF, MPI_STATUS_IGNORE);
-		MPI_Get_count(&status, MPI_BYTE, &got);
-		(*checks)++;
-		if (got != bytes || memcmp(mem, ref, (size_t)len)) {
-			fprintf(stderr, "nc_layouts: %s: receive into the type: %d of %ld bytes, %s\n",
-				l->name, got, bytes, memcmp(mem, ref, (size_t)len) ? "wrong bytes" : "ok");
-			failed++;
-		}
+		/* 1: into the type */
+		failed += recv_typed(&b, from, 1, bytes, "receive into the type");
 		/* 2: contiguously; the reference is MPI_Pack's stream */
 		memset(flat, CANARY, (size_t)bytes);
-		MPI_Recv(flat, (int)bytes, MPI_BYTE, from, 2, MPI_COMM_WORLD, &status);
-		(*checks)++;
+		MPI_Recv(flat, (int)bytes, MPI_BYTE, from, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 		if (memcmp(flat, packed, (size_t)bytes)) {
 			fprintf(stderr, "nc_layouts: %s: contiguous receive differs from MPI_Pack\n",
 				l->name);
 			failed++;
 		}
 		/* 3: a short message into the type: its first `part` bytes in the type's order */
-		memset(mem, CANARY, (size_t)len);
-		memset(ref, CANARY, (size_t)len);
-		MPI_Recv(buf, l->count, l->type, from, 3, MPI_COMM_WORLD, &status);
-		MPI_Sendrecv(packed, (int)part, MPI_BYTE, 0, 9, refbuf, l->count, l->type, 0, 9,
-			     MPI_COMM_SELF, MPI_STATUS_IGNORE);
-		MPI_Get_count(&status, MPI_BYTE, &got);
-		(*checks)++;
-		if (got != part || memcmp(mem, ref, (size_t)len)) {
-			fprintf(stderr, "nc_layouts: %s: short message: %d of %ld bytes, %s\n", l->name,
-				got, part, memcmp(mem, ref, (size_t)len) ? "wrong bytes" : "ok");
-			failed++;
-		}
+		failed += recv_typed(&b, from, 3, part, "short message");
 		/* 4: MPI_Mprobe, then MPI_Mrecv into the type (the provider's FI_CLAIM receive) */
-		MPI_Message msg;
-		memset(mem, CANARY, (size_t)len);
-		memset(ref, CANARY, (size_t)len);
-		MPI_Mprobe(from, 4, MPI_COMM_WORLD, &msg, &status);
-		MPI_Mrecv(buf, l->count, l->type, &msg, &status);
-		MPI_Sendrecv(packed, (int)bytes, MPI_BYTE, 0, 9, refbuf, l->count, l->type, 0, 9,
-			     MPI_COMM_SELF, MPI_STATUS_IGNORE);
-		MPI_Get_count(&status, MPI_BYTE, &got);
-		(*checks)++;
-		if (got != bytes || memcmp(mem, ref, (size_t)len)) {
-			fprintf(stderr, "nc_layouts: %s: MPI_Mrecv: %d of %ld bytes, %s\n", l->name,
-				got, bytes, memcmp(mem, ref, (size_t)len) ? "wrong bytes" : "ok");
-			failed++;
-		}
+		failed += recv_typed(&b, from, 4, bytes, "MPI_Mrecv");
+		*checks += 4;
 	}
 	free(mem);
 	free(ref);
