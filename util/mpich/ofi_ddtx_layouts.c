@@ -35,14 +35,15 @@ struct MPIDI_OFI_ddtx_type {
     MPI_Aint size, extent, span;        /* one element: data bytes, extent, true_ub - true_lb */
     int n;                      /* handles made (read without the lock: written last) */
     MPI_Aint count[DDTX_COUNTS];
-    struct fi_ddtx_layout *layout[DDTX_COUNTS];
+    struct fi_ddtx_layout *layout[DDTX_COUNTS]; /* NULL: none could be made for that count */
     size_t iov_len[DDTX_COUNTS];
     struct MPIDI_OFI_ddtx_type *next, *prev;    /* in `live` while it holds handles */
 };
 
 static pthread_mutex_t ddtx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fi_ddtx_ops *ddtx_ops;
-static int ddtx_state;          /* 0: not asked yet, 1: ddtx, -1: not used (or finalized) */
+static int ddtx_state;          /* 0: not asked yet, 1: ddtx, -1: not used (or finalized);
+                                 * written under ddtx_lock, read without it too */
 static struct MPIDI_OFI_ddtx_type live = {.next = &live,.prev = &live };
 
 /* One more (outer) dimension; a dimension that continues a single block lengthens it. */
@@ -240,7 +241,8 @@ int MPIDI_OFI_ddtx_type_commit(MPIR_Datatype * dtp)
 static void ddtx_free_handles(struct MPIDI_OFI_ddtx_type *t)
 {
     for (int i = 0; i < t->n; i++)
-        ddtx_ops->layout_free(t->layout[i]);
+        if (t->layout[i])
+            ddtx_ops->layout_free(t->layout[i]);
     t->n = 0;
     t->next->prev = t->prev;
     t->prev->next = t->next;
@@ -269,7 +271,7 @@ void MPIDI_OFI_ddtx_layouts_finalize(void)
     pthread_mutex_lock(&ddtx_lock);
     while (live.next != &live)
         ddtx_free_handles(live.next);
-    ddtx_state = -1;
+    __atomic_store_n(&ddtx_state, -1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ddtx_lock);
 }
 
@@ -278,20 +280,20 @@ static int ddtx_ready(void)
     if (ddtx_state == 0) {
         struct fid_domain *domain = MPIDI_OFI_global.ctx[0].domain;
         void *ops = NULL;
-        ddtx_state = -1;
+        int state = -1;
         if (domain && MPIDI_OFI_global.num_vnis == 1 && MPIDI_OFI_global.num_nics == 1 &&
             !fi_open_ops(&domain->fid, FI_DDTX_DOMAIN_OPS_1, 0, &ops, NULL) &&
             ((struct fi_ddtx_ops *) ops)->size >= offsetof(struct fi_ddtx_ops,
                                                              layout_create_indexed_block) +
             sizeof(void *)) {
             ddtx_ops = ops;
-            ddtx_state = 1;
+            state = 1;
         }
+        __atomic_store_n(&ddtx_state, state, __ATOMIC_RELAXED);
     }
     return ddtx_state == 1;
 }
 
-/* The handle of count elements, made now if this count is new; NULL: none (MPICH's path). */
 /* A listed type's count elements as blocks {offset from the first byte, length}: MPICH's
  * flattening at an address of our choosing, once per handle. */
 static int ddtx_handle_listed(struct MPIDI_OFI_ddtx_type *t, MPI_Aint count,
@@ -321,6 +323,7 @@ static int ddtx_handle_listed(struct MPIDI_OFI_ddtx_type *t, MPI_Aint count,
     return ret;
 }
 
+/* The handle of count elements; NULL: none (MPICH's path). */
 static struct fi_ddtx_layout *ddtx_handle_make(struct MPIDI_OFI_ddtx_type *t, MPI_Aint count,
                                                size_t * iov_len)
 {
@@ -358,23 +361,25 @@ static struct fi_ddtx_layout *ddtx_handle_make(struct MPIDI_OFI_ddtx_type *t, MP
     return h;
 }
 
+/* The handle of count elements (made at the first use of that count; a count no handle could
+ * be made for is remembered too, so that it costs no second try), or NULL. */
 void *MPIDI_OFI_ddtx_layout(const void *buf, MPI_Aint count, MPIR_Datatype * dtp,
                             struct iovec *iov)
 {
     struct MPIDI_OFI_ddtx_type *t = dtp->dev.netmod.ofi.ddtx;
-    if (!t || count < 1)
+    if (!t || count < 1 || __atomic_load_n(&ddtx_state, __ATOMIC_RELAXED) < 0)
         return NULL;
     int n = __atomic_load_n(&t->n, __ATOMIC_ACQUIRE), i;
     for (i = 0; i < n && t->count[i] != count; i++);
     if (i == n) {
         pthread_mutex_lock(&ddtx_lock);
         for (i = 0; i < t->n && t->count[i] != count; i++);
-        if (i == t->n && (i == DDTX_COUNTS || !ddtx_ready() ||
-                          !(t->layout[i] = ddtx_handle_make(t, count, &t->iov_len[i])))) {
+        if (i == t->n && (i == DDTX_COUNTS || !ddtx_ready())) {
             pthread_mutex_unlock(&ddtx_lock);
             return NULL;
         }
         if (i == t->n) {
+            t->layout[i] = ddtx_handle_make(t, count, &t->iov_len[i]);
             t->count[i] = count;
             if (i == 0) {
                 t->next = live.next;
@@ -386,6 +391,8 @@ void *MPIDI_OFI_ddtx_layout(const void *buf, MPI_Aint count, MPIR_Datatype * dtp
         }
         pthread_mutex_unlock(&ddtx_lock);
     }
+    if (!t->layout[i])
+        return NULL;
     iov->iov_base = (char *) buf + t->d.off;
     iov->iov_len = t->iov_len[i];
     return t->layout[i];
