@@ -139,6 +139,9 @@ struct fi_ddtx_stats {
 	uint64_t hmem_direct_kernel;
 	/* Sends and receives posted with a layout handle (below) as their description. */
 	uint64_t handle_ops;
+	/* PACK payload bytes sent behind the RTS before the receiver's CTS (STREAM chunks, on
+	 * wires whose round trip costs more than a chunk: the ofi wire). */
+	uint64_t stream_bytes;
 };
 
 /*

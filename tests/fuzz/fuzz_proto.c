@@ -136,6 +136,16 @@ static void fix_up(uint8_t *msg, size_t len, unsigned which)
 		if (len >= 12)
 			memcpy(msg + 8, &id, 4);
 		break;
+	case DDTX_MSG_STREAM:
+		/* the send a live receive matched (its RTS's tx_id) */
+		if (!ddtx_list_empty(&H.pep->rx_active) && len >= 12) {
+			const struct ddtx_list_entry *e = H.pep->rx_active.head.next;
+			if (which > 1 && e->next != &H.pep->rx_active.head)
+				e = e->next;
+			id = ddtx_container_of(e, struct ddtx_rx, entry)->tx_id;
+			memcpy(msg + 8, &id, 4);
+		}
+		break;
 	case DDTX_MSG_ATOMIC_RESP:
 		if (!ddtx_list_empty(&H.pep->atomic_active) && len >= 12) {
 			const struct ddtx_list_entry *e = H.pep->atomic_active.head.next;

@@ -1363,7 +1363,8 @@ static int t_sent_leaves(struct ft_ctx *ctx, void *arg)
  * sender's later data messages are RMA writes into it (wire/ofi/ring.c): the sender's
  * statistics must count at least the payload's bytes in ring writes, and every byte must
  * arrive.  On the shm wire (FX_EXPECT_PROV unset, FI_DDTX_WIRE unset or shm) nothing is
- * written into a ring.
+ * written into a ring.  The ofi wire's sender also streams the first chunks before the CTS
+ * (STREAM, proto/send.c); the shm wire's never does.
  */
 static int t_ring(struct ft_ctx *ctx, void *arg)
 {
@@ -1388,10 +1389,15 @@ static int t_ring(struct ft_ctx *ctx, void *arg)
 		FT_CHECK(bytes >= (uint64_t)(ROUNDS - 1) * XFER_TOTAL && msgs > 0,
 			 "ofi wire: only %llu bytes in %llu ring writes for %d x %d bytes",
 			 (unsigned long long)bytes, (unsigned long long)msgs, ROUNDS, XFER_TOTAL);
+	uint64_t streamed = after.stream_bytes - before.stream_bytes;
+	printf("rank %d: %llu bytes streamed before a CTS\n", ctx->rank,
+	       (unsigned long long)streamed);
+	if (ctx->rank == 0 && getenv("FX_EXPECT_PROV"))
+		FT_CHECK(streamed > 0, "ofi wire: no PACK bytes streamed before the CTS");
 	const char *wire = getenv("FI_DDTX_WIRE");
 	if (!getenv("FX_EXPECT_PROV") && (!wire || !strcmp(wire, "shm")))
-		FT_CHECK(!msgs && !bytes, "%llu ring writes on a wire without rings",
-			 (unsigned long long)msgs);
+		FT_CHECK(!msgs && !bytes && !streamed, "%llu ring writes, %llu bytes streamed on "
+			 "the shm wire", (unsigned long long)msgs, (unsigned long long)streamed);
 	fx_close(&fx);
 	return 0;
 }

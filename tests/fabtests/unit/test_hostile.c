@@ -674,6 +674,137 @@ static void t_rts_first_chunk(void)
 	CHECK(r && len == sizeof(*r), "contiguous RTS of %zu bytes, expected %zu", len, sizeof(*r));
 }
 
+/* The attacker's message tx: an RTS proposing scheme, total bytes, first of them (byte b). */
+static void stream_rts(uint32_t tx, uint32_t scheme, size_t total, size_t first, uint8_t b,
+		       uint16_t flags)
+{
+	static struct {
+		struct ddtx_hdr_rts h;
+		uint8_t payload[4096];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_RTS, flags);
+	m.h.tx_id = tx;
+	m.h.scheme = scheme;
+	m.h.total_len = total;
+	m.h.nblocks = 1;
+	m.h.min_block = m.h.avg_block = total;
+	memset(m.payload, b, first);
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h) + first) == 0, "send RTS");
+}
+
+/* A chunk of message tx at offset (type STREAM, or DATA naming a receive), len bytes of b. */
+static void stream_chunk(unsigned type, uint32_t id, uint64_t offset, size_t len, size_t claim,
+			 uint8_t b)
+{
+	static struct {
+		struct ddtx_hdr_stream h;
+		uint8_t payload[8192];
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, type, 0);
+	m.h.tx_id = id;
+	m.h.offset = offset;
+	m.h.len = claim;
+	memset(m.payload, b, len);
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h) + len) == 0, "send chunk");
+}
+
+/* big[from, to) all b? */
+static bool all_bytes(size_t from, size_t to, uint8_t b)
+{
+	for (size_t i = from; i < to; i++)
+		if (big[i] != b)
+			return false;
+	return true;
+}
+
+/*
+ * STREAM (PACK chunks sent before the CTS, by tx_id): into the receive that matched the RTS,
+ * before or after its CTS went back; kept with an unexpected RTS until a receive matches it,
+ * the rest then coming as DATA; clipped to a truncating receive, and a late chunk of a
+ * finished receive dropped.  Forged ones (no such send, a wrong offset, a length the message
+ * does not have, behind a proposal other than PACK, beyond DDTX_STREAM_MAX) change nothing.
+ */
+static void t_stream(void)
+{
+	int ctx[5], err = -1;
+	/* Matched: RTS with 1000 bytes, a chunk before the CTS is read, one after. */
+	memset(big, 0, 16384);
+	victim_posts_recv(8192, &ctx[0]);
+	hostile_peer_forget(&H.attacker);
+	stream_rts(40, FI_DDTX_SCHEME_PACK, 6000, 1000, 0x11, 0);
+	stream_chunk(DDTX_MSG_STREAM, 40, 1000, 2000, 2000, 0x22);
+	progress_n(3);
+	const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && cts->tx_id == 40 && cts->scheme == FI_DDTX_SCHEME_PACK &&
+	      cts->accepted == 6000, "no PACK CTS for a PACK proposal");
+	CHECK(hostile_count(&H, &ctx[0], NULL) == 0, "completed before the last bytes");
+	stream_chunk(DDTX_MSG_STREAM, 40, 3000, 3000, 3000, 0x33);
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx[0], &err) == 1 && err == 0, "matched: err %d", err);
+	CHECK(all_bytes(0, 1000, 0x11) && all_bytes(1000, 3000, 0x22) &&
+	      all_bytes(3000, 6000, 0x33) && all_bytes(6000, 8192, 0), "matched: wrong bytes");
+
+	/* Unexpected: RTS and a chunk kept, then the receive, the CTS, DATA for the rest. */
+	memset(big, 0, 16384);
+	hostile_peer_forget(&H.attacker);
+	stream_rts(41, FI_DDTX_SCHEME_PACK, 7000, 1000, 0x44, 0);
+	stream_chunk(DDTX_MSG_STREAM, 41, 1000, 4000, 4000, 0x55);
+	progress_n(3);
+	victim_posts_recv(8192, &ctx[1]);
+	progress_n(3);
+	cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && cts->tx_id == 41 && cts->scheme == FI_DDTX_SCHEME_PACK, "unexpected: no CTS");
+	if (cts)
+		stream_chunk(DDTX_MSG_DATA, cts->rx_id, 5000, 2000, 2000, 0x66);
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx[1], &err) == 1 && err == 0, "unexpected: err %d", err);
+	CHECK(all_bytes(0, 1000, 0x44) && all_bytes(1000, 5000, 0x55) &&
+	      all_bytes(5000, 7000, 0x66) && all_bytes(7000, 8192, 0), "unexpected: wrong bytes");
+
+	/* Truncated: the receive takes 2000 of 6000; later chunks find it gone. */
+	memset(big, 0, 16384);
+	victim_posts_recv(2000, &ctx[2]);
+	stream_rts(42, FI_DDTX_SCHEME_PACK, 6000, 1000, 0x77, 0);
+	stream_chunk(DDTX_MSG_STREAM, 42, 1000, 2000, 2000, 0x78);
+	stream_chunk(DDTX_MSG_STREAM, 42, 3000, 3000, 3000, 0x79);
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx[2], &err) == 1 && err == FI_ETRUNC, "truncated: err %d", err);
+	CHECK(all_bytes(0, 1000, 0x77) && all_bytes(1000, 2000, 0x78) && all_bytes(2000, 4096, 0),
+	      "truncated: wrong bytes");
+
+	/* Forged: an unexpected PACK RTS, then chunks no sender would send. */
+	memset(big, 0, 16384);
+	hostile_peer_forget(&H.attacker);
+	stream_rts(43, FI_DDTX_SCHEME_PACK, 6000, 1000, 0x88, 0);
+	/* tagged: no untagged receive of this test takes it */
+	stream_rts(44, FI_DDTX_SCHEME_SGL, 6000, 0, 0, DDTX_HDR_TAGGED);
+	stream_chunk(DDTX_MSG_STREAM, 99, 1000, 100, 100, 0xe1);  /* no such send */
+	stream_chunk(DDTX_MSG_STREAM, 43, 1200, 100, 100, 0xe2);  /* not at the next byte */
+	stream_chunk(DDTX_MSG_STREAM, 43, 1000, 100, 200, 0xe3);  /* len is not what follows */
+	stream_chunk(DDTX_MSG_STREAM, 43, 1000, 0, 0, 0xe4);      /* empty */
+	stream_chunk(DDTX_MSG_STREAM, 43, 1000, 5001, 5001, 0xe5); /* past the message */
+	stream_chunk(DDTX_MSG_STREAM, 43, DDTX_STREAM_MAX, 100, 100, 0xe6); /* past the limit */
+	stream_chunk(DDTX_MSG_STREAM, 44, 0, 100, 100, 0xe7);     /* behind an SGL proposal */
+	progress_n(3);
+	/* What the RTS of 43 keeps is its own 1000 bytes: the rest comes as DATA. */
+	victim_posts_recv(8192, &ctx[3]);
+	progress_n(3);
+	cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+	CHECK(cts && cts->tx_id == 43, "forged: no CTS for the message");
+	if (cts)
+		stream_chunk(DDTX_MSG_DATA, cts->rx_id, 1000, 5000, 5000, 0x89);
+	progress_n(3);
+	CHECK(hostile_count(&H, &ctx[3], &err) == 1 && err == 0, "forged: err %d", err);
+	CHECK(all_bytes(0, 1000, 0x88) && all_bytes(1000, 6000, 0x89) && all_bytes(6000, 8192, 0),
+	      "forged chunks wrote bytes");
+	/* The victim still hears its friend. */
+	victim_posts_recv(8192, &ctx[4]);
+	progress_n(3);
+	friend_completes(&ctx[4], 0x6c);
+}
+
 /* An RTS's first chunk is checked: never longer than offered, only with PACK proposed. */
 static void t_rts_first_chunk_forged(void)
 {
@@ -1723,6 +1854,7 @@ int main(int argc, char **argv)
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
 		{"shape_correction", t_shape_correction, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
+		{"stream", t_stream, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_sources", t_forged_sources, DDTX_SCHEME_SETTING_AUTO},
 		{"sources_interleaved", t_sources_interleaved, DDTX_SCHEME_SETTING_AUTO},
 		{"forged_rma_data", t_forged_rma_data, DDTX_SCHEME_SETTING_AUTO},

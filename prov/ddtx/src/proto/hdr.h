@@ -26,8 +26,9 @@
  * RTS.pull_addr (the pull's key comes from the registration cache); 8: delivery ACKs carried
  * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids);
  * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one;
- * 10: a pull of several blocks, through the sender's windows listed behind the RTS (WINDOWS) */
-#define DDTX_PROTO_VERSION 11
+ * 10: a pull of several blocks, through the sender's windows listed behind the RTS (WINDOWS);
+ * 11: RTS with DEVICE; 12: STREAM, PACK chunks sent behind a PACK proposal before its CTS */
+#define DDTX_PROTO_VERSION 12
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -40,6 +41,7 @@ enum ddtx_msg_type {
 	DDTX_MSG_LIST_REQ = 8, /* UMR: the sender lacks a cached key list; CTS again with it */
 	DDTX_MSG_ATOMIC = 9, /* an atomic for the target to execute: op, segments, operands */
 	DDTX_MSG_ATOMIC_RESP = 10, /* the target's answer: status and, if fetching, old values */
+	DDTX_MSG_STREAM = 11, /* PACK: a chunk sent behind the RTS before the CTS (by tx_id) */
 	DDTX_MSG_TYPE_MAX,
 };
 
@@ -134,6 +136,22 @@ struct ddtx_hdr_data {
 	uint64_t offset;     /* position of the chunk in the payload */
 	uint64_t len;        /* bytes following the header */
 };
+
+/*
+ * A chunk of a send that proposed PACK, sent before its CTS came back (the wire's round trip
+ * is not waited for).  It names the sender's tx_id: the receiver may not have matched the RTS
+ * yet.  A sender streams at most DDTX_STREAM_MAX bytes of a message this way (the RTS's own
+ * first chunk included); the rest goes as DATA once the CTS has come.
+ */
+struct ddtx_hdr_stream {
+	struct ddtx_hdr_base base;
+	uint32_t tx_id;
+	uint32_t reserved2;
+	uint64_t offset;     /* position of the chunk in the payload */
+	uint64_t len;        /* bytes following the header */
+};
+
+#define DDTX_STREAM_MAX ((size_t)256 << 10)
 
 struct ddtx_hdr_done {
 	struct ddtx_hdr_base base;
@@ -265,6 +283,7 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_RTS: return sizeof(struct ddtx_hdr_rts);
 	case DDTX_MSG_CTS: return sizeof(struct ddtx_hdr_cts);
 	case DDTX_MSG_DATA: return sizeof(struct ddtx_hdr_data);
+	case DDTX_MSG_STREAM: return sizeof(struct ddtx_hdr_stream);
 	case DDTX_MSG_DONE: return sizeof(struct ddtx_hdr_done);
 	case DDTX_MSG_RMA_DATA: return sizeof(struct ddtx_hdr_rma_data);
 	case DDTX_MSG_ACK: return sizeof(struct ddtx_hdr_ack);

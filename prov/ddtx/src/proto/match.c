@@ -71,9 +71,16 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 	u->len = len;
 	u->claim_context = NULL;
 	u->inlined = 0;
+	u->stream = NULL;
 	ddtx_list_push_back((hflags & DDTX_HDR_TAGGED) ? &pep->unexp_tag : &pep->unexp_msg,
 			    &u->entry);
 	return u;
+}
+
+void ddtx_unexp_free(struct ddtx_unexp *u)
+{
+	free(u->stream);
+	free(u);
 }
 
 /* FI_PEEK (optionally with FI_CLAIM or FI_DISCARD), and FI_CLAIM of a peeked message. */
@@ -129,7 +136,7 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 							.data = u->data, .tag = u->tag,
 							.src_addr = from};
 		ddtx_report(pep, DDTX_PROTO_RX, &c);
-		free(u);
+		ddtx_unexp_free(u);
 		goto out;
 	}
 	/* FI_CLAIM: receive the claimed message into iov, checked as any receive's, or into the

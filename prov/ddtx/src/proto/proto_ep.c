@@ -38,6 +38,9 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	case DDTX_MSG_DATA:
 		ddtx_recv_on_data(pep, src, buf, len);
 		break;
+	case DDTX_MSG_STREAM:
+		ddtx_recv_on_stream(pep, src, buf, len);
+		break;
 	case DDTX_MSG_DONE:
 		ddtx_recv_on_done(pep, src, buf, len);
 		break;
@@ -172,8 +175,10 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	ddtx_iov_spares_free(pep);
 	ddtx_rx_spares_free(pep);
 	ddtx_ipc_drop(pep, true, 0); /* peers' allocations this endpoint mapped */
-	free_list(&pep->unexp_msg, offsetof(struct ddtx_unexp, entry));
-	free_list(&pep->unexp_tag, offsetof(struct ddtx_unexp, entry));
+	struct ddtx_list *unexp[] = {&pep->unexp_msg, &pep->unexp_tag};
+	for (size_t i = 0; i < 2; i++)
+		while ((it = ddtx_list_pop_front(unexp[i])))
+			ddtx_unexp_free(ddtx_container_of(it, struct ddtx_unexp, entry));
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);

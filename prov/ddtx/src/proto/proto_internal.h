@@ -128,6 +128,8 @@ struct ddtx_tx {
 	size_t described;                /* ZCOPY: bytes the receiver's CTS batches covered so far */
 	size_t chunk;                    /* UMR: the window length of the first CTS */
 	size_t inlined;                  /* payload bytes that went in the RTS (PACK) */
+	size_t streamed;                 /* bytes sent before the CTS: inlined, then STREAM chunks */
+	bool streaming;                  /* STREAM chunks go out until the CTS comes (send.c) */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
 	bool ipc;                        /* offered by CUDA IPC: its stage is not filled yet */
@@ -209,7 +211,9 @@ struct ddtx_unexp {
 	void *claim_context;             /* set by FI_PEEK | FI_CLAIM */
 	uint32_t ack_tx_id;              /* EAGER with ACK_REQ */
 	struct ddtx_hdr_rts rts;
-	size_t inlined;                  /* RTS: payload bytes it carried, in payload[] */
+	size_t inlined;                  /* RTS: payload bytes it carried, in payload[], and the
+					  * STREAM chunks that followed it, in stream */
+	uint8_t *stream;                 /* RTS followed by STREAM chunks: all inlined bytes, or NULL */
 	uint8_t payload[];               /* EAGER: len bytes */
 };
 
@@ -517,6 +521,7 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 /* rndv_recv.c: the receiver's rendezvous */
 void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
+void ddtx_recv_on_stream(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);
 void ddtx_recv_on_list_req(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
 			   size_t len);
@@ -532,6 +537,7 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *pul
 bool ddtx_match_rx(const struct ddtx_rx *rx, bool tagged, uint64_t tag, fi_addr_t from);
 struct ddtx_rx *ddtx_posted_find(struct ddtx_proto_ep *pep, bool tagged, uint64_t tag,
 				 fi_addr_t from);
+void ddtx_unexp_free(struct ddtx_unexp *u);
 struct ddtx_unexp *ddtx_unexp_find(struct ddtx_proto_ep *pep, bool tagged, fi_addr_t src,
 				   uint64_t tag, uint64_t ignore, void *claim_context);
 struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint8_t type,

@@ -94,9 +94,10 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 		if (u->hdr_flags & DDTX_HDR_ACK_REQ)
 			ddtx_ack_owe(pep, u->peer, u->ack_tx_id, true);
 	} else {
-		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->payload, u->inlined);
+		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->stream ? u->stream : u->payload,
+				    u->inlined);
 	}
-	free(u);
+	ddtx_unexp_free(u);
 	return gone;
 }
 

@@ -653,6 +653,91 @@ void ddtx_recv_on_data(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *b
 		rx_finish(pep, rx);
 }
 
+/* The receive that matched send tx_id of peer src, with its rendezvous under way. */
+static struct ddtx_rx *stream_rx(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t tx_id)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->rx_active, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		if (rx->state == DDTX_RX_RNDV && rx->peer == src && rx->tx_id == tx_id)
+			return rx;
+	}
+	return NULL;
+}
+
+/* The unexpected RTS of send tx_id of peer src, still waiting for a receive. */
+static struct ddtx_unexp *stream_unexp(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t tx_id)
+{
+	struct ddtx_list *queues[] = {&pep->unexp_tag, &pep->unexp_msg};
+	struct ddtx_list_entry *it, *tmp;
+	for (size_t q = 0; q < 2; q++)
+		ddtx_list_foreach_safe(queues[q], it, tmp)
+		{
+			struct ddtx_unexp *u = ddtx_container_of(it, struct ddtx_unexp, entry);
+			if (u->type == DDTX_MSG_RTS && u->peer == src && u->rts.tx_id == tx_id)
+				return u;
+		}
+	return NULL;
+}
+
+/* Kept with its unexpected RTS, behind the bytes already there; NULL, or why not. */
+static const char *stream_keep(struct ddtx_unexp *u, const struct ddtx_hdr_stream *h)
+{
+	/* Only behind a plain PACK proposal: the bytes after any other RTS are not payload. */
+	if (u->rts.scheme != FI_DDTX_SCHEME_PACK ||
+	    (u->hdr_flags & (DDTX_HDR_IPC | DDTX_HDR_PULL | DDTX_HDR_WINDOWS | DDTX_HDR_DEVICE)))
+		return "not after a PACK proposal";
+	if (h->offset != u->inlined || h->len > u->rts.total_len - h->offset)
+		return "bad offset or len";
+	if (!u->stream) {
+		u->stream = malloc(DDTX_MIN(u->rts.total_len, DDTX_STREAM_MAX));
+		if (!u->stream)
+			return "out of memory";
+		memcpy(u->stream, u->payload, u->inlined);
+	}
+	memcpy(u->stream + h->offset, h + 1, h->len);
+	u->inlined += h->len;
+	return NULL;
+}
+
+/*
+ * A STREAM chunk: into the receive that took its RTS under PACK, at the next byte, or kept
+ * with the RTS while no receive has matched it.  Found neither, it is a late chunk of a receive
+ * that already completed (it accepted fewer bytes than the sender streamed) or went by another
+ * scheme (whose transfer moves these bytes again): dropped quietly.
+ */
+void ddtx_recv_on_stream(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
+{
+	const struct ddtx_hdr_stream *h = buf;
+	const char *bad = NULL;
+	if (h->len != len - sizeof(*h) || !h->len || h->len > DDTX_STREAM_MAX ||
+	    h->offset > DDTX_STREAM_MAX - h->len) {
+		bad = "bad len or offset";
+	} else {
+		struct ddtx_rx *rx = stream_rx(pep, src, h->tx_id);
+		struct ddtx_unexp *u = rx ? NULL : stream_unexp(pep, src, h->tx_id);
+		if (rx && rx->scheme == FI_DDTX_SCHEME_PACK) {
+			if (h->offset != rx->received) {
+				bad = "bad offset";
+			} else {
+				/* The sender did not know how much the receive takes. */
+				size_t n = DDTX_MIN(h->len, rx->accepted - rx->received);
+				ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
+						  h->offset, h + 1, n);
+				rx->received += n;
+				if (rx->received == rx->accepted)
+					rx_finish(pep, rx);
+			}
+		} else if (u) {
+			bad = stream_keep(u, h);
+		}
+	}
+	if (bad)
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping STREAM from peer %u for send %u: %s\n", src,
+			  h->tx_id, bad);
+}
+
 void ddtx_recv_on_done(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_done *h = buf;

@@ -97,6 +97,8 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 	return (ssize_t)len;
 }
 
+static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
+
 /* A send to track; with borrow, iov is the list of the layout that tx->layout holds. */
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			      bool borrow)
@@ -545,7 +547,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = send_now(pep, peer, &rts, sizeof(rts), &o, 1);
 	} else if (first) {
 		ssize_t n = send_rts_first(pep, tx, &rts, first);
-		tx->inlined = n > 0 ? (size_t)n : 0;
+		tx->inlined = tx->streamed = n > 0 ? (size_t)n : 0;
 		ret = n < 0 ? (int)n : 0;
 	} else {
 		ddtx_ack_carry(pep, peer, &rts.base);
@@ -558,6 +560,11 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 	}
 	ddtx_list_push_back(&pep->tx_active, &tx->entry);
+	if (!ret && pep->caps->pack_stream && rts.scheme == FI_DDTX_SCHEME_PACK &&
+	    !(rts.base.flags & (DDTX_HDR_IPC | DDTX_HDR_PULL | DDTX_HDR_WINDOWS | DDTX_HDR_DEVICE))) {
+		tx->streaming = true;
+		ret = stream_more(pep, tx);
+	}
 	if (ret) {
 		ddtx_tx_fail(pep, tx, -ret);
 		ret = 0;
@@ -788,6 +795,7 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		}
 	}
 	if (tx->state == DDTX_TX_WAIT_CTS) {
+		tx->streaming = false;
 		tx->scheme = (enum fi_ddtx_scheme)cts->scheme;
 		tx->accepted = cts->accepted;
 		tx->rx_id = cts->rx_id;
@@ -803,8 +811,9 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			tx->described = tx->sent = cts->offset;
 		}
 		if (tx->state == DDTX_TX_PACK) {
-			/* The RTS carried the first bytes; the receiver counts them as received. */
-			tx->sent = DDTX_MIN(tx->inlined, tx->accepted);
+			/* The RTS carried the first bytes, STREAM chunks may have followed: the
+			 * receiver counts them as received. */
+			tx->sent = DDTX_MIN(tx->streamed, tx->accepted);
 			ddtx_send_progress(pep);
 			return;
 		}
@@ -865,8 +874,13 @@ static size_t pack_part(size_t accepted)
 	return DDTX_MIN(part, DDTX_MAX(accepted / PACK_FINE, (size_t)PACK_MID_CHUNK));
 }
 
-/* PACK: gather the next chunk straight into the peer's queue, behind a DATA header. */
-static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+/*
+ * Gather the next bytes of tx's payload, from offset and before end, straight into the peer's
+ * queue behind a DATA header (id: the receive's) or a STREAM one (id: our send's; the two
+ * headers are alike).  Returns the bytes it moved, or a negative FI_E* (-FI_EAGAIN: no room).
+ */
+static ssize_t chunk_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, uint8_t type, uint32_t id,
+			 size_t offset, size_t end)
 {
 	struct ddtx_wire_send_buf buf;
 	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(struct ddtx_hdr_data) + 1,
@@ -877,18 +891,53 @@ static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	size_t room = buf.cap - sizeof(*h);
 	/* A wire whose message costs more than the overlap of smaller chunks buys (caps.pack_fill:
 	 * the ofi wire), or holds under two minimum chunks: fill each message. */
-	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK ? room
-									: pack_part(tx->accepted);
-	size_t len = DDTX_MIN(DDTX_MIN(tx->accepted - tx->sent, room), part);
-	ddtx_hdr_init(&h->base, DDTX_MSG_DATA, 0);
+	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK ? room : pack_part(end);
+	size_t len = DDTX_MIN(DDTX_MIN(end - offset, room), part);
+	ddtx_hdr_init(&h->base, type, 0);
 	ddtx_ack_carry(pep, tx->peer, &h->base);
-	h->rx_id = tx->rx_id;
+	h->rx_id = id;
 	h->reserved2 = 0;
-	h->offset = tx->sent;
+	h->offset = offset;
 	h->len = len;
-	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, tx->sent, h + 1, len);
+	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, offset, h + 1, len);
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*h) + len);
-	tx->sent += len;
+	return (ssize_t)len;
+}
+
+_Static_assert(sizeof(struct ddtx_hdr_stream) == sizeof(struct ddtx_hdr_data), "STREAM as DATA");
+_Static_assert(offsetof(struct ddtx_hdr_stream, tx_id) == offsetof(struct ddtx_hdr_data, rx_id),
+	       "STREAM's id where DATA's is");
+_Static_assert(offsetof(struct ddtx_hdr_stream, offset) == offsetof(struct ddtx_hdr_data, offset),
+	       "STREAM's offset where DATA's is");
+
+/* PACK: the next chunk after the CTS. */
+static int pack_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	ssize_t n = chunk_one(pep, tx, DDTX_MSG_DATA, tx->rx_id, tx->sent, tx->accepted);
+	if (n < 0)
+		return (int)n;
+	tx->sent += (size_t)n;
+	return 0;
+}
+
+/*
+ * STREAM: chunks of a PACK proposal before its CTS, while the peer's queue has room, up to
+ * DDTX_STREAM_MAX bytes of the message.  A receiver decides PACK for a PACK proposal, and on a
+ * wire with a long round trip (caps.pack_stream) waiting for its CTS left the wire idle: over
+ * tcp between the two namespace hosts a 192 KiB PACK message took 77 us where a pull took 59.
+ */
+static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	size_t end = DDTX_MIN(tx->total, DDTX_STREAM_MAX);
+	while (tx->streaming && tx->streamed < end) {
+		ssize_t n = chunk_one(pep, tx, DDTX_MSG_STREAM, tx->id, tx->streamed, end);
+		if (n == -FI_EAGAIN)
+			return 0;
+		if (n < 0)
+			return (int)n;
+		tx->streamed += (size_t)n;
+		pep->pd->stats.stream_bytes += (size_t)n;
+	}
 	return 0;
 }
 
@@ -900,6 +949,12 @@ void ddtx_send_progress(struct ddtx_proto_ep *pep)
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
 		if (tx->state == DDTX_TX_WAIT_WIRE && tx_left(pep, tx)) {
 			tx_finish(pep, tx);
+			continue;
+		}
+		if (tx->state == DDTX_TX_WAIT_CTS && tx->streaming) {
+			int ret = stream_more(pep, tx);
+			if (ret)
+				ddtx_tx_fail(pep, tx, -ret);
 			continue;
 		}
 		if (tx->state != DDTX_TX_PACK)

@@ -37,6 +37,8 @@ struct ddtx_wire_caps {
 	bool recv_scatter;        /* a send can scatter into receiver-posted SGEs */
 	bool pack_fill;           /* PACK fills each message rather than cutting a payload into
 				   * chunks for overlap: a message costs more than the overlap buys */
+	bool pack_stream;         /* PACK chunks follow the RTS before its CTS (STREAM): the round
+				   * trip costs more than a chunk's transfer */
 	bool carry_acks;          /* a message costs more than the unexpected copy a delivery ACK
 				   * carried on the reply causes: ACKs wait for a ride (proto/ack.c) */
 	bool device_keys;         /* keys and local SGEs may cover CUDA device memory: the NIC

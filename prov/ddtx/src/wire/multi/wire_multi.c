@@ -52,6 +52,7 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	/* PACK overlaps on the local wire; a fabric message is held to max_send_size (claim),
 	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */
 	c->pack_fill = false;
+	c->pack_stream = false; /* per endpoint, not per peer: the local wire's round trip is short */
 	/* per peer, the sub-wire's (multi_peer_carries_acks); this is for a peer not yet known */
 	c->carry_acks = false;
 }

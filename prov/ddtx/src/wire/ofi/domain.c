@@ -216,6 +216,8 @@ int ddtx_ofi_domain_open(const struct ddtx_wire_params *params, struct ddtx_wire
 	 * PACK fills the receive ring's 64 KiB messages (docs/benchmark-results.md, branch
 	 * ofirma: filled against cut into 8 chunks). */
 	dom->caps.pack_fill = true;
+	/* And PACK does not wait a round trip for its CTS (proto/send.c, stream_more). */
+	dom->caps.pack_stream = true;
 	/* For the same reason delivery ACKs ride on reverse traffic: MPICH's 8 KiB ping-pong over
 	 * tcp 13.1 -> 10.5 us (docs/benchmark-results.md, branch ackpb). */
 	dom->caps.carry_acks = true;
