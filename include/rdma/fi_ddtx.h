@@ -142,6 +142,9 @@ struct fi_ddtx_stats {
 	/* PACK payload bytes sent behind the RTS before the receiver's CTS (STREAM chunks, on
 	 * wires whose round trip costs more than a chunk: the ofi wire). */
 	uint64_t stream_bytes;
+	/* PACK payload bytes the sender wrote into the peer's queue with streaming
+	 * (non-temporal) stores, as the receiver asked (the shm wire, FI_DDTX_PACK_STORES). */
+	uint64_t pack_streaming_bytes;
 };
 
 /*

@@ -1403,6 +1403,55 @@ static int t_ring(struct ft_ctx *ctx, void *arg)
 }
 
 /*
+ * The stores that write PACK's chunks (FI_DDTX_PACK_STORES = arg; engine/store_choice.h).  On
+ * the shm wire the sender writes every chunk after the CTS with streaming stores when the
+ * receiver asks: always (streaming), never (cached), or (auto) when its timings say so, and
+ * the receiver tries both kinds first.  Every byte is checked each time; the sender's
+ * statistics say which stores wrote them.  On the other wires chunks are read from the
+ * sender's cache by the NIC or the kernel: never streaming stores.
+ */
+static int t_pack_stores(struct ft_ctx *ctx, void *arg)
+{
+	const char *stores = arg;
+	setenv("FI_DDTX_PACK_STORES", stores, 1);
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = "pack";
+	fx_open(ctx, &o, &fx);
+	enum { ROUNDS = 6 };
+	struct fi_ddtx_stats before, after;
+	fx_stats(&fx, &before);
+	for (int i = 0; i < ROUNDS; i++) {
+		strided_transfer(ctx, &fx, 6100 + (uint64_t)i, stores, false);
+		fx_pbarrier(ctx, &fx);
+	}
+	fx_stats(&fx, &after);
+	uint64_t streamed = after.pack_streaming_bytes - before.pack_streaming_bytes;
+	printf("rank %d (%s): %llu PACK bytes written with streaming stores\n", ctx->rank, stores,
+	       (unsigned long long)streamed);
+	const char *wire = getenv("FI_DDTX_WIRE");
+	bool shm = !getenv("FX_EXPECT_PROV") && (!wire || !strcmp(wire, "shm"));
+	uint64_t total = (uint64_t)ROUNDS * XFER_TOTAL;
+	if (ctx->rank == 1 || !shm)
+		FT_CHECK(!streamed, "%llu bytes written with streaming stores (%s)",
+			 (unsigned long long)streamed, ctx->rank ? "by the receiver" : "not shm");
+	else if (!strcmp(stores, "streaming"))
+		/* all but the RTS's first chunks */
+		FT_CHECK(streamed >= total / 2 && streamed <= total, "streaming: %llu of %llu bytes",
+			 (unsigned long long)streamed, (unsigned long long)total);
+	else if (!strcmp(stores, "cached"))
+		FT_CHECK(!streamed, "cached: %llu bytes by streaming stores",
+			 (unsigned long long)streamed);
+	else
+		/* two transfers by each kind first */
+		FT_CHECK(streamed >= 2 * (uint64_t)XFER_TOTAL / 2 && streamed < total,
+			 "auto: %llu of %llu bytes by streaming stores, not both kinds",
+			 (unsigned long long)streamed, (unsigned long long)total);
+	fx_close(&fx);
+	return 0;
+}
+
+/*
  * Eager sends up to the receive ring's slot.  Over tcp;ofi_rxm a message sent through rxm is held
  * to rxm's 16 KiB eager size, but one written into the peer's receive ring may fill a 64 KiB
  * slot: once the ring is granted, a 20000-byte send within FI_DDTX_EAGER_SIZE goes eager there
@@ -2065,6 +2114,9 @@ static const struct fx_test tests[] = {
 	{"lent_lists_umr", 2, 60, t_lent_lists, "umr"},
 	{"sent_leaves", 2, 60, t_sent_leaves, NULL},
 	{"ring", 2, 60, t_ring, NULL},
+	{"pack_stores_streaming", 2, 60, t_pack_stores, "streaming"},
+	{"pack_stores_cached", 2, 60, t_pack_stores, "cached"},
+	{"pack_stores_auto", 2, 60, t_pack_stores, "auto"},
 	{"ring_eager", 2, 60, t_ring_eager, NULL},
 	{"inject_flag", 2, 30, t_inject_flag, NULL},
 	{"delivery_complete_then_close", 2, 60, t_dc_then_close, NULL},

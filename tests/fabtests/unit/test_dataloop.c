@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/iov_check.h"
+#include "common/minmax.h"
 #include "engine/dataloop.h"
 #include "engine/gpu_runs.h"
 #include "engine/iov.h"
@@ -647,6 +648,38 @@ static void test_cache(void)
 	ddtx_iov_gather(iov, 513, 100, ref, 5000);
 	CHECK(got == 5000 && !memcmp(out, ref, got), "pack gather through the layout");
 	ddtx_layout_put(lc, l);
+
+	/* The streaming gather (engine/pack.h) gives the same bytes as the plain one, compiled
+	 * or walked, to a destination of any alignment, across its pieces (16 KiB) and past the
+	 * layout's end, and writes nothing around them. */
+	static struct iovec big[2048];
+	static uint8_t sout[1 << 16];
+	strided(big, buf + 5, 2048, 24, 32); /* 48 KiB */
+	struct ddtx_layout *lb = ddtx_layout_get(lc, big, 2048, &hit);
+	CHECK(lb && ddtx_layout_dataloop(lc, lb), "a vector of 2048 blocks compiles");
+	const size_t soffs[] = {0, 1, 100, 16383, 40000, 49000};
+	const size_t slens[] = {1, 15, 64, 100, 16384, 16385, 40000};
+	const size_t shifts[] = {0, 1, 7, 16, 33};
+	for (size_t a = 0; a < sizeof(soffs) / sizeof(soffs[0]); a++)
+		for (size_t b = 0; b < sizeof(slens) / sizeof(slens[0]); b++)
+			for (size_t c = 0; c < sizeof(shifts) / sizeof(shifts[0]); c++)
+				for (int walked = 0; walked < 2; walked++) {
+					size_t off = soffs[a], len = slens[b], sh = shifts[c];
+					size_t want = off >= 49152 ? 0 : DDTX_MIN(len, 49152 - off);
+					memset(sout, 0xa5, sizeof(sout));
+					memset(ref, 0, sizeof(ref));
+					got = ddtx_pack_gather_streaming(lc, walked ? NULL : lb,
+									 big, 2048, off, sout + sh,
+									 len);
+					ddtx_iov_gather(big, 2048, off, ref, len);
+					CHECK(got == want && !memcmp(sout + sh, ref, want) &&
+						      sout[sh + want] == 0xa5 &&
+						      (!sh || sout[sh - 1] == 0xa5),
+					      "streaming gather [%zu, +%zu) to +%zu (%s): %zu of "
+					      "%zu bytes, or wrong bytes", off, len, sh,
+					      walked ? "walked" : "compiled", got, want);
+				}
+	ddtx_layout_put(lc, lb);
 
 	/* Irregular: the iov walk packs it. */
 	struct iovec irr[3] = {{buf, 7}, {buf + 100, 300}, {buf + 1000, 5}};

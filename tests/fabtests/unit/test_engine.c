@@ -17,6 +17,7 @@
 #include "engine/iov.h"
 #include "engine/layout.h"
 #include "engine/scheme.h"
+#include "engine/store_choice.h"
 #include "common/optable.h"
 
 #include "unit_check.h"
@@ -518,12 +519,71 @@ static void test_cost_bias(void)
 	CHECK(!ddtx_cost_bias_factors(&b, milc, g), "bad timings made an entry");
 }
 
+/*
+ * PACK's stores per shape (engine/store_choice.h), through the host's two regimes as measured:
+ * 256 KiB took 20 us by cached stores and 45 by streaming ones in the fast regime, 110 and 45
+ * in the slow one.  Both are tried, the faster kept with a try of the other now and then
+ * (fewer while it keeps losing), and a change of regime either way is followed.
+ */
+static unsigned store_run(struct ddtx_store_choice *c, uint64_t shape, int n, uint64_t cached_ns,
+			  uint64_t streaming_ns, int *first_streaming, int *first_cached)
+{
+	unsigned streamed = 0;
+	*first_streaming = *first_cached = -1;
+	for (int i = 0; i < n; i++) {
+		enum ddtx_pack_stores s = ddtx_store_choose(c, shape);
+		if (s == DDTX_STORES_STREAMING && *first_streaming < 0)
+			*first_streaming = i;
+		if (s == DDTX_STORES_CACHED && *first_cached < 0)
+			*first_cached = i;
+		streamed += s == DDTX_STORES_STREAMING;
+		ddtx_store_observe(c, shape, s, s == DDTX_STORES_STREAMING ? streaming_ns : cached_ns,
+				   256 * 1024);
+	}
+	return streamed;
+}
+
+static void test_store_choice(void)
+{
+	static struct ddtx_store_choice c;
+	ddtx_store_choice_init(&c);
+	const uint64_t shape = 0x5eed;
+	int fs, fc;
+	unsigned streamed = store_run(&c, shape, 300, 20000, 45000, &fs, &fc);
+	CHECK(fc == 0 && fs >= 0 && fs <= 3, "both kinds tried first (cached at %d, streaming "
+	      "at %d)", fc, fs);
+	CHECK(streamed >= 2 && streamed <= 12, "fast regime: streaming stores %u of 300", streamed);
+	/* The slow regime: cached stores lose within a few transfers. */
+	streamed = store_run(&c, shape, 300, 110000, 45000, &fs, &fc);
+	CHECK(fs >= 0 && fs <= 3, "slow regime seen after %d transfers", fs);
+	CHECK(streamed >= 285, "slow regime: streaming stores %u of 300", streamed);
+	/* Fast again: the next try of cached stores (at most 64 choices on) brings them back. */
+	store_run(&c, shape, 70, 20000, 45000, &fs, &fc);
+	CHECK(fc >= 0 && fc <= 64, "fast regime seen again after %d transfers", fc);
+	streamed = store_run(&c, shape, 300, 20000, 45000, &fs, &fc);
+	CHECK(streamed <= 12, "fast regime again: streaming stores %u of 300", streamed);
+	/* Level kinds: tries stay frequent (neither loses by 1.5x), the choice is either. */
+	streamed = store_run(&c, 0x1e7e1, 300, 30000, 31000, &fs, &fc);
+	CHECK(streamed >= 2 && streamed < 300, "level kinds: streaming stores %u of 300", streamed);
+	/* Another shape in the same slot starts over; nonsense observations are ignored. */
+	uint64_t other = shape + DDTX_STORE_CHOICE_SLOTS * 0x40000000ull;
+	CHECK(ddtx_store_choose(&c, other) == DDTX_STORES_CACHED, "a new shape starts cached");
+	ddtx_store_observe(&c, other, DDTX_STORES_COUNT, 1, 1);
+	ddtx_store_observe(&c, other, DDTX_STORES_STREAMING, 1, 0);
+	for (int i = 0; i < 2; i++)
+		ddtx_store_observe(&c, other, DDTX_STORES_CACHED, 20000, 256 * 1024);
+	ddtx_store_observe(&c, other, DDTX_STORES_STREAMING, 45000, 256 * 1024);
+	CHECK(ddtx_store_choose(&c, other) == DDTX_STORES_STREAMING,
+	      "an observation of no kind or no bytes was counted");
+}
+
 int main(void)
 {
 	test_windows();
 	test_cost();
 	test_cost_timer();
 	test_cost_bias();
+	test_store_choice();
 	test_cursor();
 	test_gather_scatter(false);
 	test_gather_scatter(true);

@@ -674,6 +674,68 @@ static void t_rts_first_chunk(void)
 	CHECK(r && len == sizeof(*r), "contiguous RTS of %zu bytes, expected %zu", len, sizeof(*r));
 }
 
+/*
+ * The stores a PACK CTS asks for (its chunk field; engine/store_choice.h).  A value that names
+ * no kind fails the send, with no DATA; streaming stores write the bytes cached stores would,
+ * and only when a CTS asked for them.  The victim sends 1024 blocks of 80 B each time.
+ */
+static void t_pack_stores(void)
+{
+	enum { N = 1024, BLK = 80, STRIDE = 160 };
+	static struct iovec iov[N];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 13 + 5);
+	for (int i = 0; i < N; i++)
+		iov[i] = (struct iovec){big + (size_t)i * STRIDE, BLK};
+	const uint64_t asked[] = {7, DDTX_STORES_STREAMING, DDTX_STORES_CACHED};
+	static int ctxs[3]; /* a context each: completions are counted by it */
+	for (int round = 0; round < 3; round++) {
+		int *ctx = &ctxs[round], err = -1;
+		uint64_t before = H.pd->stats.pack_streaming_bytes;
+		hostile_peer_forget(&H.attacker);
+		ddtx_rlock_lock(&H.lock);
+		ssize_t ret = ddtx_proto_send(H.pep, iov, NULL, N, 0, 0, 0, ctx, 0, false);
+		ddtx_rlock_unlock(&H.lock);
+		CHECK(ret == 0, "send: %zd", ret);
+		progress_n(2);
+		size_t len = 0;
+		const struct ddtx_hdr_rts *r = hostile_peer_last(&H.attacker, DDTX_MSG_RTS, &len);
+		CHECK(r && r->scheme == FI_DDTX_SCHEME_PACK, "no PACK RTS");
+		if (!r)
+			return;
+		size_t first = len - sizeof(*r);
+		send_cts(r->tx_id, r->total_len, 0, FI_DDTX_SCHEME_PACK, DDTX_HDR_LAST, asked[round],
+			 0, 0, 0, 0);
+		progress_n(8);
+		uint64_t bytes = 0, wrong = 0;
+		for (size_t i = 0; i < H.attacker.ngot; i++) {
+			const struct ddtx_hdr_data *d = (const void *)H.attacker.got[i].bytes;
+			if (d->base.type != DDTX_MSG_DATA)
+				continue;
+			const uint8_t *p = (const uint8_t *)(d + 1);
+			for (uint64_t k = d->offset; k < d->offset + d->len && k < (uint64_t)N * BLK; k++)
+				wrong += p[k - d->offset] != big[(k / BLK) * STRIDE + k % BLK];
+			bytes += d->len;
+		}
+		uint64_t streamed = H.pd->stats.pack_streaming_bytes - before;
+		CHECK(hostile_count(&H, ctx, &err) == 1, "stores %llu: %zu completions",
+		      (unsigned long long)asked[round], hostile_count(&H, ctx, NULL));
+		if (round == 0) {
+			CHECK(err != 0 && !bytes && !streamed, "stores 7: error %d, %llu DATA bytes",
+			      err, (unsigned long long)bytes);
+			continue;
+		}
+		CHECK(err == 0 && bytes == (uint64_t)N * BLK - first && !wrong,
+		      "stores %llu: error %d, %llu DATA bytes (expected %zu), %llu wrong",
+		      (unsigned long long)asked[round], err, (unsigned long long)bytes,
+		      (size_t)N * BLK - first, (unsigned long long)wrong);
+		CHECK(streamed == (round == 1 ? bytes : 0), "stores %llu: %llu bytes by streaming "
+		      "stores of %llu", (unsigned long long)asked[round],
+		      (unsigned long long)streamed, (unsigned long long)bytes);
+	}
+	printf("  stores 7 refused; streaming and cached stores wrote the same bytes\n");
+}
+
 /* The attacker's message tx: an RTS proposing scheme, total bytes, first of them (byte b). */
 static void stream_rts(uint32_t tx, uint32_t scheme, size_t total, size_t first, uint8_t b,
 		       uint16_t flags)
@@ -1849,6 +1911,7 @@ int main(int argc, char **argv)
 		{"pulled_forged", t_pulled_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"split", t_split, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
+		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},

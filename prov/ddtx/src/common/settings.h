@@ -18,6 +18,13 @@ enum ddtx_scheme_setting {
 	DDTX_SCHEME_SETTING_UMR,
 };
 
+/* FI_DDTX_PACK_STORES: see engine/store_choice.h. */
+enum ddtx_pack_stores_setting {
+	DDTX_PACK_STORES_SETTING_AUTO = 0,
+	DDTX_PACK_STORES_SETTING_CACHED,
+	DDTX_PACK_STORES_SETTING_STREAMING,
+};
+
 /* Values of the FI_DDTX_* variables, read once in fi_prov_ini(). */
 struct ddtx_settings {
 	enum ddtx_scheme_setting scheme;   /* FI_DDTX_SCHEME */
@@ -25,6 +32,7 @@ struct ddtx_settings {
 					    * copy when the average block is at least this */
 	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
 	bool eager_size_set;               /* ... given by the user (it then caps every message) */
+	enum ddtx_pack_stores_setting pack_stores; /* FI_DDTX_PACK_STORES (shm wire) */
 	size_t pull_split;                 /* FI_DDTX_PULL_SPLIT: smallest pull shared with the
 					    * sender's writes (0: never) */
 	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */

@@ -180,6 +180,8 @@ static void print_stats(struct ddtx_domain *domain)
 	fprintf(stderr, "ddtx stats:   layout handles: operations %llu\n", U(s->handle_ops));
 	fprintf(stderr, "ddtx stats:   PACK bytes streamed before the CTS %llu\n",
 		U(s->stream_bytes));
+	fprintf(stderr, "ddtx stats:   PACK bytes written with streaming stores %llu\n",
+		U(s->pack_streaming_bytes));
 	fprintf(stderr, "ddtx stats:   ofi receive rings: msgs %llu bytes %llu\n",
 		U(s->ofi_ring_msgs), U(s->ofi_ring_bytes));
 	for (uint32_t i = 0; i < s->nwires; i++)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <ctype.h>
+#include <stdio.h>
 
 #include "core/domain.h"
 #include "core/fabric.h"
@@ -80,6 +82,10 @@ static void define_params(void)
 			"Largest message sent eagerly through the peer's ring (default: 16384 for "
 			"contiguous messages and lists of blocks over 512 B; lists of smaller blocks "
 			"up to the ring's slot; when set, every message)");
+	fi_param_define(&ddtx_prov, "pack_stores", FI_PARAM_STRING,
+			"shm wire: the stores that write PACK's chunks into the peer's ring: auto "
+			"(the receiver times both and takes the faster per layout), cached (ordinary "
+			"stores) or streaming (non-temporal stores, to memory) (default: auto)");
 	fi_param_define(&ddtx_prov, "pull_split", FI_PARAM_SIZE_T,
 			"shm wire: smallest contiguous message the receiver reads in part while the "
 			"sender writes the rest; 0: the receiver reads all (default: 98304)");
@@ -157,46 +163,59 @@ static void define_params(void)
 			"(default: the first device with an active port)");
 }
 
-/* FI_DDTX_HMEM_COPY: the names of engine/hmem_copy.h, in its order. */
-static void load_hmem_copy(void)
+/*
+ * A variable that names one of `names` (case ignored): its index, or 0 (the first name, the
+ * default) with a warning when it names none; unchanged when not set.
+ */
+static void load_choice(const char *name, const char *const *names, size_t n, unsigned *out)
 {
-	static const char *const names[] = { "auto", "segments", "2d", "kernel" };
 	char *value = NULL;
 
-	if (fi_param_get_str(&ddtx_prov, "hmem_copy", &value) != 0 || !value)
+	if (fi_param_get_str(&ddtx_prov, name, &value) != 0 || !value)
 		return;
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (strcasecmp(value, names[i]) == 0) {
-			ddtx_settings.hmem_copy = i;
+			*out = (unsigned)i;
 			return;
 		}
 	}
-	DDTX_WARN(FI_LOG_CORE, "FI_DDTX_HMEM_COPY=%s is not one of auto|segments|2d|kernel; "
-		  "using auto\n", value);
-	ddtx_settings.hmem_copy = 0;
+	char list[128] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? "|" : "",
+			 names[i]);
+	char upper[64];
+	size_t k = 0;
+	for (; name[k] && k + 1 < sizeof(upper); k++)
+		upper[k] = (char)toupper((unsigned char)name[k]);
+	upper[k] = 0;
+	DDTX_WARN(FI_LOG_CORE, "FI_DDTX_%s=%s is not one of %s; using %s\n", upper, value, list,
+		  names[0]);
+	*out = 0;
 }
 
-static void load_scheme(void)
+static void load_choices(void)
 {
-	static const char *const names[] = {
+	/* FI_DDTX_HMEM_COPY: the names of engine/hmem_copy.h, in its order. */
+	static const char *const copies[] = { "auto", "segments", "2d", "kernel" };
+	static const char *const schemes[] = {
 		[DDTX_SCHEME_SETTING_AUTO] = "auto",
 		[DDTX_SCHEME_SETTING_PACK] = "pack",
 		[DDTX_SCHEME_SETTING_SGL] = "sgl",
 		[DDTX_SCHEME_SETTING_UMR] = "umr",
 	};
-	char *value = NULL;
-
-	if (fi_param_get_str(&ddtx_prov, "scheme", &value) != 0 || !value)
-		return;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcasecmp(value, names[i]) == 0) {
-			ddtx_settings.scheme = (enum ddtx_scheme_setting)i;
-			return;
-		}
-	}
-	DDTX_WARN(FI_LOG_CORE, "FI_DDTX_SCHEME=%s is not one of auto|pack|sgl|umr; using auto\n",
-		  value);
-	ddtx_settings.scheme = DDTX_SCHEME_SETTING_AUTO;
+	static const char *const stores[] = {
+		[DDTX_PACK_STORES_SETTING_AUTO] = "auto",
+		[DDTX_PACK_STORES_SETTING_CACHED] = "cached",
+		[DDTX_PACK_STORES_SETTING_STREAMING] = "streaming",
+	};
+	unsigned v = ddtx_settings.scheme;
+	load_choice("scheme", schemes, sizeof(schemes) / sizeof(schemes[0]), &v);
+	ddtx_settings.scheme = (enum ddtx_scheme_setting)v;
+	v = ddtx_settings.pack_stores;
+	load_choice("pack_stores", stores, sizeof(stores) / sizeof(stores[0]), &v);
+	ddtx_settings.pack_stores = (enum ddtx_pack_stores_setting)v;
+	load_choice("hmem_copy", copies, sizeof(copies) / sizeof(copies[0]),
+		    &ddtx_settings.hmem_copy);
 }
 
 /* A size_t variable overrides the default only when set. */
@@ -218,8 +237,7 @@ void ddtx_settings_load(void)
 		define_params();
 		defined = true;
 	}
-	load_scheme();
-	load_hmem_copy();
+	load_choices();
 	load_size("threshold", &ddtx_settings.threshold);
 	size_t eager = 0;
 	if (fi_param_get_size_t(&ddtx_prov, "eager_size", &eager) == 0) {

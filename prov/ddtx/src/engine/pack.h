@@ -17,6 +17,15 @@ struct ddtx_layout;
 /* iov/count: the message's list, whose non-empty entries are the layout's (l may be NULL). */
 size_t ddtx_pack_gather(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 			const struct iovec *iov, size_t count, size_t offset, void *dst, size_t len);
+/*
+ * The same gather, written to dst with streaming (non-temporal) stores (engine/store_choice.h
+ * says when that is faster): the bytes are gathered a piece at a time into a buffer in this
+ * core's cache and streamed from there, so the layout's kernels stay as they are.  Where the
+ * CPU has no such stores, an ordinary gather.
+ */
+size_t ddtx_pack_gather_streaming(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
+				  const struct iovec *iov, size_t count, size_t offset, void *dst,
+				  size_t len);
 size_t ddtx_pack_scatter(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 			 const struct iovec *iov, size_t count, size_t offset, const void *src,
 			 size_t len);

@@ -13,6 +13,7 @@
 #include "engine/cost.h"
 #include "engine/cost_bias.h"
 #include "engine/hmem_way_cost.h"
+#include "engine/store_choice.h"
 #include "proto/proto.h"
 
 struct ddtx_regcache;
@@ -47,6 +48,7 @@ struct ddtx_proto_domain {
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
 	struct ddtx_cost_bias cost_bias;    /* the lines' corrections per layout shape */
+	struct ddtx_store_choice stores;    /* PACK's stores per layout shape (pack_stores.c) */
 	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */
 	struct ddtx_hmem_way_cost hmem_way[DDTX_HMEM_WAY_KINDS];
 	uint64_t zcopy_not_ready;

@@ -157,6 +157,9 @@ const char *ddtx_check_cts(const struct ddtx_tx *tx, const struct ddtx_hdr_cts *
 			return "scheme";
 		if (cts->scheme == FI_DDTX_SCHEME_UMR && cts->accepted && !cts->chunk)
 			return "chunk";
+		/* PACK: the stores asked for (enum ddtx_pack_stores). */
+		if (cts->scheme == FI_DDTX_SCHEME_PACK && cts->chunk >= DDTX_STORES_COUNT)
+			return "chunk (stores)";
 		/* The CPU cannot pack device memory (hmem_direct.c): the RTS said so. */
 		if (tx->device && cts->scheme == FI_DDTX_SCHEME_PACK && cts->accepted)
 			return "scheme (device memory)";

@@ -130,6 +130,7 @@ struct ddtx_tx {
 	size_t inlined;                  /* payload bytes that went in the RTS (PACK) */
 	size_t streamed;                 /* bytes sent before the CTS: inlined, then STREAM chunks */
 	bool streaming;                  /* STREAM chunks go out until the CTS comes (send.c) */
+	bool streaming_stores;           /* PACK chunks written by non-temporal stores (the CTS) */
 	uint32_t rx_id;
 	bool umr_started;                /* UMR: the window writes are posted */
 	bool ipc;                        /* offered by CUDA IPC: its stage is not filled yet */
@@ -198,6 +199,8 @@ struct ddtx_rx {
 	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
 	size_t split;                    /* split pull: bytes read here, the rest written; or 0 */
 	bool pulled_windows;             /* read through the sender's windows (timed as such) */
+	uint8_t pack_stores;             /* PACK: enum ddtx_pack_stores asked of the sender */
+	bool stores_learned;             /* ... chosen by what was measured: timed for it */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -606,6 +609,11 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
 uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt), into
  * the layout `receiver` (NULL: none cached), whose shape learns its own correction. */
+/* PACK's stores (pack_stores.c): rx->pack_stores for the CTS of a PACK receive, and at its
+ * end what they cost. */
+void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
+void ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx);
+
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
 			 size_t bytes, size_t blocks, bool warm, const struct ddtx_layout *receiver);
 /* Teach the cost model the timing ddtx_choose_observe kept, if any (each progress call). */

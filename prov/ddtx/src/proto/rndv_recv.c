@@ -46,7 +46,9 @@ static void send_cts_full(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags)
 {
-	send_cts_full(pep, rx, offset, desc, ndesc, flags, rx->chunk, 0);
+	/* A PACK CTS's chunk field asks for the sender's stores (docs/wire-protocol.md). */
+	uint64_t chunk = rx->scheme == FI_DDTX_SCHEME_PACK ? rx->pack_stores : rx->chunk;
+	send_cts_full(pep, rx, offset, desc, ndesc, flags, chunk, 0);
 }
 
 /* Entries one receiver key may hold: a posted SGL (SGL) or an mkey window (UMR). */
@@ -153,6 +155,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
 				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
 				    warm, rx->cached);
+		ddtx_pack_stores_observe(pep, rx);
 	}
 	if (rx->parent) {
 		rx->parent->multi_children--;
@@ -562,6 +565,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	if (rx->scheme == FI_DDTX_SCHEME_PACK) {
 		/* DATA continues where the RTS's chunk ended. */
 		rx->received = early;
+		if (early < rx->accepted)
+			ddtx_pack_stores_choose(pep, rx);
 		ddtx_rndv_send_cts(pep, rx, 0, NULL, 0, DDTX_HDR_LAST);
 		if (early)
 			scatter_early(pep, rx, first, early);

@@ -800,6 +800,10 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		tx->accepted = cts->accepted;
 		tx->rx_id = cts->rx_id;
 		tx->chunk = cts->chunk;
+		/* Only on a wire whose chunks cross cores through memory: elsewhere the NIC or
+		 * the kernel reads them from this core's cache. */
+		tx->streaming_stores = tx->scheme == FI_DDTX_SCHEME_PACK && pep->caps->pack_stores &&
+				       cts->chunk == DDTX_STORES_STREAMING;
 		if (!tx->accepted) {
 			tx_finish(pep, tx);
 			return;
@@ -899,7 +903,14 @@ static ssize_t chunk_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, uint8_t 
 	h->reserved2 = 0;
 	h->offset = offset;
 	h->len = len;
-	ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, offset, h + 1, len);
+	if (tx->streaming_stores) {
+		ddtx_pack_gather_streaming(pep->pd->layouts, tx->layout, tx->iov, tx->count, offset,
+					   h + 1, len);
+		pep->pd->stats.pack_streaming_bytes += len;
+	} else {
+		ddtx_pack_gather(pep->pd->layouts, tx->layout, tx->iov, tx->count, offset, h + 1,
+				 len);
+	}
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(*h) + len);
 	return (ssize_t)len;
 }

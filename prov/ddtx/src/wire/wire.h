@@ -39,6 +39,9 @@ struct ddtx_wire_caps {
 				   * chunks for overlap: a message costs more than the overlap buys */
 	bool pack_stream;         /* PACK chunks follow the RTS before its CTS (STREAM): the round
 				   * trip costs more than a chunk's transfer */
+	bool pack_stores;         /* PACK chunks go from one core to another through memory both
+				   * map: the receiver chooses the stores that write them
+				   * (engine/store_choice.h) */
 	bool carry_acks;          /* a message costs more than the unexpected copy a delivery ACK
 				   * carried on the reply causes: ACKs wait for a ride (proto/ack.c) */
 	bool device_keys;         /* keys and local SGEs may cover CUDA device memory: the NIC

@@ -53,6 +53,7 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 	 * under two PACK chunks over tcp;ofi_rxm, so PACK fills it anyway */
 	c->pack_fill = false;
 	c->pack_stream = false; /* per endpoint, not per peer: the local wire's round trip is short */
+	c->pack_stores = false; /* likewise: the fabric wire's chunks are read by its core */
 	/* per peer, the sub-wire's (multi_peer_carries_acks); this is for a peer not yet known */
 	c->carry_acks = false;
 }

@@ -133,6 +133,7 @@ static int shm_domain_open(const struct ddtx_wire_params *params, struct ddtx_wi
 	/* An ACK is one ring slot; carried on the reply instead, it made the reply arrive before
 	 * the sender posted its receive (unexpected: a copy more), MPICH's nas_lu-y 2.8 -> 3.3 us. */
 	dom->caps.carry_acks = false;
+	dom->caps.pack_stores = true;
 	dom->start_time = ddtx_shm_self_start_time();
 
 	nslots = round_pow2(2 * dom->params.key_slots);    /* load factor <= 1/2 */

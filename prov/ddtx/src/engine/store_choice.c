@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "engine/store_choice.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Transfers of each kind timed before the faster is taken (the first of a shape also pays
+ * for its layout's first use). */
+#define SAMPLES_FIRST 2
+/* The other kind is tried after this many choices, doubling while it keeps losing by more
+ * than LOSE_BY, back to the shortest when it comes close: in a steady regime a try costs
+ * 1/64 of the transfers about 2x, after a change of regime 8 choices see it. */
+#define EXPLORE_MIN 8
+#define EXPLORE_MAX 64
+#define LOSE_BY 1.5f
+
+void ddtx_store_choice_init(struct ddtx_store_choice *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+static struct ddtx_store_slot *slot_of(struct ddtx_store_choice *c, uint64_t shape)
+{
+	struct ddtx_store_slot *s = &c->slot[(shape ^ shape >> 29) % DDTX_STORE_CHOICE_SLOTS];
+	if (s->shape != shape) {
+		memset(s, 0, sizeof(*s));
+		s->shape = shape;
+		s->explore_every = EXPLORE_MIN;
+	}
+	return s;
+}
+
+static enum ddtx_pack_stores faster(const struct ddtx_store_slot *s)
+{
+	return s->ns_per_byte[DDTX_STORES_STREAMING] < s->ns_per_byte[DDTX_STORES_CACHED]
+		       ? DDTX_STORES_STREAMING
+		       : DDTX_STORES_CACHED;
+}
+
+enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t shape)
+{
+	struct ddtx_store_slot *s = slot_of(c, shape);
+	for (int k = 0; k < DDTX_STORES_COUNT; k++)
+		if (s->n[k] < SAMPLES_FIRST)
+			return (enum ddtx_pack_stores)k;
+	enum ddtx_pack_stores best = faster(s);
+	if (++s->since_explore < s->explore_every)
+		return best;
+	s->since_explore = 0;
+	return (enum ddtx_pack_stores)(1 - best);
+}
+
+void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
+			uint64_t ns, size_t bytes)
+{
+	if (k >= DDTX_STORES_COUNT || !bytes)
+		return;
+	struct ddtx_store_slot *s = slot_of(c, shape);
+	bool had_both = s->n[0] >= SAMPLES_FIRST && s->n[1] >= SAMPLES_FIRST;
+	enum ddtx_pack_stores best = faster(s);
+	float x = (float)ns / (float)bytes, *m = &s->ns_per_byte[k];
+	*m = !s->n[k] || x < *m ? x : *m + (x - *m) / 4;
+	if (s->n[k] < UINT16_MAX)
+		s->n[k]++;
+	if (!had_both || k == best)
+		return;
+	/* A try of the kind that was slower: keep trying seldom while it loses clearly. */
+	if (*m > LOSE_BY * s->ns_per_byte[best]) {
+		if (s->explore_every < EXPLORE_MAX)
+			s->explore_every *= 2;
+	} else {
+		s->explore_every = EXPLORE_MIN;
+	}
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The stores a PACK transfer's chunks are written with (engine/store_choice.h): chosen by the
+ * receiver, which times the whole transfer, and asked of the sender in the PACK CTS.
+ */
+#include "engine/layout.h"
+#include "proto/proto_internal.h"
+
+/* Smaller PACK transfers keep cached stores: most of their bytes ride in the RTS (written
+ * before any CTS) or in one or two chunks, and a transfer is too short to time the choice. */
+#define STORES_MIN 32768
+
+/* The shape a choice is learned for: the receive's layout, the bytes, the sender's blocks. */
+static uint64_t stores_shape(const struct ddtx_rx *rx)
+{
+	uint64_t h = rx->cached ? rx->cached->hash : 0;
+	h ^= (uint64_t)rx->accepted * 0x9e3779b97f4a7c15ull;
+	h ^= (uint64_t)rx->sender_blocks * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 31;
+	return h | 1;
+}
+
+void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	rx->pack_stores = DDTX_STORES_CACHED;
+	rx->stores_learned = false;
+	if (!pep->caps->pack_stores)
+		return;
+	switch (ddtx_settings.pack_stores) {
+	case DDTX_PACK_STORES_SETTING_CACHED:
+		return;
+	case DDTX_PACK_STORES_SETTING_STREAMING:
+		rx->pack_stores = DDTX_STORES_STREAMING;
+		return;
+	case DDTX_PACK_STORES_SETTING_AUTO:
+		break;
+	}
+	if (rx->accepted < STORES_MIN)
+		return;
+	rx->pack_stores = ddtx_store_choose(&pep->pd->stores, stores_shape(rx));
+	rx->stores_learned = true;
+}
+
+void ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx)
+{
+	if (rx->scheme == FI_DDTX_SCHEME_PACK && rx->stores_learned && rx->t_start &&
+	    rx->received == rx->accepted)
+		ddtx_store_observe(&pep->pd->stores, stores_shape(rx),
+				   (enum ddtx_pack_stores)rx->pack_stores,
+				   ddtx_time_ns() - rx->t_start, rx->accepted);
+}
