@@ -50,11 +50,11 @@ enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t sh
 	return (enum ddtx_pack_stores)(1 - best);
 }
 
-void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
+bool ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
 			uint64_t ns, size_t bytes)
 {
 	if (k >= DDTX_STORES_COUNT || !bytes)
-		return;
+		return false;
 	struct ddtx_store_slot *s = slot_of(c, shape);
 	bool had_both = s->n[0] >= SAMPLES_FIRST && s->n[1] >= SAMPLES_FIRST;
 	enum ddtx_pack_stores best = faster(s);
@@ -62,13 +62,14 @@ void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_p
 	*m = !s->n[k] || x < *m ? x : *m + (x - *m) / 4;
 	if (s->n[k] < UINT16_MAX)
 		s->n[k]++;
-	if (!had_both || k == best)
-		return;
-	/* A try of the kind that was slower: keep trying seldom while it loses clearly. */
-	if (*m > LOSE_BY * s->ns_per_byte[best]) {
-		if (s->explore_every < EXPLORE_MAX)
-			s->explore_every *= 2;
-	} else {
-		s->explore_every = EXPLORE_MIN;
+	if (had_both && k != best) {
+		/* A try of the kind that was slower: keep trying seldom while it loses clearly. */
+		if (*m > LOSE_BY * s->ns_per_byte[best]) {
+			if (s->explore_every < EXPLORE_MAX)
+				s->explore_every *= 2;
+		} else {
+			s->explore_every = EXPLORE_MIN;
+		}
 	}
+	return !s->n[1 - k] || *m <= s->ns_per_byte[1 - k];
 }

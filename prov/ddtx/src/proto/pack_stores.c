@@ -41,11 +41,12 @@ void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	rx->stores_learned = true;
 }
 
-void ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx)
+bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx)
 {
-	if (rx->scheme == FI_DDTX_SCHEME_PACK && rx->stores_learned && rx->t_start &&
-	    rx->received == rx->accepted)
-		ddtx_store_observe(&pep->pd->stores, stores_shape(rx),
-				   (enum ddtx_pack_stores)rx->pack_stores,
-				   ddtx_time_ns() - rx->t_start, rx->accepted);
+	if (rx->scheme != FI_DDTX_SCHEME_PACK || !rx->stores_learned || !rx->t_start ||
+	    rx->received != rx->accepted)
+		return true;
+	return ddtx_store_observe(&pep->pd->stores, stores_shape(rx),
+				  (enum ddtx_pack_stores)rx->pack_stores,
+				  ddtx_time_ns() - rx->t_start, rx->accepted);
 }

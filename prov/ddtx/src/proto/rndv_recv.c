@@ -147,15 +147,15 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	void *buf = NULL;
 	uint64_t mf = 0;
 	/* Every timed rendezvous between warm layouts teaches the cost model what its scheme
-	 * costs on this wire. */
+	 * costs on this wire, but for a PACK transfer by the stores now known slower (a try). */
 	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
-	if (rx->t_start && rx->accepted) {
+	bool pack_sample = ddtx_pack_stores_observe(pep, rx);
+	if (rx->t_start && rx->accepted && pack_sample) {
 		/* Service time, not latency: with several rendezvous in flight, one that waited
 		 * behind the others is timed from when the previous one finished (engine/cost.h). */
 		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
 				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
 				    warm, rx->cached);
-		ddtx_pack_stores_observe(pep, rx);
 	}
 	if (rx->parent) {
 		rx->parent->multi_children--;
