@@ -555,8 +555,8 @@ static void test_store_choice(void)
 	const uint64_t shape = 0x5eed;
 	int fs, fc;
 	unsigned streamed = store_run(&c, shape, 300, 20000, 45000, &fs, &fc);
-	CHECK(fc == 0 && fs >= 0 && fs <= 3, "both kinds tried first (cached at %d, streaming "
-	      "at %d)", fc, fs);
+	CHECK(fc == 0 && fs == 16, "cached stores first, streaming ones from the 17th transfer "
+	      "(cached at %d, streaming at %d)", fc, fs);
 	CHECK(streamed >= 2 && streamed <= 12, "fast regime: streaming stores %u of 300", streamed);
 	CHECK(!samples_off, "%u transfers by streaming stores called PACK samples, or by cached "
 	      "ones not", samples_off);
@@ -577,7 +577,7 @@ static void test_store_choice(void)
 	CHECK(ddtx_store_choose(&c, other) == DDTX_STORES_CACHED, "a new shape starts cached");
 	ddtx_store_observe(&c, other, DDTX_STORES_COUNT, 1, 1);
 	ddtx_store_observe(&c, other, DDTX_STORES_STREAMING, 1, 0);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 16; i++)
 		ddtx_store_observe(&c, other, DDTX_STORES_CACHED, 20000, 256 * 1024);
 	ddtx_store_observe(&c, other, DDTX_STORES_STREAMING, 45000, 256 * 1024);
 	CHECK(ddtx_store_choose(&c, other) == DDTX_STORES_STREAMING,
