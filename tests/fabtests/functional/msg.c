@@ -1366,20 +1366,27 @@ static int t_sent_leaves(struct ft_ctx *ctx, void *arg)
  * written into a ring.  The ofi wire's sender also streams the first chunks before the CTS
  * (STREAM, proto/send.c); the shm wire's never does.
  */
+/* Open fx with PACK forced and move `rounds` strided messages; the statistics around them. */
+static void pack_rounds(struct ft_ctx *ctx, struct fx *fx, int rounds, uint64_t seed,
+			const char *what, struct fi_ddtx_stats *before, struct fi_ddtx_stats *after)
+{
+	struct fx_opts o = base_opts;
+	o.scheme = "pack";
+	fx_open(ctx, &o, fx);
+	fx_stats(fx, before);
+	for (int i = 0; i < rounds; i++) {
+		strided_transfer(ctx, fx, seed + (uint64_t)i, what, false);
+		fx_pbarrier(ctx, fx);
+	}
+	fx_stats(fx, after);
+}
+
 static int t_ring(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
-	struct fx_opts o = base_opts;
-	o.scheme = "pack";
-	fx_open(ctx, &o, &fx);
 	enum { ROUNDS = 3 };
 	struct fi_ddtx_stats before, after;
-	fx_stats(&fx, &before);
-	for (int i = 0; i < ROUNDS; i++) {
-		strided_transfer(ctx, &fx, 6000 + (uint64_t)i, "ring", false);
-		fx_pbarrier(ctx, &fx);
-	}
-	fx_stats(&fx, &after);
+	pack_rounds(ctx, &fx, ROUNDS, 6000, "ring", &before, &after);
 	uint64_t msgs = after.ofi_ring_msgs - before.ofi_ring_msgs;
 	uint64_t bytes = after.ofi_ring_bytes - before.ofi_ring_bytes;
 	printf("rank %d: %llu messages, %llu bytes written into the peer's receive ring\n",
@@ -1416,18 +1423,10 @@ static int t_pack_stores(struct ft_ctx *ctx, void *arg)
 	const char *stores = arg;
 	setenv("FI_DDTX_PACK_STORES", stores, 1);
 	struct fx fx;
-	struct fx_opts o = base_opts;
-	o.scheme = "pack";
-	fx_open(ctx, &o, &fx);
 	/* auto times 16 transfers of a shape by cached stores, then two by streaming ones */
 	enum { ROUNDS = 20 };
 	struct fi_ddtx_stats before, after;
-	fx_stats(&fx, &before);
-	for (int i = 0; i < ROUNDS; i++) {
-		strided_transfer(ctx, &fx, 6100 + (uint64_t)i, stores, false);
-		fx_pbarrier(ctx, &fx);
-	}
-	fx_stats(&fx, &after);
+	pack_rounds(ctx, &fx, ROUNDS, 6100, stores, &before, &after);
 	uint64_t streamed = after.pack_streaming_bytes - before.pack_streaming_bytes;
 	printf("rank %d (%s): %llu PACK bytes written with streaming stores\n", ctx->rank, stores,
 	       (unsigned long long)streamed);

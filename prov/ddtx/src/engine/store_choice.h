@@ -7,13 +7,14 @@
  * line moves between the cores in about 30 ns, in the slow one in about 170, and the receiver's
  * reads of lines the sender just wrote slow down 5x.  Streaming (non-temporal) stores send the
  * chunk to memory instead, where the receiver reads it at memory speed in either regime.
- * nc_bw, 256 KiB of 64-byte blocks by PACK, one-way us (2026-11-27): cached stores 21 fast /
- * 103-110 slow, streaming stores 40-53 / 34-51; the 65536 x 8 B layout handle 25-39 / 189-241
- * against 62-77 / 65-80.  Neither wins in both regimes, and a regime lasts seconds to minutes,
- * so the receiver (which times the whole transfer) chooses per shape by what it measured:
- * each kind twice first, then the faster, and now and then the other to follow a change of
- * regime; a sample faster than a kind's mean is taken whole (the host got faster: one
- * exploration suffices to see it), a slower one folded in by a quarter.  Pure logic.
+ * nc_bw ping-pong by PACK, one-way us, fast / slow regime (2026-11-27): 256 KiB in 64-byte
+ * blocks 26 / 127-139 by cached stores, 44 / 44 by streaming ones; the 65536 x 8 B layout
+ * handle 30 / 241 against 71-75 / 80.  Neither wins in both regimes, and a regime lasts
+ * seconds to minutes, so the receiver (which times the whole transfer) chooses per shape by
+ * what it measured: cached stores first, then streaming ones twice, then the faster, and now
+ * and then the other to follow a change of regime; a sample faster than a kind's mean is taken
+ * whole (the host got faster: one try suffices to see it), a slower one folded in by a
+ * quarter.  Pure logic.
  */
 #ifndef DDTX_ENGINE_STORE_CHOICE_H
 #define DDTX_ENGINE_STORE_CHOICE_H
