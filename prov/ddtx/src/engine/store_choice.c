@@ -56,11 +56,11 @@ enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t sh
 	return (enum ddtx_pack_stores)(1 - best);
 }
 
-bool ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
+void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
 			uint64_t ns, size_t bytes)
 {
 	if (k >= DDTX_STORES_COUNT || !bytes)
-		return false;
+		return;
 	struct ddtx_store_slot *s = slot_of(c, shape);
 	bool had_both = s->n[DDTX_STORES_CACHED] >= CACHED_FIRST &&
 			s->n[DDTX_STORES_STREAMING] >= SAMPLES_FIRST;
@@ -78,5 +78,4 @@ bool ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_p
 			s->explore_every = EXPLORE_MIN;
 		}
 	}
-	return !s->n[1 - k] || *m <= s->ns_per_byte[1 - k];
 }

@@ -19,7 +19,6 @@
 #ifndef DDTX_ENGINE_STORE_CHOICE_H
 #define DDTX_ENGINE_STORE_CHOICE_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,13 +45,8 @@ struct ddtx_store_choice {
 void ddtx_store_choice_init(struct ddtx_store_choice *c);
 /* The stores for the next PACK transfer of this shape (non-zero). */
 enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t shape);
-/*
- * A PACK transfer of this shape written with stores s moved bytes in ns.  False when s is now
- * known slower than the other kind: the transfer was a try, and says little of what PACK costs
- * with the stores it will use, so the cost model should not learn from it (tries of streaming
- * stores in the fast regime made PACK look dearer than the pull for MPICH's MILC-32).
- */
-bool ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores s,
+/* A PACK transfer of this shape written with stores s moved bytes in ns. */
+void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores s,
 			uint64_t ns, size_t bytes);
 
 #endif /* DDTX_ENGINE_STORE_CHOICE_H */

@@ -610,7 +610,7 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
 /* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt), into
  * the layout `receiver` (NULL: none cached), whose shape learns its own correction. */
 /* PACK's stores (pack_stores.c): rx->pack_stores for the CTS of a PACK receive, and at its
- * end what they cost; false when they were a try of the slower kind (not a PACK sample). */
+ * end what they cost; false when the cost model should not time the transfer as PACK. */
 void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
 bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx);
 

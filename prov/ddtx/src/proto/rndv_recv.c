@@ -147,7 +147,7 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	void *buf = NULL;
 	uint64_t mf = 0;
 	/* Every timed rendezvous between warm layouts teaches the cost model what its scheme
-	 * costs on this wire, but for a PACK transfer by the stores now known slower (a try). */
+	 * costs on this wire (PACK: by cached stores, pack_stores.c). */
 	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
 	bool pack_sample = ddtx_pack_stores_observe(pep, rx);
 	if (rx->t_start && rx->accepted && pack_sample) {
