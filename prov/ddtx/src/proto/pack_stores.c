@@ -54,8 +54,8 @@ bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *r
 	 * streaming stores make PACK faster where it was chosen, and do not draw other layouts
 	 * to it.  Fed to the model, their timings (in the slow regime, from layouts of many small
 	 * blocks) lowered the PACK line the others share, and MPICH's vec-4096x16 (16 blocks of
-	 * 4 KiB) left the pull at 14 us for PACK at 20; tries of them in the fast regime made
-	 * PACK look dearer than the pull for MILC-32 (35 -> 53 us).  Stores set by
+	 * 4 KiB) left the pull at 14 us for PACK at 20; with tries of them in the fast regime
+	 * fed to it, MILC-32 went by the pull in 3 runs of 3 (53 us, PACK 35).  Stores set by
 	 * FI_DDTX_PACK_STORES are PACK's cost whatever they are.
 	 */
 	return rx->pack_stores == DDTX_STORES_CACHED || !rx->stores_learned;
