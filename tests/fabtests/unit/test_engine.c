@@ -562,7 +562,7 @@ static void test_store_choice(void)
 	CHECK(fc >= 0 && fc <= 64, "fast regime seen again after %d transfers", fc);
 	streamed = store_run(&c, shape, 300, 20000, 45000, &fs, &fc);
 	CHECK(streamed <= 12, "fast regime again: streaming stores %u of 300", streamed);
-	/* Level kinds: tries stay frequent (neither loses by 1.5x), the choice is either. */
+	/* Level kinds: whichever is ahead is used, the other still tried now and then. */
 	streamed = store_run(&c, 0x1e7e1, 300, 30000, 31000, &fs, &fc);
 	CHECK(streamed >= 2 && streamed < 300, "level kinds: streaming stores %u of 300", streamed);
 	/* Another shape in the same slot starts over; nonsense observations are ignored. */
