@@ -506,6 +506,16 @@ size_t fx_eager_size(void)
 	return (size_t)fx_env_long("FI_DDTX_EAGER_SIZE", 16384);
 }
 
+size_t fx_contig_eager_max(const struct fx *fx)
+{
+	const char *wire = getenv("FI_DDTX_WIRE"), *scheme = getenv("FI_DDTX_SCHEME");
+	bool shm = (!wire || !strcmp(wire, "auto") || !strcmp(wire, "shm")) &&
+		   !strchr(fx->info->fabric_attr->prov_name, ';');
+	if (!shm || getenv("FI_DDTX_EAGER_SIZE") || (scheme && strcmp(scheme, "auto")))
+		return fx_eager_size();
+	return (size_t)fx_env_long("FI_DDTX_SHM_SLOT_SIZE", 65536 + 4096);
+}
+
 void fx_check_scheme(const struct fi_ddtx_stats *b, const struct fi_ddtx_stats *a, size_t size,
 		     int forced, const char *what)
 {
@@ -528,7 +538,8 @@ void fx_check_scheme(const struct fi_ddtx_stats *b, const struct fi_ddtx_stats *
 	}
 	uint64_t rdv = d[FI_DDTX_SCHEME_PACK] + d[FI_DDTX_SCHEME_SGL] + d[FI_DDTX_SCHEME_UMR];
 	/* Under auto with FI_DDTX_EAGER_SIZE unset, a list of small blocks may go eagerly up to the
-	 * wire's message room (the cost model's choice; msg.c's eager_small_blocks checks it). */
+	 * wire's message room (the cost model's choice; msg.c's eager_small_blocks checks it), and
+	 * so may a contiguous message on the shm wire (msg.c's contig_sizes). */
 	if (forced < 0 && !getenv("FI_DDTX_EAGER_SIZE") && d[FI_DDTX_SCHEME_EAGER] == 1 &&
 	    db[FI_DDTX_SCHEME_EAGER] == size && rdv == 0)
 		return;

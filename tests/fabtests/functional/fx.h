@@ -162,6 +162,10 @@ const char *fx_scheme_name(int scheme);
 int fx_scheme_of(const char *setting);
 /* The eager limit the provider uses (FI_DDTX_EAGER_SIZE or 16384). */
 size_t fx_eager_size(void);
+/* The largest contiguous message that may go eagerly under auto: on the shm wire up to the ring
+ * slot's room (the cost model draws the boundary below it), elsewhere FI_DDTX_EAGER_SIZE; this
+ * bound is the slot size itself, a little over the room. */
+size_t fx_contig_eager_max(const struct fx *fx);
 /*
  * Check that between two snapshots of the receiver's stats exactly one message of `size` bytes
  * was received, with the eager scheme when size <= eager limit, else with a rendezvous scheme

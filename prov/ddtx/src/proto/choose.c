@@ -77,22 +77,56 @@ static enum fi_ddtx_scheme line_scheme(enum fi_ddtx_scheme line)
 }
 
 /*
- * One block is what zero copy moves in one copy (one process_vm_writev on the shm wire, one
- * RDMA write on a NIC) where packing copies twice.  But a contiguous message never explores
- * (see ddtx_choose_decide), so until SGL is timed its estimate is only its prior, and a PACK
- * line fitted from real timings beat that prior for good (issue 12: fabtests' tagged
- * pingpong -S all moved 38879 contiguous rendezvous by PACK and 1 by SGL on each side, at 2x
- * shm's latency from 24 KiB to 1 MiB, where SGL forced took 1.1-1.35x).  So contiguous transfers take SGL until
- * it has been timed SGL_TRIES times (an optimistic start): a first timing into freshly
- * registered pages can be several times the steady one and, under the outlier bound, still
- * counts; the following ones pull the estimate down (see cost.c, refit).  From then on the
- * least predicted scheme moves them.
+ * One block is what zero copy moves in one copy (one process_vm_readv on the shm wire, one
+ * RDMA read or write on a NIC) where packing copies twice, through the ring on two cores.
+ * Which is faster depends on the host: on the sessions' first host fabtests' tagged pingpong
+ * -S all took 2x shm's latency from 24 KiB to 1 MiB by PACK and 1.1-1.35x by SGL; on a later
+ * one, whose process_vm_readv costs several microseconds, PACK took 2.3-3.0 us one-way at
+ * 64 KiB and the pull 5.7-6.1 (shm 5.4).  A contiguous message never explores (see
+ * ddtx_choose_decide), so a scheme chosen less once is never timed again: while SGL and PACK
+ * were only their priors PACK's (12.5 us at 64 KiB) kept every contiguous message on the pull.
+ * So in each size class (the bytes' power of two) a contiguous rendezvous first takes SGL until
+ * it has CONTIG_TRIES timings there, then PACK as many, and then the least predicted (an
+ * optimistic start per size: the lines are fitted where they are used).  PACK's first timings
+ * are its ring's first pass, cold in the caches (64 KiB by PACK: 6.4, 5.4, 4.6 us ... 2.9 from
+ * the twelfth), so its tries are more.  A first timing into freshly registered pages can be
+ * several times the steady one and, under the outlier bound, still counts; the following ones
+ * pull the estimate down (see cost.c, refit).
  */
-#define SGL_TRIES 4
+#define CONTIG_TRIES 4
+#define CONTIG_PACK_TRIES 8
+
+static unsigned size_class(size_t bytes)
+{
+	return bytes ? 63u - (unsigned)__builtin_clzll((unsigned long long)bytes) : 0;
+}
+
+/* SGL or PACK while that scheme's tries in the size class of `bytes` are not done, else
+ * FI_DDTX_SCHEME_COUNT. */
+static enum fi_ddtx_scheme contig_try(const struct ddtx_proto_domain *pd, size_t bytes)
+{
+	unsigned c = size_class(bytes);
+	if (pd->contig_timed[0][c] < CONTIG_TRIES)
+		return FI_DDTX_SCHEME_SGL;
+	if (pd->contig_timed[1][c] < CONTIG_PACK_TRIES)
+		return FI_DDTX_SCHEME_PACK;
+	return FI_DDTX_SCHEME_COUNT;
+}
 
 static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
 {
-	return st->nblocks <= 1 && ddtx_cost_samples(&pep->pd->cost, FI_DDTX_SCHEME_SGL) < SGL_TRIES;
+	return st->nblocks <= 1 && contig_try(pep->pd, st->total) == FI_DDTX_SCHEME_SGL;
+}
+
+/* A timed contiguous rendezvous (one block on each side) counts towards its scheme's tries. */
+static void contig_timed(struct ddtx_proto_domain *pd, enum fi_ddtx_scheme s, size_t bytes,
+			 size_t blocks, bool warm)
+{
+	if (!warm || blocks != 2 || (s != FI_DDTX_SCHEME_SGL && s != FI_DDTX_SCHEME_PACK))
+		return;
+	uint8_t *n = &pd->contig_timed[s == FI_DDTX_SCHEME_PACK][size_class(bytes)];
+	if (*n < UINT8_MAX)
+		(*n)++;
 }
 
 /*
@@ -323,8 +357,8 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
 
 static double untimed_pull(const struct ddtx_cost_model *m, double eager)
 {
-	if (ddtx_cost_samples(m, FI_DDTX_SCHEME_EAGER) < SGL_TRIES ||
-	    ddtx_cost_samples(m, FI_DDTX_SCHEME_SGL) >= SGL_TRIES)
+	if (ddtx_cost_samples(m, FI_DDTX_SCHEME_EAGER) < CONTIG_TRIES ||
+	    ddtx_cost_samples(m, FI_DDTX_SCHEME_SGL) >= CONTIG_TRIES)
 		return INFINITY; /* eager is only its prior, or SGL's own line is fitted */
 	return eager / 2 + PULL_HANDSHAKE_NS;
 }
@@ -335,14 +369,22 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
  * through the same ring, after a handshake.  On the shm wire, 8 MiB as messages of 4096 8-byte
  * blocks (32 KiB) moved in 6874 us eagerly against 12171 by PACK rendezvous (ping-pong; 4534 /
  * 8277 streaming), and messages of 1024 32-byte blocks 1.8x faster.
+ *
+ * Contiguous messages too where the pull is the rendezvous (ddtx_choose_eager weighs the two,
+ * an untimed pull from the eager timings): a fixed 16 KiB limit sent 24-48 KiB by pull on a
+ * host whose process_vm_readv costs about 3 us, at 1.13-1.19x shm's latency, where eager took
+ * 0.24-0.29x (fi_rdm_tagged_pingpong, docs/benchmark-results.md "Contiguous 16 KiB-8 MiB").
  */
 #define EAGER_SMALL_BLOCK 512
 
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
 			       size_t blocks)
 {
-	if (!ddtx_settings.eager_size_set && forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT &&
-	    blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
+	bool learned = !ddtx_settings.eager_size_set &&
+		       forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT;
+	if (learned && blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
+		return room;
+	if (learned && blocks <= 1 && pull_wire(pep))
 		return room;
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
@@ -458,8 +500,9 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	 * gathers many blocks, and one block is one SGL entry (without a window set to map).
 	 */
 	if (sender->nblocks <= 1 && receiver->st.nblocks <= 1) {
-		if (sgl_untried(pep, &receiver->st))
-			return FI_DDTX_SCHEME_SGL;
+		enum fi_ddtx_scheme t = contig_try(pd, bytes);
+		if (t != FI_DDTX_SCHEME_COUNT)
+			return t;
 		return ddtx_cost_best(&pd->cost, possible & ~(1u << FI_DDTX_SCHEME_UMR), bytes,
 				      blocks);
 	}
@@ -604,6 +647,7 @@ void ddtx_choose_learn(struct ddtx_proto_ep *pep)
 	if (!t->pending)
 		return;
 	t->pending = false;
+	contig_timed(pep->pd, t->scheme, t->bytes, t->blocks, t->warm);
 	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, t->scheme, t->start_ns,
 			       t->done_ns, t->bytes, t->blocks, t->warm, &pep->pd->cost_bias,
 			       t->shaped ? &t->shape : NULL);

@@ -48,6 +48,8 @@ struct ddtx_proto_domain {
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
 	struct ddtx_cost_bias cost_bias;    /* the lines' corrections per layout shape */
+	/* contiguous rendezvous timed, by the pull (SGL) and by PACK, per size class (choose.c) */
+	uint8_t contig_timed[2][64];
 	struct ddtx_store_choice stores;    /* PACK's stores per layout shape (pack_stores.c) */
 	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */
 	struct ddtx_hmem_way_cost hmem_way[DDTX_HMEM_WAY_KINDS];

@@ -56,7 +56,10 @@
  * handle of 65536 x 8 B 78-80 -> 69 us; contiguous latency unchanged; 32 slots lose 1-2 KiB
  * message bandwidth (docs/benchmark-results.md). */
 #define DDTX_SHM_DEF_RING_SLOTS 64
-#define DDTX_SHM_DEF_SLOT_SIZE 65536
+/* 64 KiB of payload and the headers, in whole pages: with 64 KiB slots a 64 KiB message (the
+ * size MPI codes send most) could not go eagerly, and its rendezvous moved 11.4 GB/s in
+ * fabtests' tagged_bw (0.93x shm) where eager moves 47.7 (docs/benchmark-results.md). */
+#define DDTX_SHM_DEF_SLOT_SIZE (65536 + 4096)
 #define DDTX_SHM_DEF_KEY_SLOTS 16384
 #define DDTX_SHM_DEF_KEY_SEGS 262144
 #define DDTX_SHM_MAX_RING_SLOTS (1u << 16)
