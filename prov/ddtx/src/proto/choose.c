@@ -86,10 +86,10 @@ static enum fi_ddtx_scheme line_scheme(enum fi_ddtx_scheme line)
  * ddtx_choose_decide), so a scheme chosen less once is never timed again: while SGL and PACK
  * were only their priors PACK's (12.5 us at 64 KiB) kept every contiguous message on the pull.
  * So in each size class (the bytes' power of two) a contiguous rendezvous first takes SGL until
- * it has CONTIG_TRIES timings there, then PACK as many, and then the least predicted (an
- * optimistic start per size: the lines are fitted where they are used).  PACK's first timings
- * are its ring's first pass, cold in the caches (64 KiB by PACK: 6.4, 5.4, 4.6 us ... 2.9 from
- * the twelfth), so its tries are more.  A first timing into freshly registered pages can be
+ * it has CONTIG_TRIES timings there, then PACK until it has CONTIG_PACK_TRIES, and then the
+ * least predicted (an optimistic start per size: the lines are fitted where they are used).
+ * PACK's first timings are its ring's first pass, cold in the caches (64 KiB by PACK: 6.4, 5.4,
+ * 4.6 us ... 2.9 from the twelfth), hence more tries.  A first timing into freshly registered pages can be
  * several times the steady one and, under the outlier bound, still counts; the following ones
  * pull the estimate down (see cost.c, refit).
  */

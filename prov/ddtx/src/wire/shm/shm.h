@@ -56,9 +56,9 @@
  * handle of 65536 x 8 B 78-80 -> 69 us; contiguous latency unchanged; 32 slots lose 1-2 KiB
  * message bandwidth (docs/benchmark-results.md). */
 #define DDTX_SHM_DEF_RING_SLOTS 64
-/* 64 KiB of payload and the headers, in whole pages: with 64 KiB slots a 64 KiB message (the
- * size MPI codes send most) could not go eagerly, and its rendezvous moved 11.4 GB/s in
- * fabtests' tagged_bw (0.93x shm) where eager moves 47.7 (docs/benchmark-results.md). */
+/* 64 KiB of payload and the headers, in whole pages: with 64 KiB slots a 64 KiB message could
+ * not go eagerly, and its rendezvous moved 11.0-11.4 GB/s in fabtests' tagged_bw (0.94-0.97x
+ * shm) where eager moves 32.5-47.7 (docs/benchmark-results.md, "Contiguous 16 KiB-8 MiB"). */
 #define DDTX_SHM_DEF_SLOT_SIZE (65536 + 4096)
 #define DDTX_SHM_DEF_KEY_SLOTS 16384
 #define DDTX_SHM_DEF_KEY_SEGS 262144
