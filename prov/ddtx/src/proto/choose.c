@@ -374,17 +374,19 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
  * an untimed pull from the eager timings): a fixed 16 KiB limit sent 24-48 KiB by pull on a
  * host whose process_vm_readv costs about 3 us, at 1.13-1.19x shm's latency, where eager took
  * 0.24-0.29x (fi_rdm_tagged_pingpong, docs/benchmark-results.md "Contiguous 16 KiB-8 MiB").
+ * Host memory only: device memory staged eagerly costs two driver copies where its rendezvous
+ * may go by CUDA IPC, not measured at these sizes.
  */
 #define EAGER_SMALL_BLOCK 512
 
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
-			       size_t blocks)
+			       size_t blocks, bool host)
 {
 	bool learned = !ddtx_settings.eager_size_set &&
 		       forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT;
 	if (learned && blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
 		return room;
-	if (learned && blocks <= 1 && pull_wire(pep))
+	if (learned && host && blocks <= 1 && pull_wire(pep))
 		return room;
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }

@@ -567,9 +567,10 @@ enum fi_ddtx_scheme ddtx_choose_propose(struct ddtx_proto_ep *pep, struct ddtx_l
  * never PACK; l is registered. */
 enum fi_ddtx_scheme ddtx_choose_propose_device(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
 /* Is a message of bytes in blocks cheaper eager than by rendezvous?  (below the eager cap) */
-/* The largest message of bytes in blocks that may go eagerly, the wire's room being room. */
+/* The largest message of bytes in blocks that may go eagerly, the wire's room being room;
+ * host: the payload is in host memory. */
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
-			       size_t blocks);
+			       size_t blocks, bool host);
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
 /* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
 bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);

@@ -14,11 +14,11 @@
 
 /* The wire may have more room for this peer than for any (the ofi wire's receive ring). */
 static size_t eager_limit(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t total,
-			  size_t blocks)
+			  size_t blocks, bool host)
 {
 	size_t room = ddtx_wire_peer_send_size(pep->wire, peer, pep->caps->max_send_size) -
 		      sizeof(struct ddtx_hdr_eager);
-	return ddtx_choose_eager_limit(pep, room, total, blocks);
+	return ddtx_choose_eager_limit(pep, room, total, blocks, host);
 }
 
 /* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */
@@ -375,7 +375,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	 */
 	bool eager = (flags & FI_INJECT)
 			     ? total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager)
-			     : total <= eager_limit(pep, peer, total, hl ? hl->st.nblocks : count) &&
+			     : total <= eager_limit(pep, peer, total, hl ? hl->st.nblocks : count, !stage) &&
 				       ddtx_choose_eager(pep, total, hl ? hl->st.nblocks : count);
 	if ((flags & FI_INJECT) && !eager) {
 		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
