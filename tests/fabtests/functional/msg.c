@@ -1674,6 +1674,88 @@ static int t_delivery(struct ft_ctx *ctx, void *arg)
 }
 
 
+/* ---- PACK sends to two peers, one of which stops reading ------------------------------- */
+
+/*
+ * Rank 0 posts FAN_MSGS strided PACK sends to each of ranks 1 and 2, alternating.  Rank 2 has
+ * its receives posted and takes what comes until all sends are posted; then it stops
+ * progressing (it waits in a barrier that does not progress) until rank 1 has all of its
+ * messages, which rank 1 only now posts receives for: rank 0's ring to rank 2 fills with the
+ * chunks of the sends it granted, and the sends to rank 1 must go on past them (the sender
+ * skips a peer whose wire is full, not the walk).  Then rank 2 takes the rest.  Every byte and
+ * every gap byte is checked on both receivers; a full peer that stopped the others would leave
+ * rank 1 waiting for ever (the test's timeout).  Over the ofi wire on libfabric's shm core
+ * rank 2 does not stop: that core reports sends in the order they were posted (its response
+ * queue), so the sends to rank 2 hold back the completions of rank 1's, whose buffers run out.
+ */
+#define FAN_MSGS 24
+#define FAN_SIZE (192 * 1024)
+#define FAN_BLOCKS 3072 /* 64-byte blocks: PACK */
+
+static int t_pack_fan_out(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	setenv("FI_DDTX_SHM_RING_SLOTS", "8", 1);
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = "pack";
+	fx_open(ctx, &o, &fx);
+	const char *wire = getenv("FI_DDTX_WIRE"), *core = getenv("FI_DDTX_OFI_PROVIDER");
+	bool stall = !(wire && !strcmp(wire, "ofi") && core && !strcmp(core, "shm"));
+	uint64_t rng = 0xFA40 + (uint64_t)ctx->rank;
+	int n = ctx->rank == 0 ? 2 * FAN_MSGS : FAN_MSGS;
+	struct fx_layout *l = calloc((size_t)n, sizeof(*l));
+	FT_CHECK(l, "calloc");
+	/* message i to rank r carries seed 7000 + 100 * r + i */
+	for (int i = 0; i < n; i++) {
+		fx_layout_make(&l[i], FAN_SIZE, FAN_BLOCKS, 64, &rng);
+		fx_layout_canary(&l[i], CSEED);
+		if (ctx->rank == 0)
+			fx_layout_data(&l[i], 7000 + 100 * (uint64_t)(1 + i % 2) + (uint64_t)i / 2);
+	}
+	if (ctx->rank == 2)
+		for (int i = 0; i < n; i++)
+			FX_OK(&fx, fi_recvv(fx.ep, l[i].iov, l[i].desc, l[i].count, fx.peers[0],
+					    &l[i]));
+	fx_pbarrier(ctx, NULL);
+	if (ctx->rank == 0) {
+		for (int i = 0; i < n; i++)
+			FX_OK(&fx, fi_sendv(fx.ep, l[i].iov, l[i].desc, l[i].count,
+					    fx.peers[1 + i % 2], &l[i]));
+		fx_pbarrier(ctx, &fx); /* all sends posted */
+		fx_pbarrier(ctx, &fx); /* rank 1 has all of its messages */
+		fx_wait(&fx, (size_t)n, NULL, TMO);
+	} else if (ctx->rank == 1) {
+		fx_pbarrier(ctx, &fx);
+		for (int i = 0; i < n; i++)
+			FX_OK(&fx, fi_recvv(fx.ep, l[i].iov, l[i].desc, l[i].count, fx.peers[0],
+					    &l[i]));
+		fx_wait(&fx, FAN_MSGS, NULL, TMO);
+		fx_pbarrier(ctx, &fx);
+	} else {
+		fx_pbarrier(ctx, &fx);
+		if (!stall)
+			fx_wait(&fx, FAN_MSGS, NULL, TMO);
+		fx_pbarrier(ctx, NULL); /* no progress here until rank 1 is done */
+		if (stall)
+			fx_wait(&fx, FAN_MSGS, NULL, TMO);
+	}
+	if (ctx->rank) {
+		for (int i = 0; i < n; i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "message %d to rank %d", i, ctx->rank);
+			fx_layout_check(&l[i], 7000 + 100 * (uint64_t)ctx->rank + (uint64_t)i,
+					FAN_SIZE, CSEED, what);
+		}
+	}
+	fx_pbarrier(ctx, &fx);
+	for (int i = 0; i < n; i++)
+		fx_layout_free(&l[i]);
+	free(l);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- directed untagged receives (FI_DIRECTED_RECV) -------------------------------------- */
 
 static int t_directed(struct ft_ctx *ctx, void *arg)
@@ -2143,6 +2225,7 @@ static const struct fx_test tests[] = {
 	{"senddata", 2, 30, t_senddata, NULL},
 	{"source", 3, 30, t_source, NULL},
 	{"directed", 3, 30, t_directed, NULL},
+	{"pack_fan_out", 3, 60, t_pack_fan_out, NULL},
 	{"self", 1, 30, t_self, NULL},
 	{"order", 2, 60, t_order, NULL},
 	{"trunc", 2, 30, t_trunc, NULL},

@@ -26,6 +26,18 @@ static inline bool ddtx_list_empty(const struct ddtx_list *l)
 	return l->head.next == &l->head;
 }
 
+/* An entry on no list links to itself (as ddtx_list_remove leaves it): removing it again is a
+ * no-op. */
+static inline void ddtx_list_entry_init(struct ddtx_list_entry *e)
+{
+	e->next = e->prev = e;
+}
+
+static inline bool ddtx_list_linked(const struct ddtx_list_entry *e)
+{
+	return e->next != e;
+}
+
 static inline void ddtx_list_insert_before(struct ddtx_list_entry *pos, struct ddtx_list_entry *e)
 {
 	e->next = pos;

@@ -99,6 +99,7 @@ int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_own
 	ddtx_list_init(&pep->unexp_tag);
 	ddtx_list_init(&pep->tx_active);
 	ddtx_list_init(&pep->tx_failed);
+	ddtx_list_init(&pep->tx_work);
 	ddtx_list_init(&pep->rx_active);
 	ddtx_list_init(&pep->rma_active);
 	ddtx_list_init(&pep->atomic_active);
@@ -275,7 +276,7 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
 	if (!ddtx_list_empty(&pep->ctrl))
 		ddtx_ctrl_flush(pep);
-	if (!ddtx_list_empty(&pep->tx_active))
+	if (!ddtx_list_empty(&pep->tx_work))
 		ddtx_send_progress(pep);
 	check_peers(pep);
 }

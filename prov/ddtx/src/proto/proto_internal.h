@@ -107,6 +107,7 @@ enum ddtx_tx_state {
 /* A rendezvous send in flight. */
 struct ddtx_tx {
 	struct ddtx_list_entry entry;    /* proto_ep.tx_active */
+	struct ddtx_list_entry work;     /* proto_ep.tx_work, or linked to itself */
 	uint32_t id;
 	ddtx_peer_t peer;
 	void *context;
@@ -304,6 +305,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list unexp_msg, unexp_tag;     /* struct ddtx_unexp */
 	struct ddtx_list tx_active;                /* struct ddtx_tx */
 	struct ddtx_list tx_failed;                /* struct ddtx_tx reported, writes in flight */
+	struct ddtx_list tx_work;                  /* struct ddtx_tx .work: ddtx_send_progress's */
 	struct ddtx_list rx_active;                /* struct ddtx_rx in DDTX_RX_RNDV */
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
 	struct ddtx_list atomic_active;            /* struct ddtx_atomic_op */

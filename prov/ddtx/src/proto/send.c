@@ -98,6 +98,7 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 }
 
 static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
+static int tx_progress(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 
 /* A send to track; with borrow, iov is the list of the layout that tx->layout holds. */
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
@@ -121,6 +122,7 @@ static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 		memcpy(tx->iov, iov, count * sizeof(*iov));
 	tx->count = count;
 	ddtx_list_init(&tx->batches);
+	ddtx_list_entry_init(&tx->work);
 	return tx;
 }
 
@@ -128,6 +130,7 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
 	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	struct ddtx_list_entry *it;
+	ddtx_list_remove(&tx->work);
 	while ((it = ddtx_list_pop_front(&tx->batches)))
 		free(ddtx_container_of(it, struct ddtx_batch, entry));
 	if (tx->ws)
@@ -155,6 +158,18 @@ static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 
 #define NO_MARK UINT64_MAX
 
+/*
+ * tx has chunks to write or waits for the wire to take its last message: ddtx_send_progress
+ * visits it.  Only those: with all the active sends walked, 512 sends of 16384 blocks of 8 B
+ * waiting for their CTS (nc_bw's window) made each CTS and each progress call touch all of
+ * them, 14% of the sender's samples at 4096 blocks a send.
+ */
+static void tx_work(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	if (!ddtx_list_linked(&tx->work))
+		ddtx_list_push_back(&pep->tx_work, &tx->work);
+}
+
 /* Has all that tx sent left this process?  Control messages (a DONE) still queued in pep->ctrl
  * are not in the wire yet: the mark is taken once that queue is empty. */
 static bool tx_left(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
@@ -181,10 +196,12 @@ static void tx_sent(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		return;
 	}
 	tx->wire_mark = NO_MARK;
-	if (tx_left(pep, tx))
+	if (tx_left(pep, tx)) {
 		tx_finish(pep, tx);
-	else
+	} else {
 		tx->state = DDTX_TX_WAIT_WIRE;
+		tx_work(pep, tx);
+	}
 }
 
 /*
@@ -288,6 +305,7 @@ void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
 		  fi_strerror(err));
 	ddtx_complete_tx_err(pep, tx->context, tx->cq_flags, 0, err, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
+	ddtx_list_remove(&tx->work);
 	ddtx_optable_remove(&pep->txs, tx->id);
 	tx->id = 0;
 	if (tx_drop_idle_batches(tx)) {
@@ -563,6 +581,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if (!ret && pep->caps->pack_stream && rts.scheme == FI_DDTX_SCHEME_PACK &&
 	    !(rts.base.flags & (DDTX_HDR_IPC | DDTX_HDR_PULL | DDTX_HDR_WINDOWS | DDTX_HDR_DEVICE))) {
 		tx->streaming = true;
+		tx_work(pep, tx);
 		ret = stream_more(pep, tx);
 	}
 	if (ret) {
@@ -818,7 +837,8 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			/* The RTS carried the first bytes, STREAM chunks may have followed: the
 			 * receiver counts them as received. */
 			tx->sent = DDTX_MIN(tx->streamed, tx->accepted);
-			ddtx_send_progress(pep);
+			tx_work(pep, tx);
+			tx_progress(pep, tx);
 			return;
 		}
 	}
@@ -952,33 +972,60 @@ static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 	return 0;
 }
 
+/*
+ * One send of pep->tx_work, which leaves the list once it has nothing for the walk to do.
+ * Returns -FI_EAGAIN when the wire to its peer had no room for its next chunk.
+ */
+static int tx_progress(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
+{
+	int ret = 0;
+	if (tx->state == DDTX_TX_WAIT_WIRE) {
+		if (tx_left(pep, tx))
+			tx_finish(pep, tx);
+		return 0;
+	}
+	if (tx->state == DDTX_TX_WAIT_CTS && tx->streaming) {
+		if ((ret = stream_more(pep, tx))) {
+			ddtx_tx_fail(pep, tx, -ret);
+			return 0;
+		}
+		if (tx->streamed < DDTX_MIN(tx->total, DDTX_STREAM_MAX))
+			return -FI_EAGAIN;
+		ddtx_list_remove(&tx->work); /* its CTS brings it back */
+		return 0;
+	}
+	if (tx->state != DDTX_TX_PACK) {
+		ddtx_list_remove(&tx->work);
+		return 0;
+	}
+	while (tx->sent < tx->accepted && !(ret = pack_one(pep, tx)))
+		;
+	if (ret == -FI_EAGAIN)
+		return ret;
+	ddtx_list_remove(&tx->work);
+	if (ret)
+		ddtx_tx_fail(pep, tx, -ret);
+	else
+		tx_sent(pep, tx);
+	return 0;
+}
+
 void ddtx_send_progress(struct ddtx_proto_ep *pep)
 {
 	struct ddtx_list_entry *it, *tmp;
-	ddtx_list_foreach_safe(&pep->tx_active, it, tmp)
+	bool full = false;
+	ddtx_peer_t full_peer = 0;
+	ddtx_list_foreach_safe(&pep->tx_work, it, tmp)
 	{
-		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
-		if (tx->state == DDTX_TX_WAIT_WIRE && tx_left(pep, tx)) {
-			tx_finish(pep, tx);
+		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, work);
+		ddtx_peer_t peer = tx->peer;
+		/* The wire that had no room for one send's chunk has none for the next send's:
+		 * it waits for the next walk. */
+		if (full && peer == full_peer && tx->state != DDTX_TX_WAIT_WIRE)
 			continue;
+		if (tx_progress(pep, tx) == -FI_EAGAIN) {
+			full = true;
+			full_peer = peer;
 		}
-		if (tx->state == DDTX_TX_WAIT_CTS && tx->streaming) {
-			int ret = stream_more(pep, tx);
-			if (ret)
-				ddtx_tx_fail(pep, tx, -ret);
-			continue;
-		}
-		if (tx->state != DDTX_TX_PACK)
-			continue;
-		int ret = 0;
-		while (tx->sent < tx->accepted && !(ret = pack_one(pep, tx)))
-			;
-		if (ret == -FI_EAGAIN)
-			continue;
-		if (ret) {
-			ddtx_tx_fail(pep, tx, -ret);
-			continue;
-		}
-		tx_sent(pep, tx);
 	}
 }
