@@ -39,17 +39,22 @@ int ddtx_iov_scan(const struct iovec *iov, size_t count, size_t limit, size_t *t
 		fits = s >= (int64_t)len0 || (s < 0 && (uint64_t)-s >= len0);
 	/* Every entry against the one the vector predicts: an xor and an or per entry, no
 	 * branch.  This loop is the only read of the list, bound by memory when the list is
-	 * long: with a prefetch 1 KiB ahead 1.7-1.9 ns per entry of a 64 MiB list, against
-	 * 2.1-2.3 without it and for the plain check (0.55, 0.48 and 0.6 ns in cache).  A list
-	 * that is no vector leaves at the first line that says so, and is read once more, by the
-	 * plain check: MPICH's lists of SPECFEM3D_oc (3225 pieces of 4 B) and LAMMPS spent 8.5% of
-	 * their samples on both ranks in the two full passes. */
+	 * long: with a prefetch 1 KiB ahead 1.7-1.9 ns per entry of a 64 MiB list on the first
+	 * host, against 2.1-2.3 without it and for the plain check (0.55, 0.48 and 0.6 ns in
+	 * cache).  While the other core streams too (nc_bw's 8-byte blocks, both ranks scanning
+	 * and copying), 8 KiB ahead moved 3.67-3.77 GB/s against 3.02-3.40 at 1 KiB (2 KiB
+	 * 3.37-3.43, 4 KiB 3.53-3.59, 16 KiB 3.63-3.64; 2026-11-27).  Past the list's end it
+	 * reads ahead too (harmless; nc_bw's next message's list lies there, and stopping at the
+	 * end measured 3.2-3.7 against 3.4-4.0).  A list that is no vector leaves at the first
+	 * line that says so, and is read once more, by the plain check: MPICH's lists of
+	 * SPECFEM3D_oc (3225 pieces of 4 B) and LAMMPS spent 8.5% of their samples on both ranks
+	 * in the two full passes. */
 	uintptr_t diff = !fits, a = a0;
 	for (size_t i = 0; fits && i < count; i++, a += (uintptr_t)s) {
 		if (!(i & 3)) { /* one line of four entries */
 			if (diff)
 				break;
-			__builtin_prefetch((const void *)((uintptr_t)&iov[i] + 64 * sizeof(*iov)));
+			__builtin_prefetch((const void *)((uintptr_t)&iov[i] + 8192));
 		}
 		diff |= ((uintptr_t)iov[i].iov_base ^ a) | (iov[i].iov_len ^ len0);
 	}
