@@ -3,7 +3,8 @@
  * Untagged messages: send/sendv/sendmsg/inject/senddata/injectdata with recv/recvv/recvmsg,
  * iov lists on both sides, remote CQ data, FI_SOURCE, the eager edge, 1 MiB and 256 MiB
  * messages under each forced scheme, FI_MULTI_RECV, FI_SELECTIVE_COMPLETION, ordering and
- * truncation.  Every delivered byte is checked, and bytes around the receive buffers too.
+ * truncation, PACK sends to two peers of which one stops reading.  Every delivered byte is
+ * checked, and bytes around the receive buffers too.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
