@@ -1757,6 +1757,86 @@ static int t_pack_fan_out(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/* ---- STREAM: a receiver that stops calling the provider once its receives are done ----- */
+
+/*
+ * PACK sends with STREAM on (FI_DDTX_PACK_STREAM=on; on the ofi wire it is anyway): all the
+ * bytes of a message can reach the receiver before its CTS has left for the sender.  Rank 0
+ * posts QUIET_MSGS sends, each of which fits rank 1's ring whole, while rank 1 waits in a
+ * barrier that does not progress; then rank 0 calls the provider once every 20 ms (a busy
+ * sender) while rank 1 takes them: its CTSs fill rank 0's ring of 2 slots and the rest wait in
+ * rank 1's queue.  Rank 1 checks every byte and stops calling the provider (a barrier again)
+ * while rank 0 waits for its sends, each of which needs its CTS.  A receive reported while its
+ * CTS still waited in rank 1's queue left rank 0 waiting until the timeout (3 runs of 3 before
+ * receives were held for their CTS, 2026-11-28).
+ */
+#define QUIET_MSGS 5
+#define QUIET_SIZE (96 * 1024)
+#define QUIET_BLOCKS 1536 /* 64-byte blocks: PACK, a rendezvous (over a 64 KiB slot) */
+
+static int t_stream_quiet_receiver(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	setenv("FI_DDTX_SHM_RING_SLOTS", ctx->rank == 0 ? "2" : "64", 1);
+	setenv("FI_DDTX_PACK_STREAM", "on", 1);
+	struct fx fx;
+	struct fx_opts o = base_opts;
+	o.scheme = "pack";
+	fx_open(ctx, &o, &fx);
+	uint64_t rng = 0x5EA0 + (uint64_t)ctx->rank;
+	struct fx_layout *l = calloc(QUIET_MSGS, sizeof(*l));
+	FT_CHECK(l, "calloc");
+	for (int i = 0; i < QUIET_MSGS; i++) {
+		fx_layout_make(&l[i], QUIET_SIZE, QUIET_BLOCKS, 64, &rng);
+		fx_layout_canary(&l[i], CSEED);
+		if (ctx->rank == 0)
+			fx_layout_data(&l[i], 7500 + (uint64_t)i);
+		else
+			FX_OK(&fx, fi_recvv(fx.ep, l[i].iov, l[i].desc, l[i].count, fx.peers[0],
+					    &l[i]));
+	}
+	fx_pbarrier(ctx, NULL);
+	if (ctx->rank == 0) {
+		for (int i = 0; i < QUIET_MSGS; i++)
+			FX_OK(&fx, fi_sendv(fx.ep, l[i].iov, l[i].desc, l[i].count, fx.peers[1],
+					    &l[i]));
+		fx_pbarrier(ctx, NULL); /* posted: rank 1 takes them */
+		double deadline = ft_now() + TMO / 1000.0;
+		for (int done = 0; done < QUIET_MSGS;) {
+			usleep(20000);
+			struct fx_comp c;
+			int r = fx_wait_any(&fx, &c, NULL, 0);
+			FT_CHECK(r != -FI_EAVAIL, "an error completion");
+			done += r == 1;
+			FT_CHECK(ft_now() < deadline, "%d of %d sends done after %d ms", done,
+				 QUIET_MSGS, TMO);
+		}
+		fx_pbarrier(ctx, NULL);
+	} else {
+		fx_pbarrier(ctx, NULL);
+		fx_wait(&fx, QUIET_MSGS, NULL, TMO);
+		for (int i = 0; i < QUIET_MSGS; i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "message %d", i);
+			fx_layout_check(&l[i], 7500 + (uint64_t)i, QUIET_SIZE, CSEED, what);
+		}
+		fx_pbarrier(ctx, NULL); /* no progress here until rank 0's sends are done */
+	}
+	if (ctx->rank == 0) {
+		struct fi_ddtx_stats st;
+		fx_stats(&fx, &st);
+		printf("  %d PACK sends of %d KiB, %llu bytes of them streamed before their CTS\n",
+		       QUIET_MSGS, QUIET_SIZE >> 10, (unsigned long long)st.stream_bytes);
+		FT_CHECK(st.stream_bytes > 0, "nothing was streamed");
+	}
+	fx_pbarrier(ctx, &fx);
+	for (int i = 0; i < QUIET_MSGS; i++)
+		fx_layout_free(&l[i]);
+	free(l);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- directed untagged receives (FI_DIRECTED_RECV) -------------------------------------- */
 
 static int t_directed(struct ft_ctx *ctx, void *arg)
@@ -2227,6 +2307,7 @@ static const struct fx_test tests[] = {
 	{"source", 3, 30, t_source, NULL},
 	{"directed", 3, 30, t_directed, NULL},
 	{"pack_fan_out", 3, 60, t_pack_fan_out, NULL},
+	{"stream_quiet_receiver", 2, 60, t_stream_quiet_receiver, NULL},
 	{"self", 1, 30, t_self, NULL},
 	{"order", 2, 60, t_order, NULL},
 	{"trunc", 2, 30, t_trunc, NULL},

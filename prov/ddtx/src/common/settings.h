@@ -25,6 +25,13 @@ enum ddtx_pack_stores_setting {
 	DDTX_PACK_STORES_SETTING_STREAMING,
 };
 
+/* FI_DDTX_PACK_STREAM: PACK chunks behind the RTS before the CTS (STREAM). */
+enum ddtx_pack_stream_setting {
+	DDTX_PACK_STREAM_SETTING_AUTO = 0,  /* where the wire says (caps.pack_stream) */
+	DDTX_PACK_STREAM_SETTING_ON,
+	DDTX_PACK_STREAM_SETTING_OFF,
+};
+
 /* Values of the FI_DDTX_* variables, read once in fi_prov_ini(). */
 struct ddtx_settings {
 	enum ddtx_scheme_setting scheme;   /* FI_DDTX_SCHEME */
@@ -33,6 +40,7 @@ struct ddtx_settings {
 	size_t eager_size;                 /* FI_DDTX_EAGER_SIZE */
 	bool eager_size_set;               /* ... given by the user (it then caps every message) */
 	enum ddtx_pack_stores_setting pack_stores; /* FI_DDTX_PACK_STORES (shm wire) */
+	enum ddtx_pack_stream_setting pack_stream; /* FI_DDTX_PACK_STREAM */
 	size_t pull_split;                 /* FI_DDTX_PULL_SPLIT: smallest pull shared with the
 					    * sender's writes (0: never) */
 	size_t max_sge;                    /* FI_DDTX_MAX_SGE (shm wire) */

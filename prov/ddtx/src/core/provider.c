@@ -86,6 +86,9 @@ static void define_params(void)
 			"shm wire: the stores that write PACK's chunks into the peer's ring: auto "
 			"(the receiver times both and takes the faster per layout), cached (ordinary "
 			"stores) or streaming (non-temporal stores, to memory) (default: auto)");
+	fi_param_define(&ddtx_prov, "pack_stream", FI_PARAM_STRING,
+			"PACK's chunks follow the RTS before the receiver's CTS: auto (where the "
+			"wire's round trip is long: the ofi wire), on or off (default: auto)");
 	fi_param_define(&ddtx_prov, "pull_split", FI_PARAM_SIZE_T,
 			"shm wire: smallest contiguous message the receiver reads in part while the "
 			"sender writes the rest; 0: the receiver reads all (default: 98304)");
@@ -208,12 +211,20 @@ static void load_choices(void)
 		[DDTX_PACK_STORES_SETTING_CACHED] = "cached",
 		[DDTX_PACK_STORES_SETTING_STREAMING] = "streaming",
 	};
+	static const char *const streams[] = {
+		[DDTX_PACK_STREAM_SETTING_AUTO] = "auto",
+		[DDTX_PACK_STREAM_SETTING_ON] = "on",
+		[DDTX_PACK_STREAM_SETTING_OFF] = "off",
+	};
 	unsigned v = ddtx_settings.scheme;
 	load_choice("scheme", schemes, sizeof(schemes) / sizeof(schemes[0]), &v);
 	ddtx_settings.scheme = (enum ddtx_scheme_setting)v;
 	v = ddtx_settings.pack_stores;
 	load_choice("pack_stores", stores, sizeof(stores) / sizeof(stores[0]), &v);
 	ddtx_settings.pack_stores = (enum ddtx_pack_stores_setting)v;
+	v = ddtx_settings.pack_stream;
+	load_choice("pack_stream", streams, sizeof(streams) / sizeof(streams[0]), &v);
+	ddtx_settings.pack_stream = (enum ddtx_pack_stream_setting)v;
 	load_choice("hmem_copy", copies, sizeof(copies) / sizeof(copies[0]),
 		    &ddtx_settings.hmem_copy);
 }

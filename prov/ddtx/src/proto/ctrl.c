@@ -2,7 +2,8 @@
 /*
  * Control messages (CTS, DONE, RMA_DATA): sent at once when the peer's receive queue has room,
  * otherwise queued in order and retried by progress.  Messages that affect matching order
- * (EAGER, RTS) never come here: their senders get -FI_EAGAIN instead.
+ * (EAGER, RTS) never come here: their senders get -FI_EAGAIN instead, also while control
+ * messages to that peer wait here (ddtx_ctrl_waiting), so that nothing of ours overtakes them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t fl
 	b->ack_id = 0;
 }
 
-static bool queued_for(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+bool ddtx_ctrl_queued(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 {
 	struct ddtx_list_entry *it, *tmp;
 	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
@@ -41,7 +42,7 @@ void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg
 		msg = copy;
 	}
 	/* Keep per-peer order: nothing overtakes a message already waiting. */
-	if (!queued_for(pep, peer)) {
+	if (!ddtx_ctrl_queued(pep, peer)) {
 		int ret = ddtx_wire_send(pep->wire, peer, msg, len, NULL, 0);
 		if (ret != -FI_EAGAIN) {
 			if (ret)
@@ -76,6 +77,14 @@ void ddtx_ctrl_flush(struct ddtx_proto_ep *pep)
 		ddtx_list_remove(&c->entry);
 		free(c);
 	}
+}
+
+bool ddtx_ctrl_waiting(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+{
+	if (ddtx_list_empty(&pep->ctrl))
+		return false;
+	ddtx_ctrl_flush(pep);
+	return ddtx_ctrl_queued(pep, peer);
 }
 
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)

@@ -101,6 +101,7 @@ int ddtx_proto_ep_open(struct ddtx_proto_domain *pd, const struct ddtx_proto_own
 	ddtx_list_init(&pep->tx_failed);
 	ddtx_list_init(&pep->tx_work);
 	ddtx_list_init(&pep->rx_active);
+	ddtx_list_init(&pep->rx_held);
 	ddtx_list_init(&pep->rma_active);
 	ddtx_list_init(&pep->atomic_active);
 	ddtx_list_init(&pep->ctrl);
@@ -161,8 +162,9 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	for (size_t i = 0; i < 2; i++)
 		while ((it = ddtx_list_pop_front(txq[i])))
 			ddtx_tx_free(pep, ddtx_container_of(it, struct ddtx_tx, entry));
-	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->posted_msg, &pep->posted_tag};
-	for (size_t i = 0; i < 3; i++)
+	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->rx_held, &pep->posted_msg,
+				   &pep->posted_tag};
+	for (size_t i = 0; i < 4; i++)
 		while ((it = ddtx_list_pop_front(rxq[i])))
 			ddtx_rx_free(pep, ddtx_container_of(it, struct ddtx_rx, entry));
 	while ((it = ddtx_list_pop_front(&pep->rma_active))) {
@@ -197,7 +199,7 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 static void check_peers(struct ddtx_proto_ep *pep)
 {
 	if (ddtx_list_empty(&pep->tx_active) && ddtx_list_empty(&pep->rx_active) &&
-	    ddtx_list_empty(&pep->atomic_active))
+	    ddtx_list_empty(&pep->atomic_active) && ddtx_list_empty(&pep->rx_held))
 		return;
 	uint64_t now = ddtx_coarse_time_ns();
 	if (now < pep->next_peer_check_ns)
@@ -210,11 +212,13 @@ static void check_peers(struct ddtx_proto_ep *pep)
 		struct ddtx_tx *tx = ddtx_container_of(it, struct ddtx_tx, entry);
 		gone = gone || !ddtx_wire_peer_alive(pep->wire, tx->peer);
 	}
-	ddtx_list_foreach_safe(&pep->rx_active, it, tmp)
-	{
-		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
-		gone = gone || !ddtx_wire_peer_alive(pep->wire, rx->peer);
-	}
+	struct ddtx_list *rxq[] = {&pep->rx_active, &pep->rx_held};
+	for (size_t i = 0; i < 2; i++)
+		ddtx_list_foreach_safe(rxq[i], it, tmp)
+		{
+			struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+			gone = gone || !ddtx_wire_peer_alive(pep->wire, rx->peer);
+		}
 	ddtx_list_foreach_safe(&pep->atomic_active, it, tmp)
 	{
 		struct ddtx_atomic_op *op = ddtx_container_of(it, struct ddtx_atomic_op, entry);
@@ -247,6 +251,14 @@ static void check_peers(struct ddtx_proto_ep *pep)
 			ddtx_rx_fail(pep, rx, FI_EIO);
 		}
 	}
+	/* A held receive has all its bytes: its CTS, which no one will read, is dropped and the
+	 * receive completes (ddtx_rndv_release_held). */
+	ddtx_list_foreach_safe(&pep->rx_held, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		if (!ddtx_wire_peer_alive(pep->wire, rx->peer))
+			ddtx_ctrl_drop_peer(pep, rx->peer);
+	}
 	/* An atomic's answer may be the message the peer sent last: failed only if still missing.
 	 * Failing one peer's atomics may remove several entries, so the walk restarts after each. */
 	for (bool again = true; again;) {
@@ -276,6 +288,8 @@ void ddtx_proto_progress(struct ddtx_proto_ep *pep)
 	/* An idle poll (the ping-pong's wait) costs only the wire's peek and these tests. */
 	if (!ddtx_list_empty(&pep->ctrl))
 		ddtx_ctrl_flush(pep);
+	if (!ddtx_list_empty(&pep->rx_held))
+		ddtx_rndv_release_held(pep);
 	if (!ddtx_list_empty(&pep->tx_work))
 		ddtx_send_progress(pep);
 	check_peers(pep);

@@ -307,6 +307,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list tx_failed;                /* struct ddtx_tx reported, writes in flight */
 	struct ddtx_list tx_work;                  /* struct ddtx_tx .work: ddtx_send_progress's */
 	struct ddtx_list rx_active;                /* struct ddtx_rx in DDTX_RX_RNDV */
+	struct ddtx_list rx_held;                  /* struct ddtx_rx done, its CTS in ctrl */
 	struct ddtx_list rma_active;               /* struct ddtx_rma */
 	struct ddtx_list atomic_active;            /* struct ddtx_atomic_op */
 	struct ddtx_optable atomics;               /* id -> ddtx_atomic_op */
@@ -471,6 +472,10 @@ void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep);
 /* ctrl.c: send a control message now or queue it (never fails for a live peer). */
 void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
 void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
+/* Do control messages to peer wait in pep->ctrl?  ..._waiting: still, after a flush (then
+ * nothing else may go to that peer). */
+bool ddtx_ctrl_queued(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+bool ddtx_ctrl_waiting(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
 
@@ -535,6 +540,8 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len);
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
+/* Complete the receives held until their peer's control messages had gone (rx_held). */
+void ddtx_rndv_release_held(struct ddtx_proto_ep *pep);
 /* A read of a pull finished (status 0 or a negative FI_E* code from the wire). */
 void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *pull, int status);
 

@@ -142,10 +142,32 @@ static void rx_fill_batches(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	}
 }
 
-static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+/* Report rx's completion and free it. */
+static void rx_complete(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
 	void *buf = NULL;
 	uint64_t mf = 0;
+	if (rx->parent) {
+		rx->parent->multi_children--;
+		mf = ddtx_rx_multi_flags(pep, rx->parent);
+		buf = rx->iov[0].iov_base;
+	}
+	ddtx_list_remove(&rx->entry);
+	ddtx_rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data, rx->hdr_flags,
+		  rx->from, buf, mf);
+	ddtx_rx_free(pep, rx);
+}
+
+/*
+ * Every byte is in place.  The receive completes once the control messages to its peer have
+ * left this process: its CTS may still wait in pep->ctrl (the peer's queue was full) when the
+ * bytes came before it (STREAM chunks), and the sender's send finishes only with that CTS.
+ * Completed at once, an application that then stopped calling the provider left its peer
+ * waiting for ever (nc_bw's ping-pong rank in its barrier, a trial build with STREAM on the
+ * shm wire; the ofi wire streams).
+ */
+static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
 	/* Every timed rendezvous between warm layouts teaches the cost model what its scheme
 	 * costs on this wire (PACK: by cached stores, pack_stores.c). */
 	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
@@ -157,19 +179,27 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
 				    warm, rx->cached);
 	}
-	if (rx->parent) {
-		rx->parent->multi_children--;
-		mf = ddtx_rx_multi_flags(pep, rx->parent);
-		buf = rx->iov[0].iov_base;
-	}
 	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
 	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
 		ddtx_ack_owe(pep, rx->peer, rx->tx_id, false);
-	ddtx_list_remove(&rx->entry);
-	ddtx_rx_report(pep, rx, rx->offered, rx->accepted, rx->msg_tag, rx->msg_data, rx->hdr_flags,
-		  rx->from, buf, mf);
-	ddtx_rx_free(pep, rx);
+	if (ddtx_ctrl_waiting(pep, rx->peer)) {
+		ddtx_list_remove(&rx->entry);
+		ddtx_list_push_back(&pep->rx_held, &rx->entry);
+		return;
+	}
+	rx_complete(pep, rx);
+}
+
+void ddtx_rndv_release_held(struct ddtx_proto_ep *pep)
+{
+	struct ddtx_list_entry *it, *tmp;
+	ddtx_list_foreach_safe(&pep->rx_held, it, tmp)
+	{
+		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
+		if (!ddtx_ctrl_queued(pep, rx->peer))
+			rx_complete(pep, rx);
+	}
 }
 
 /* A multi-receive buffer matched an RTS: carve a slice receive for this message. */

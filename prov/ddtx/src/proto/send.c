@@ -21,12 +21,35 @@ static size_t eager_limit(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t to
 	return ddtx_choose_eager_limit(pep, room, total, blocks, host);
 }
 
+/*
+ * The wire to peer for a message of a send, once no control message to that peer waits in
+ * pep->ctrl: per-peer order.  A send that overtook a queued CTS completed while the CTS stayed
+ * behind, and a receiver whose application then stopped calling the provider left its peer's
+ * send waiting for that CTS for ever (nc_bw's 8-byte blocks in a trial build with STREAM on the
+ * shm wire: its last message, an acknowledgement, went out past the CTSs; 2026-11-28).
+ */
+static int wire_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
+		     const struct iovec *iov, size_t count)
+{
+	if (ddtx_ctrl_waiting(pep, peer))
+		return -FI_EAGAIN;
+	return ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
+}
+
+static int wire_claim(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t min_len,
+		      struct ddtx_wire_send_buf *buf)
+{
+	if (ddtx_ctrl_waiting(pep, peer))
+		return -FI_EAGAIN;
+	return ddtx_wire_send_claim(pep->wire, peer, min_len, buf);
+}
+
 /* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */
 static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		    const struct iovec *iov, size_t count)
 {
 	for (int attempt = 0;; attempt++) {
-		int ret = ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
+		int ret = wire_send(pep, peer, hdr, hdr_len, iov, count);
 		if (ret != -FI_EAGAIN || attempt == 1)
 			return ret;
 		ddtx_proto_progress(pep);
@@ -54,10 +77,10 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	}
 	/* More entries than one work request gathers: pack them in place behind the header. */
 	struct ddtx_wire_send_buf buf;
-	int ret = ddtx_wire_send_claim(pep->wire, peer, sizeof(h) + total, &buf);
+	int ret = wire_claim(pep, peer, sizeof(h) + total, &buf);
 	if (ret == -FI_EAGAIN) {
 		ddtx_proto_progress(pep);
-		ret = ddtx_wire_send_claim(pep->wire, peer, sizeof(h) + total, &buf);
+		ret = wire_claim(pep, peer, sizeof(h) + total, &buf);
 	}
 	if (ret)
 		return ret;
@@ -81,10 +104,10 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 			      struct ddtx_hdr_rts *rts, size_t first)
 {
 	struct ddtx_wire_send_buf buf;
-	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+	int ret = wire_claim(pep, tx->peer, sizeof(*rts) + 1, &buf);
 	if (ret == -FI_EAGAIN) {
 		ddtx_proto_progress(pep);
-		ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(*rts) + 1, &buf);
+		ret = wire_claim(pep, tx->peer, sizeof(*rts) + 1, &buf);
 	}
 	if (ret)
 		return ret;
@@ -98,6 +121,16 @@ static ssize_t send_rts_first(struct ddtx_proto_ep *pep, struct ddtx_tx *tx,
 }
 
 static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
+
+/* Does a PACK proposal stream its first chunks (FI_DDTX_PACK_STREAM, else the wire's word)? */
+static bool pack_stream(const struct ddtx_proto_ep *pep)
+{
+	switch (ddtx_settings.pack_stream) {
+	case DDTX_PACK_STREAM_SETTING_ON: return true;
+	case DDTX_PACK_STREAM_SETTING_OFF: return false;
+	default: return pep->caps->pack_stream;
+	}
+}
 static int tx_progress(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 
 /* A send to track; with borrow, iov is the list of the layout that tx->layout holds. */
@@ -578,7 +611,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		goto out;
 	}
 	ddtx_list_push_back(&pep->tx_active, &tx->entry);
-	if (!ret && pep->caps->pack_stream && rts.scheme == FI_DDTX_SCHEME_PACK &&
+	if (!ret && pack_stream(pep) && rts.scheme == FI_DDTX_SCHEME_PACK &&
 	    !(rts.base.flags & (DDTX_HDR_IPC | DDTX_HDR_PULL | DDTX_HDR_WINDOWS | DDTX_HDR_DEVICE))) {
 		tx->streaming = true;
 		tx_work(pep, tx);
@@ -907,8 +940,7 @@ static ssize_t chunk_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, uint8_t 
 			 size_t offset, size_t end)
 {
 	struct ddtx_wire_send_buf buf;
-	int ret = ddtx_wire_send_claim(pep->wire, tx->peer, sizeof(struct ddtx_hdr_data) + 1,
-				       &buf);
+	int ret = wire_claim(pep, tx->peer, sizeof(struct ddtx_hdr_data) + 1, &buf);
 	if (ret)
 		return ret;
 	struct ddtx_hdr_data *h = buf.data;
