@@ -18,7 +18,7 @@ void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t fl
 	b->ack_id = 0;
 }
 
-bool ddtx_ctrl_queued(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+static bool queued_for(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 {
 	struct ddtx_list_entry *it, *tmp;
 	ddtx_list_foreach_safe(&pep->ctrl, it, tmp)
@@ -33,7 +33,7 @@ bool ddtx_ctrl_queued(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
  * descriptors, DONE, ACK, LIST_REQ, RMA_DATA, ATOMIC_RESP without old values. */
 #define CARRY_COPY_MAX 256
 
-void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len)
+uint64_t ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len)
 {
 	uint64_t copy[CARRY_COPY_MAX / sizeof(uint64_t)];
 	if (pep->nacks && len <= sizeof(copy)) {
@@ -42,24 +42,34 @@ void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg
 		msg = copy;
 	}
 	/* Keep per-peer order: nothing overtakes a message already waiting. */
-	if (!ddtx_ctrl_queued(pep, peer)) {
+	if (!queued_for(pep, peer)) {
 		int ret = ddtx_wire_send(pep->wire, peer, msg, len, NULL, 0);
 		if (ret != -FI_EAGAIN) {
 			if (ret)
 				DDTX_INFO(FI_LOG_EP_DATA, "control message to peer %u lost: %s\n",
 					  peer, fi_strerror(-ret));
-			return;
+			return 0;
 		}
 	}
 	struct ddtx_ctrl *c = malloc(sizeof(*c) + len);
 	if (!c) {
 		DDTX_WARN(FI_LOG_EP_DATA, "out of memory queueing a control message\n");
-		return;
+		return 0;
 	}
+	c->seq = ++pep->ctrl_seq;
 	c->peer = peer;
 	c->len = len;
 	memcpy(c->msg, msg, len);
 	ddtx_list_push_back(&pep->ctrl, &c->entry);
+	return c->seq;
+}
+
+/* The queue is in seq order (drops only take entries out): seq has left once the oldest entry
+ * still queued is younger. */
+bool ddtx_ctrl_left(struct ddtx_proto_ep *pep, uint64_t seq)
+{
+	struct ddtx_list_entry *first = ddtx_list_first(&pep->ctrl);
+	return !first || ddtx_container_of(first, struct ddtx_ctrl, entry)->seq > seq;
 }
 
 void ddtx_ctrl_flush(struct ddtx_proto_ep *pep)
@@ -84,7 +94,7 @@ bool ddtx_ctrl_waiting(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 	if (ddtx_list_empty(&pep->ctrl))
 		return false;
 	ddtx_ctrl_flush(pep);
-	return ddtx_ctrl_queued(pep, peer);
+	return queued_for(pep, peer);
 }
 
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)

@@ -202,6 +202,7 @@ struct ddtx_rx {
 	bool pulled_windows;             /* read through the sender's windows (timed as such) */
 	uint8_t pack_stores;             /* PACK: enum ddtx_pack_stores asked of the sender */
 	bool stores_learned;             /* ... chosen by what was measured: timed for it */
+	uint64_t cts_queued;             /* its last CTS's place in pep->ctrl, or 0 (sent) */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -224,6 +225,7 @@ struct ddtx_unexp {
 /* A control message waiting for room in the peer's receive queue. */
 struct ddtx_ctrl {
 	struct ddtx_list_entry entry;
+	uint64_t seq;                    /* pep->ctrl_seq when queued: the queue's order */
 	ddtx_peer_t peer;
 	size_t len;
 	uint8_t msg[];
@@ -312,6 +314,7 @@ struct ddtx_proto_ep {
 	struct ddtx_list atomic_active;            /* struct ddtx_atomic_op */
 	struct ddtx_optable atomics;               /* id -> ddtx_atomic_op */
 	struct ddtx_list ctrl;                     /* struct ddtx_ctrl */
+	uint64_t ctrl_seq;                         /* control messages queued so far */
 	struct ddtx_optable txs, rxs;              /* id -> ddtx_tx / ddtx_rx */
 	uint64_t next_peer_check_ns;         /* coarse clock */
 	struct ddtx_cost_timer rndv_timer;   /* service times of finished rendezvous */
@@ -469,12 +472,14 @@ int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer);
 fi_addr_t ddtx_addr_of(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep);
 
-/* ctrl.c: send a control message now or queue it (never fails for a live peer). */
-void ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
+/* ctrl.c: send a control message now or queue it (never fails for a live peer); returns 0 when
+ * it went, else its place in the queue (ddtx_ctrl_left). */
+uint64_t ddtx_ctrl_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *msg, size_t len);
+/* Has the control message queued at place seq left (sent, or dropped with its peer)? */
+bool ddtx_ctrl_left(struct ddtx_proto_ep *pep, uint64_t seq);
 void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
-/* Do control messages to peer wait in pep->ctrl?  ..._waiting: still, after a flush (then
- * nothing else may go to that peer). */
-bool ddtx_ctrl_queued(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+/* Do control messages to peer still wait in pep->ctrl after a flush?  Then nothing else may
+ * go to that peer. */
 bool ddtx_ctrl_waiting(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
@@ -540,7 +545,7 @@ void ddtx_rndv_match_rts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_pee
 			 const struct ddtx_hdr_rts *rts, const void *first, size_t first_len);
 void ddtx_rndv_send_cts(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_t offset,
 			const struct ddtx_desc *desc, uint32_t ndesc, uint16_t flags);
-/* Complete the receives held until their peer's control messages had gone (rx_held). */
+/* Complete the receives held until their CTS had gone (rx_held). */
 void ddtx_rndv_release_held(struct ddtx_proto_ep *pep);
 /* A read of a pull finished (status 0 or a negative FI_E* code from the wire). */
 void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *pull, int status);

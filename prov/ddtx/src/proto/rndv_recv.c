@@ -38,7 +38,9 @@ static void send_cts_full(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, uint64_
 	cts->wset_id = wset_id;
 	if (ndesc)
 		memcpy(cts + 1, desc, ndesc * sizeof(*desc));
-	ddtx_ctrl_send(pep, rx->peer, msg, len);
+	uint64_t queued = ddtx_ctrl_send(pep, rx->peer, msg, len);
+	if (queued)
+		rx->cts_queued = queued;
 	if (msg != small)
 		free(msg);
 }
@@ -159,9 +161,9 @@ static void rx_complete(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 }
 
 /*
- * Every byte is in place.  The receive completes once the control messages to its peer have
- * left this process: its CTS may still wait in pep->ctrl (the peer's queue was full) when the
- * bytes came before it (STREAM chunks), and the sender's send finishes only with that CTS.
+ * Every byte is in place.  The receive completes once its CTS has left this process: it may
+ * still wait in pep->ctrl (the peer's queue was full) when the bytes came before it (STREAM
+ * chunks), and the sender's send finishes only with that CTS.
  * Completed at once, an application that then stopped calling the provider left its peer
  * waiting for ever (nc_bw's ping-pong rank in its barrier, a trial build with STREAM on the
  * shm wire; the ofi wire streams).
@@ -183,10 +185,13 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
 	if ((rx->hdr_flags & DDTX_HDR_ACK_REQ) && rx->accepted)
 		ddtx_ack_owe(pep, rx->peer, rx->tx_id, false);
-	if (ddtx_ctrl_waiting(pep, rx->peer)) {
-		ddtx_list_remove(&rx->entry);
-		ddtx_list_push_back(&pep->rx_held, &rx->entry);
-		return;
+	if (rx->cts_queued && !ddtx_ctrl_left(pep, rx->cts_queued)) {
+		ddtx_ctrl_flush(pep);
+		if (!ddtx_ctrl_left(pep, rx->cts_queued)) {
+			ddtx_list_remove(&rx->entry);
+			ddtx_list_push_back(&pep->rx_held, &rx->entry);
+			return;
+		}
 	}
 	rx_complete(pep, rx);
 }
@@ -197,7 +202,7 @@ void ddtx_rndv_release_held(struct ddtx_proto_ep *pep)
 	ddtx_list_foreach_safe(&pep->rx_held, it, tmp)
 	{
 		struct ddtx_rx *rx = ddtx_container_of(it, struct ddtx_rx, entry);
-		if (!ddtx_ctrl_queued(pep, rx->peer))
+		if (ddtx_ctrl_left(pep, rx->cts_queued))
 			rx_complete(pep, rx);
 	}
 }
