@@ -35,9 +35,27 @@ static struct ddtx_store_slot *slot_of(struct ddtx_store_choice *c, uint64_t sha
 	return s;
 }
 
+/* A kind's figure: the median of its last samples (their mean while there are two). */
+static float figure(const struct ddtx_store_slot *s, enum ddtx_pack_stores k)
+{
+	const float *r = s->recent[k];
+	switch (s->n[k]) {
+	case 0:
+		return 0;
+	case 1:
+		return r[0];
+	case 2:
+		return (r[0] + r[1]) / 2;
+	default: {
+		float lo = r[0] < r[1] ? r[0] : r[1], hi = r[0] < r[1] ? r[1] : r[0];
+		return r[2] < lo ? lo : r[2] > hi ? hi : r[2];
+	}
+	}
+}
+
 static enum ddtx_pack_stores faster(const struct ddtx_store_slot *s)
 {
-	return s->ns_per_byte[DDTX_STORES_STREAMING] < s->ns_per_byte[DDTX_STORES_CACHED]
+	return figure(s, DDTX_STORES_STREAMING) < figure(s, DDTX_STORES_CACHED)
 		       ? DDTX_STORES_STREAMING
 		       : DDTX_STORES_CACHED;
 }
@@ -56,22 +74,30 @@ enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t sh
 	return (enum ddtx_pack_stores)(1 - best);
 }
 
-void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
-			uint64_t ns, size_t bytes)
+void ddtx_store_done(struct ddtx_store_choice *c, uint64_t now_ns)
 {
-	if (k >= DDTX_STORES_COUNT || !bytes)
+	if (now_ns > c->last_done_ns)
+		c->last_done_ns = now_ns;
+}
+
+void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores k,
+			uint64_t start_ns, uint64_t now_ns, size_t bytes)
+{
+	uint64_t from = start_ns > c->last_done_ns ? start_ns : c->last_done_ns;
+	ddtx_store_done(c, now_ns);
+	if (k >= DDTX_STORES_COUNT || !bytes || now_ns <= from)
 		return;
+	uint64_t ns = now_ns - from;
 	struct ddtx_store_slot *s = slot_of(c, shape);
 	bool had_both = s->n[DDTX_STORES_CACHED] >= CACHED_FIRST &&
 			s->n[DDTX_STORES_STREAMING] >= SAMPLES_FIRST;
 	enum ddtx_pack_stores best = faster(s);
-	float x = (float)ns / (float)bytes, *m = &s->ns_per_byte[k];
-	*m = !s->n[k] || x < *m ? x : *m + (x - *m) / 4;
-	if (s->n[k] < UINT16_MAX)
-		s->n[k]++;
+	s->recent[k][s->n[k] % DDTX_STORE_RECENT] = (float)ns / (float)bytes;
+	if (++s->n[k] == UINT16_MAX)
+		s->n[k] -= DDTX_STORE_RECENT; /* saturates, keeping the ring's order */
 	if (had_both && k != best) {
 		/* A try of the kind that was slower: tried less often while it keeps losing. */
-		if (*m >= s->ns_per_byte[best]) {
+		if (figure(s, k) >= figure(s, best)) {
 			if (s->explore_every < EXPLORE_MAX)
 				s->explore_every *= 2;
 		} else {

@@ -12,9 +12,13 @@
  * handle 30 / 241 against 71-75 / 80.  Neither wins in both regimes, and a regime lasts
  * seconds to minutes, so the receiver (which times the whole transfer) chooses per shape by
  * what it measured: cached stores first, then streaming ones twice, then the faster, and now
- * and then the other to follow a change of regime; a sample faster than a kind's mean is taken
- * whole (the host got faster: one try suffices to see it), a slower one folded in by a
- * quarter.  Pure logic.
+ * and then the other to follow a change of regime.  A kind's figure is the median of its last
+ * three samples: a change of regime shows in two.  (A sample faster than the mean taken whole
+ * and a slower one folded in by a quarter, as before, let one outlier decide: in nc_bw's
+ * stream of 8-byte blocks a transfer timed across the pause between two windows took 1.7 ms
+ * where the others took 12-20 us, and a lucky 6.5 us one by streaming stores, whose 19-20 us
+ * were slower than cached stores' 11-15, kept streaming stores on for 57% of the bytes.)
+ * Pure logic.
  */
 #ifndef DDTX_ENGINE_STORE_CHOICE_H
 #define DDTX_ENGINE_STORE_CHOICE_H
@@ -29,10 +33,11 @@ enum ddtx_pack_stores {
 };
 
 #define DDTX_STORE_CHOICE_SLOTS 64
+#define DDTX_STORE_RECENT 3
 
 struct ddtx_store_slot {
 	uint64_t shape;                         /* 0: empty */
-	float ns_per_byte[DDTX_STORES_COUNT];   /* recent transfers by each kind */
+	float recent[DDTX_STORES_COUNT][DDTX_STORE_RECENT]; /* ns per byte, last samples */
 	uint16_t n[DDTX_STORES_COUNT];          /* transfers timed (saturates) */
 	uint16_t since_explore;                 /* choices since the other kind was last tried */
 	uint16_t explore_every;                 /* the current period of those tries */
@@ -40,13 +45,23 @@ struct ddtx_store_slot {
 
 struct ddtx_store_choice {
 	struct ddtx_store_slot slot[DDTX_STORE_CHOICE_SLOTS];
+	uint64_t last_done_ns;                  /* when the last PACK transfer finished */
 };
 
 void ddtx_store_choice_init(struct ddtx_store_choice *c);
 /* The stores for the next PACK transfer of this shape (non-zero). */
 enum ddtx_pack_stores ddtx_store_choose(struct ddtx_store_choice *c, uint64_t shape);
-/* A PACK transfer of this shape written with stores s moved bytes in ns. */
+/*
+ * A PACK transfer of this shape written with stores s, started at start_ns, moved bytes by
+ * now_ns.  Timed by its service time: from its start or the previous PACK transfer's finish,
+ * whichever is later.  Timed from its start, a transfer that waited behind others in a stream
+ * (nc_bw's bandwidth run: 512 rendezvous in flight) carried their time too, and the kind that
+ * had one lucky sample won: 8-byte blocks went by streaming stores at 3.40-3.55 GB/s where
+ * cached ones moved 3.68-4.04 (2026-11-28).
+ */
 void ddtx_store_observe(struct ddtx_store_choice *c, uint64_t shape, enum ddtx_pack_stores s,
-			uint64_t ns, size_t bytes);
+			uint64_t start_ns, uint64_t now_ns, size_t bytes);
+/* A PACK transfer that is not learnt from finished at now_ns (the next one's service starts). */
+void ddtx_store_done(struct ddtx_store_choice *c, uint64_t now_ns);
 
 #endif /* DDTX_ENGINE_STORE_CHOICE_H */

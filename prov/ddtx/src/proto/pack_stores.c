@@ -47,8 +47,10 @@ bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *r
 		return true;
 	if (rx->stores_learned && rx->t_start && rx->received == rx->accepted)
 		ddtx_store_observe(&pep->pd->stores, stores_shape(rx),
-				   (enum ddtx_pack_stores)rx->pack_stores,
-				   ddtx_time_ns() - rx->t_start, rx->accepted);
+				   (enum ddtx_pack_stores)rx->pack_stores, rx->t_start,
+				   ddtx_time_ns(), rx->accepted);
+	else if (pep->caps->pack_stores)
+		ddtx_store_done(&pep->pd->stores, ddtx_time_ns());
 	/*
 	 * The cost model weighs PACK by cached stores only, as before streaming ones existed:
 	 * streaming stores make PACK faster where it was chosen, and do not draw other layouts
