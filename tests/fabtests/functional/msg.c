@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fx.h"
@@ -1837,6 +1838,69 @@ static int t_stream_quiet_receiver(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * A send that the peer's queue cannot take is refused before its iov list is read (proto/send.c,
+ * send_blocked): a caller retries the same list, and reading a long one on every try made the
+ * sender's scan twice the receiver's.  Rank 1's ring has 2 slots and rank 1 does not call the
+ * provider until rank 0 has filled it with eager sends; then rank 0's fi_sendv of a list in a
+ * page it cannot read must take -FI_EAGAIN (a read would end the test with SIGSEGV).  After rank
+ * 1 starts calling the provider, every message arrives intact.  The shm wire only (the other
+ * wires queue a send without a full ring to tell).
+ */
+static int t_full_ring_unread(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	enum { N = 12, SIZE = 512 };
+	const char *wire = getenv("FI_DDTX_WIRE");
+	if (getenv("FX_EXPECT_PROV") || (wire && strcmp(wire, "shm"))) {
+		printf("rank %d: the shm wire only\n", ctx->rank);
+		return 0;
+	}
+	setenv("FI_DDTX_SHM_RING_SLOTS", ctx->rank == 1 ? "2" : "64", 1);
+	struct fx fx;
+	fx_open(ctx, &base_opts, &fx);
+	uint8_t *b[N];
+	for (int i = 0; i < N; i++) {
+		b[i] = fx_alloc(SIZE);
+		fx_fill(b[i], SIZE, ctx->rank ? 1 : 7700 + (uint64_t)i, 0);
+		if (ctx->rank == 1)
+			FX_OK(&fx, fi_recv(fx.ep, b[i], SIZE, NULL, fx.peers[0], b[i]));
+	}
+	fx_pbarrier(ctx, &fx);
+	if (ctx->rank == 0) {
+		int posted = 0;
+		ssize_t ret;
+		while ((ret = fi_send(fx.ep, b[posted], SIZE, NULL, fx.peers[1], b[posted])) == 0)
+			FT_CHECK(++posted < N, "%d sends taken by a ring of 2 slots", posted);
+		FT_CHECK(ret == -FI_EAGAIN && posted >= 1, "send %d: %zd (%s), not -FI_EAGAIN",
+			 posted, ret, fi_strerror((int)-ret));
+		long page = sysconf(_SC_PAGESIZE);
+		void *unreadable = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+					-1, 0);
+		FT_CHECK(unreadable != MAP_FAILED, "mmap");
+		ret = fi_sendv(fx.ep, unreadable, NULL, 64, fx.peers[1], NULL);
+		FT_CHECK(ret == -FI_EAGAIN, "a send to a full ring, its list unreadable: %zd (%s)",
+			 ret, fi_strerror((int)-ret));
+		munmap(unreadable, (size_t)page);
+		printf("  rank 0: %d eager sends taken, the next refused before its list was read\n",
+		       posted);
+		fx_pbarrier(ctx, NULL); /* rank 1 starts calling the provider */
+		for (int i = posted; i < N; i++)
+			FX_OK(&fx, fi_send(fx.ep, b[i], SIZE, NULL, fx.peers[1], b[i]));
+		fx_wait(&fx, N, NULL, TMO);
+	} else {
+		fx_pbarrier(ctx, NULL); /* no call into the provider while rank 0 fills the ring */
+		fx_wait(&fx, N, NULL, TMO);
+		for (int i = 0; i < N; i++)
+			FX_CHECK_PATTERN(b[i], SIZE, 7700 + (uint64_t)i, 0, "message %d", i);
+	}
+	fx_pbarrier(ctx, &fx);
+	for (int i = 0; i < N; i++)
+		free(b[i]);
+	fx_close(&fx);
+	return 0;
+}
+
 /* ---- directed untagged receives (FI_DIRECTED_RECV) -------------------------------------- */
 
 static int t_directed(struct ft_ctx *ctx, void *arg)
@@ -2308,6 +2372,7 @@ static const struct fx_test tests[] = {
 	{"directed", 3, 30, t_directed, NULL},
 	{"pack_fan_out", 3, 60, t_pack_fan_out, NULL},
 	{"stream_quiet_receiver", 2, 60, t_stream_quiet_receiver, NULL},
+	{"full_ring_unread", 2, 30, t_full_ring_unread, NULL},
 	{"self", 1, 30, t_self, NULL},
 	{"order", 2, 60, t_order, NULL},
 	{"trunc", 2, 30, t_trunc, NULL},

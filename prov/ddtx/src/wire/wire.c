@@ -194,6 +194,11 @@ void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *b
 	ep->impl->send_commit(ep, buf, len);
 }
 
+bool ddtx_wire_send_room(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+{
+	return !ep || !ep->impl->send_room || ep->impl->send_room(ep, peer);
+}
+
 int ddtx_wire_key_check(struct ddtx_wire_domain *dom, enum ddtx_key_space space, uint64_t key,
 			uint64_t addr, uint64_t len, uint32_t access)
 {

@@ -276,6 +276,13 @@ int ddtx_wire_send_claim(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_l
 			 struct ddtx_wire_send_buf *buf);
 /* Post a claimed buffer holding len (<= cap) bytes. */
 void ddtx_wire_send_commit(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
+/*
+ * Would a send or a claim to peer find room in its queue now?  A hint, read without claiming:
+ * false only where the next send would take -FI_EAGAIN (the shm wire's full ring of a live
+ * reader); true where the wire cannot tell, or where the send would fail otherwise (a peer
+ * gone, not yet mapped), so that it reports that.
+ */
+bool ddtx_wire_send_room(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 
 /*
  * Would a write (or read) of [raddr, raddr+len) with the peer's key (space, rkey) be accepted

@@ -48,6 +48,8 @@ struct ddtx_wire_impl {
 	int (*send_claim)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t min_len,
 			  struct ddtx_wire_send_buf *buf);
 	void (*send_commit)(struct ddtx_wire_ep *ep, struct ddtx_wire_send_buf *buf, size_t len);
+	/* Would a message to peer find room now?  NULL: assume so (see ddtx_wire_send_room). */
+	bool (*send_room)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	int (*rma_check)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, enum ddtx_key_space space,
 			 uint64_t rkey, uint64_t raddr, size_t len, bool write);
 	int (*write)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, const struct iovec *local,

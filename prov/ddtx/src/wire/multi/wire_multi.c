@@ -621,6 +621,14 @@ static uint64_t multi_send_mark(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 	return p ? ddtx_wire_send_mark(ep->sub[p->sub], p->sub_peer) : 0;
 }
 
+static bool multi_send_room(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
+
+	return !p || p->gone || ddtx_wire_send_room(ep->sub[p->sub], p->sub_peer);
+}
+
 static bool multi_sent(struct ddtx_wire_ep *wep, ddtx_peer_t peer, uint64_t mark)
 {
 	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
@@ -667,6 +675,7 @@ const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.send = multi_send,
 	.send_claim = multi_send_claim,
 	.send_commit = multi_send_commit,
+	.send_room = multi_send_room,
 	.rma_check = multi_rma_check,
 	.write = multi_write,
 	.read = multi_read,

@@ -98,6 +98,13 @@ int ddtx_shm_ring_claim(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *
 	return 0;
 }
 
+bool ddtx_shm_ring_full(const struct ddtx_shm_ring *ring)
+{
+	uint64_t pos = atomic_load_explicit(&ring->hdr->tail, memory_order_relaxed);
+	const struct ddtx_shm_slot_hdr *slot = ddtx_shm_ring_slot(ring, pos);
+	return (int64_t)(atomic_load_explicit(&slot->seq, memory_order_acquire) - pos) < 0;
+}
+
 /* A slot's header, written once as the message is published (see ring_stamp). */
 static void ring_seal(struct ddtx_shm_slot_hdr *slot, uint64_t pos,
 		      const struct ddtx_shm_addr *src, size_t len, uint32_t skip)

@@ -267,6 +267,8 @@ int ddtx_shm_ring_claim(struct ddtx_shm_ring *ring, const struct ddtx_shm_addr *
 			struct ddtx_shm_slot_hdr **slot, uint64_t *pos);
 void ddtx_shm_ring_publish(struct ddtx_shm_slot_hdr *slot, uint64_t pos,
 			   const struct ddtx_shm_addr *src, size_t len);
+/* Is the slot at the tail still the consumer's (a claim now would take -FI_EAGAIN)? */
+bool ddtx_shm_ring_full(const struct ddtx_shm_ring *ring);
 
 /* Consumer state, private to the owner. */
 struct ddtx_shm_consumer {

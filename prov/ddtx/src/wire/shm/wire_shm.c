@@ -596,6 +596,16 @@ static int shm_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min
 	return 0;
 }
 
+/* A full ring of a reader that is gone is "room": the send then reports the peer gone. */
+static bool shm_send_room(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
+	struct ddtx_shm_peer *p;
+	if (!ep || !(p = ddtx_shm_peers_get(&ep->peers, peer)) || p->dead || !p->mapped)
+		return true;
+	return !ddtx_shm_ring_full(&p->ring) || full_ring_reader_gone(p);
+}
+
 static void shm_send_commit(struct ddtx_wire_ep *wep, struct ddtx_wire_send_buf *buf, size_t len)
 {
 	struct ddtx_shm_ep *ep = ddtx_shm_ep_of(wep);
@@ -899,6 +909,7 @@ const struct ddtx_wire_impl ddtx_shm_wire_impl = {
 	.send = shm_send,
 	.send_claim = shm_send_claim,
 	.send_commit = shm_send_commit,
+	.send_room = shm_send_room,
 	.rma_check = shm_rma_check,
 	.write = shm_write,
 	.read = shm_read,
