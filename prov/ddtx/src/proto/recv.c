@@ -107,6 +107,8 @@ ssize_t ddtx_proto_recv(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 {
 	struct ddtx_stage *stage = NULL;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
+	if (count >= DDTX_POST_PROGRESS_ENTRIES)
+		ddtx_proto_progress(pep); /* before reading a long list (proto_internal.h) */
 	/* One pass checks the list, sums it and sees whether it is one vector (see send.c). */
 	const struct iovec *checked = iov;
 	size_t total = 0;

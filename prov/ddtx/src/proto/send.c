@@ -380,6 +380,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	void *offer = NULL;
 	size_t offer_len = 0;
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
+	if (count >= DDTX_POST_PROGRESS_ENTRIES)
+		ddtx_proto_progress(pep); /* before reading a long list (proto_internal.h) */
 	if (send_blocked(pep, dest))
 		return -FI_EAGAIN;
 	/* The check sums the list too, and sees whether it is one vector: one pass over a long
