@@ -282,7 +282,7 @@ struct ddtx_ack_owed {
 #define DDTX_LEND_MIN_ENTRIES 256
 
 /*
- * A post of a list this long first moves the endpoint's traffic forward (ddtx_post_progress).
+ * A post of a list this long first moves the endpoint's traffic forward (send.c, recv.c).
  * An application posts a whole exchange before it waits, and reading its lists is the post's
  * work: nc_bw's 256 receives of 16384 8-byte blocks took the receiver 3 ms, in which its ring
  * was not read, and the sender stalled on it after 4 MiB, then posted its own 256 sends, in
