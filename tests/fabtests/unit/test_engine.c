@@ -17,6 +17,7 @@
 #include "engine/iov.h"
 #include "engine/layout.h"
 #include "engine/scheme.h"
+#include "engine/contig_choice.h"
 #include "engine/store_choice.h"
 #include "common/optable.h"
 
@@ -619,6 +620,134 @@ static void test_store_choice(void)
 	CHECK(streamed >= 285, "queued, slow regime: streaming stores %u of 300", streamed);
 }
 
+/*
+ * The way a contiguous rendezvous goes, per size (engine/contig_choice.h), through costs shaped
+ * as measured: a size's first transfers several times their steady cost whatever the way, the
+ * slow regime's 256 KiB (whole pull 13.5 us, split 16.6, PACK 21.1) and the fast regime's (PACK
+ * fastest).  Costs in ns per transfer of 256 KiB, in proportion for other sizes; `cold`
+ * transfers of the run pay 5x.
+ */
+static uint64_t contig_clock = 1000000;
+
+static unsigned contig_run(struct ddtx_contig_choice *c, size_t bytes, bool split_ok, int n,
+			   const uint64_t cost[DDTX_CONTIG_WAYS], int cold, unsigned *by,
+			   int *first)
+{
+	memset(by, 0, DDTX_CONTIG_WAYS * sizeof(*by));
+	*first = -1;
+	unsigned wrong = 0;
+	enum ddtx_contig_way best = DDTX_CONTIG_PULL;
+	for (int w = 1; w < DDTX_CONTIG_WAYS; w++)
+		if ((w != DDTX_CONTIG_SPLIT || split_ok) && cost[w] < cost[best])
+			best = (enum ddtx_contig_way)w;
+	for (int i = 0; i < n; i++) {
+		enum ddtx_contig_way w = ddtx_contig_choose(c, bytes, split_ok);
+		by[w]++;
+		if (w == best && *first < 0)
+			*first = i;
+		wrong += w != best;
+		uint64_t start = contig_clock;
+		contig_clock += cost[w] * bytes / (256 * 1024) * (i < cold ? 5 : 1);
+		ddtx_contig_observe(c, bytes, w, start, contig_clock, true);
+	}
+	return wrong;
+}
+
+static void test_contig_choice(void)
+{
+	static struct ddtx_contig_choice c;
+	ddtx_contig_choice_init(&c);
+	const size_t kib256 = 256 * 1024;
+	const uint64_t slow[DDTX_CONTIG_WAYS] = {13500, 16600, 21100};
+	const uint64_t fast[DDTX_CONTIG_WAYS] = {10800, 8000, 6300};
+	unsigned by[DDTX_CONTIG_WAYS];
+	int first;
+	/* The first tries are bursts, each way until three of its timings are learnt, a timing
+	 * when the next transfer starts apart from it: pull four times, split four, PACK four. */
+	enum ddtx_contig_way order[12];
+	for (int i = 0; i < 12; i++) {
+		order[i] = ddtx_contig_choose(&c, kib256, true);
+		uint64_t t = contig_clock;
+		contig_clock += slow[order[i]];
+		ddtx_contig_observe(&c, kib256, order[i], t, contig_clock, true);
+		CHECK(order[i] == (enum ddtx_contig_way)(i / 4), "try %d by way %d", i, order[i]);
+	}
+	CHECK(!ddtx_contig_trying(&c, kib256), "still trying after three timings of each");
+	CHECK(ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_PULL,
+	      "the fastest tried not taken");
+	/* The first transfers cold (the first twelve at 5x): the steady fastest still wins. */
+	ddtx_contig_choice_init(&c);
+	unsigned wrong = contig_run(&c, kib256, true, 400, slow, 12, by, &first);
+	CHECK(!ddtx_contig_trying(&c, kib256), "still trying after 400 transfers");
+	CHECK(wrong <= 40, "slow regime, cold start: %u of 400 not the whole pull (pull %u, split "
+	      "%u, PACK %u)", wrong, by[0], by[1], by[2]);
+	wrong = contig_run(&c, kib256, true, 400, slow, 0, by, &first);
+	CHECK(wrong <= 24, "slow regime, steady: %u of 400 tries of another way", wrong);
+	/* The regime changes: PACK is taken at its next try (at most 256 timings on). */
+	wrong = contig_run(&c, kib256, true, 400, fast, 0, by, &first);
+	CHECK(first >= 0 && first <= 300 && wrong <= 320, "fast regime seen after %d transfers "
+	      "(%u of 400 not PACK)", first, wrong);
+	wrong = contig_run(&c, kib256, true, 400, fast, 0, by, &first);
+	CHECK(wrong <= 24, "fast regime, steady: %u of 400 not PACK", wrong);
+	/* No split where none is possible; a larger size starts from the smaller one's timings,
+	 * trying only the way it has none of, and a smaller size learns on its own. */
+	ddtx_contig_choice_init(&c);
+	contig_run(&c, 64 * 1024, false, 200, fast, 0, by, &first);
+	CHECK(by[DDTX_CONTIG_SPLIT] == 0, "split %u times where none was possible",
+	      by[DDTX_CONTIG_SPLIT]);
+	wrong = contig_run(&c, kib256, true, 200, fast, 0, by, &first);
+	CHECK(first <= 4 && by[DDTX_CONTIG_PULL] <= 12, "a larger size: PACK first at %d, %u "
+	      "pulls (not started from the smaller size's timings)", first, by[DDTX_CONTIG_PULL]);
+	CHECK(ddtx_contig_trying(&c, 4096) && ddtx_contig_choose(&c, 4096, true) ==
+	      DDTX_CONTIG_PULL, "a smaller size did not start with its own tries");
+	/* One lucky timing does not keep a slower way: three of its own next give the choice
+	 * back. */
+	ddtx_contig_choice_init(&c);
+	contig_run(&c, kib256, true, 100, slow, 0, by, &first);
+	uint64_t t = contig_clock;
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_PACK, t, t + 5000, true);
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_NONE, t + 6000, t + 7000, true);
+	contig_clock = t + 7000;
+	enum ddtx_contig_way w1 = ddtx_contig_choose(&c, kib256, true);
+	enum ddtx_contig_way w2 = ddtx_contig_choose(&c, kib256, true); /* one may be a try */
+	CHECK(w1 == DDTX_CONTIG_PACK || w2 == DDTX_CONTIG_PACK, "a try that won did not take over");
+	wrong = contig_run(&c, kib256, true, 100, slow, 0, by, &first);
+	CHECK(first >= 0 && first <= 4 && wrong <= 10, "the lucky way kept %d transfers", first);
+	/* Untimed transfers and other rendezvous teach nothing, nor does a busy period they are
+	 * part of. */
+	ddtx_contig_choice_init(&c);
+	t = contig_clock;
+	for (int i = 0; i < 20; i++)
+		ddtx_contig_observe(&c, kib256, DDTX_CONTIG_PULL, t + 2 * i, t + 2 * i + 1, false);
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_NONE, t + 100, t + 100000, true);
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_PULL, t + 200, t + 113500, true);
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_PULL, t + 200000, t + 213500, true);
+	CHECK(ddtx_contig_trying(&c, kib256), "untimed or other transfers counted as tries");
+	/*
+	 * Windows of 16 in flight, as fabtests' bw: the first of a window finishes after the
+	 * whole window's work, the others just after it (fast regime's costs, PACK fastest).
+	 * While they overlap the choice is the cost model's; but they are timed, as one busy
+	 * period each: timed each, the way tried first would look fastest.
+	 */
+	ddtx_contig_choice_init(&c);
+	t = contig_clock + 1000000;
+	unsigned deferred = 0;
+	for (int win = 0; win < 12; win++) {
+		enum ddtx_contig_way w = (enum ddtx_contig_way)(win / 4);
+		for (int i = 0; i < 16; i++) {
+			ddtx_contig_observe(&c, kib256, w, t, t + 16 * fast[w] + 10 * (uint64_t)i, true);
+			deferred += ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_NONE;
+		}
+		t += 16 * fast[w] + 1000;
+	}
+	CHECK(deferred >= 12 * 15, "overlapping: %u of %d choices left to the lines", deferred,
+	      12 * 16);
+	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_NONE, t, t + 1000, true); /* alone again */
+	contig_clock = t + 1000;
+	CHECK(ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_PACK,
+	      "windows timed message by message");
+}
+
 int main(void)
 {
 	test_windows();
@@ -626,6 +755,7 @@ int main(void)
 	test_cost_timer();
 	test_cost_bias();
 	test_store_choice();
+	test_contig_choice();
 	test_cursor();
 	test_gather_scatter(false);
 	test_gather_scatter(true);

@@ -1067,7 +1067,8 @@ static void t_learn_deferred(void)
 	const size_t bytes = 12288;
 	ddtx_rlock_lock(&H.lock);
 	uint64_t start = ddtx_time_ns();
-	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, start, bytes, 2, true, NULL);
+	ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_SGL, DDTX_CONTIG_PULL, start, bytes, 2, true,
+			    NULL);
 	uint64_t done = H.pep->rndv_sample.done_ns;
 	CHECK(H.pep->rndv_sample.pending && done >= start &&
 	      H.pep->rndv_timer.last_done_ns < start, "the timing was learnt at once");
@@ -1186,7 +1187,8 @@ static void t_shape_correction(void)
 	uint64_t at = ddtx_time_ns();
 	for (int i = 0; l && i < 8; i++) { /* the last stays in the timer's open group */
 		double line = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_UMR, bytes, blocks);
-		ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_UMR, at, bytes, blocks, true, l);
+		ddtx_choose_observe(H.pep, FI_DDTX_SCHEME_UMR, DDTX_CONTIG_NONE, at, bytes, blocks,
+				    true, l);
 		CHECK(H.pep->rndv_sample.shaped && H.pep->rndv_sample.shape == l->hash,
 		      "the timing of a receive into the layout does not name its shape");
 		at += 1000000000;

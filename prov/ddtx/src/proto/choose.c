@@ -79,20 +79,28 @@ static enum fi_ddtx_scheme line_scheme(enum fi_ddtx_scheme line)
 /*
  * One block is what zero copy moves in one copy (one process_vm_readv on the shm wire, one
  * RDMA read or write on a NIC) where packing copies twice, through the ring on two cores.
- * Which is faster depends on the host: on the sessions' first host fabtests' tagged pingpong
- * -S all took 2x shm's latency from 24 KiB to 1 MiB by PACK and 1.1-1.35x by SGL; on a later
- * one, whose process_vm_readv costs several microseconds, PACK took 2.3-3.0 us one-way at
- * 64 KiB and the pull 5.7-6.1 (shm 5.4).  A contiguous message never explores (see
- * ddtx_choose_decide), so a scheme chosen less once is never timed again: while SGL and PACK
- * were only their priors PACK's (12.5 us at 64 KiB) kept every contiguous message on the pull.
- * So in each size class (the bytes' power of two) a contiguous rendezvous first takes SGL until
- * it has CONTIG_TRIES timings there, then PACK until it has CONTIG_PACK_TRIES, and then the
- * least predicted (an optimistic start per size: the lines are fitted where they are used).
- * PACK's first timings are its ring's first pass, cold in the caches (64 KiB by PACK: 6.4, 5.4,
- * 4.6 us ... 2.9 from the twelfth), hence more tries.  A first timing into freshly registered pages can be
- * several times the steady one and, under the outlier bound, still counts; the following ones
- * pull the estimate down (see cost.c, refit).
+ * Which is faster depends on the host, the size and the host's regime (a host's
+ * cache-to-cache latency changes every few seconds to minutes: build-tools/core_bounce).
+ *
+ * Below CONTIG_CHOICE_MAX a contiguous message takes the way measured fastest at its size
+ * (engine/contig_choice.h): the cost model's lines, least squares over every size, are
+ * accurate where the large transfers weigh and not in between, and chose PACK from 96 to
+ * 768 KiB in the slow regime at 1.3-1.6x a whole pull's time (fabtests' tagged pingpong -S all,
+ * 2026-11-28).  From it, the lines choose as before, after the tries below: there a try of
+ * another way costs milliseconds (the first transfer by a way at a size touches its pages
+ * anew: 2 MiB by PACK 1002, 239, 205 us, by the whole pull 1036, 279, 151, then 80-100),
+ * fabtests moves 110 messages of each size, and the per-size choice took 1.5-8 MiB from
+ * 0.55-0.99x shm's latency to 0.76-1.29x (two runs, slow regime).  Nor while messages of the
+ * size overlap (a stream: engine/contig_choice.h says why): the lines choose then.
+ *
+ * The tries: in each size class (the bytes' power of two) a contiguous rendezvous first takes
+ * SGL until it has CONTIG_TRIES timings there, then PACK until it has CONTIG_PACK_TRIES, and
+ * then the least predicted (an optimistic start per size: the lines are fitted where they are
+ * used; while SGL and PACK were only their priors, PACK's kept every contiguous message on the
+ * pull on a host where PACK was 1.4x faster).  PACK's first timings are its ring's first pass,
+ * cold in the caches, hence more tries.
  */
+#define CONTIG_CHOICE_MAX ((size_t)1 << 20)
 #define CONTIG_TRIES 4
 #define CONTIG_PACK_TRIES 8
 
@@ -113,11 +121,6 @@ static enum fi_ddtx_scheme contig_try(const struct ddtx_proto_domain *pd, size_t
 	return FI_DDTX_SCHEME_COUNT;
 }
 
-static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
-{
-	return st->nblocks <= 1 && contig_try(pep->pd, st->total) == FI_DDTX_SCHEME_SGL;
-}
-
 /* A timed contiguous rendezvous (one block on each side) counts towards its scheme's tries. */
 static void contig_timed(struct ddtx_proto_domain *pd, enum fi_ddtx_scheme s, size_t bytes,
 			 size_t blocks, bool warm)
@@ -127,6 +130,14 @@ static void contig_timed(struct ddtx_proto_domain *pd, enum fi_ddtx_scheme s, si
 	uint8_t *n = &pd->contig_timed[s == FI_DDTX_SCHEME_PACK][size_class(bytes)];
 	if (*n < UINT8_MAX)
 		(*n)++;
+}
+
+static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
+{
+	if (st->nblocks > 1)
+		return false;
+	return contig_try(pep->pd, st->total) == FI_DDTX_SCHEME_SGL ||
+	       (st->total < CONTIG_CHOICE_MAX && ddtx_contig_trying(&pep->pd->contig, st->total));
 }
 
 /*
@@ -449,11 +460,13 @@ size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pr
 
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
-				       struct ddtx_layout *receiver, size_t bytes, bool *explored)
+				       struct ddtx_layout *receiver, size_t bytes, bool *explored,
+				       enum ddtx_contig_way *way)
 {
 	struct ddtx_proto_domain *pd = pep->pd;
 	const struct ddtx_wire_caps *caps = pep->caps;
 	*explored = false;
+	*way = DDTX_CONTIG_NONE;
 	enum fi_ddtx_scheme f = forced_scheme(caps);
 	if (f != FI_DDTX_SCHEME_COUNT) {
 		if (f != FI_DDTX_SCHEME_PACK && !ready_for(pep, receiver, true))
@@ -502,6 +515,13 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	 * gathers many blocks, and one block is one SGL entry (without a window set to map).
 	 */
 	if (sender->nblocks <= 1 && receiver->st.nblocks <= 1) {
+		if (bytes < CONTIG_CHOICE_MAX && (possible & (1u << FI_DDTX_SCHEME_SGL))) {
+			*way = ddtx_contig_choose(&pd->contig, bytes,
+						  pull && ddtx_choose_split(pep, bytes) < bytes);
+			if (*way != DDTX_CONTIG_NONE)
+				return *way == DDTX_CONTIG_PACK ? FI_DDTX_SCHEME_PACK
+								: FI_DDTX_SCHEME_SGL;
+		}
 		enum fi_ddtx_scheme t = contig_try(pd, bytes);
 		if (t != FI_DDTX_SCHEME_COUNT)
 			return t;
@@ -631,12 +651,14 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns)
  * and in a ping-pong the next call is the wait for the reply.  The timings are learnt in the
  * order they were taken, with the clock read at the finish.
  */
-void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
-			 size_t bytes, size_t blocks, bool warm, const struct ddtx_layout *receiver)
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s,
+			 enum ddtx_contig_way way, uint64_t start_ns, size_t bytes, size_t blocks,
+			 bool warm, const struct ddtx_layout *receiver)
 {
 	ddtx_choose_learn(pep);
 	bool shaped = receiver && blocks > 2; /* several blocks on one side at least */
-	pep->rndv_sample = (struct ddtx_rndv_sample){.scheme = s, .start_ns = start_ns,
+	pep->rndv_sample = (struct ddtx_rndv_sample){.scheme = s, .way = way,
+						     .start_ns = start_ns,
 						     .done_ns = ddtx_time_ns(), .bytes = bytes,
 						     .blocks = blocks, .warm = warm,
 						     .shape = shaped ? receiver->hash : 0,
@@ -649,6 +671,7 @@ void ddtx_choose_learn(struct ddtx_proto_ep *pep)
 	if (!t->pending)
 		return;
 	t->pending = false;
+	ddtx_contig_observe(&pep->pd->contig, t->bytes, t->way, t->start_ns, t->done_ns, t->warm);
 	contig_timed(pep->pd, t->scheme, t->bytes, t->blocks, t->warm);
 	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, t->scheme, t->start_ns,
 			       t->done_ns, t->bytes, t->blocks, t->warm, &pep->pd->cost_bias,

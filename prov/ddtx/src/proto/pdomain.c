@@ -108,6 +108,7 @@ int ddtx_proto_domain_open(struct ddtx_rlock *lock, const char *ofi_core,
 	ddtx_cost_init(&pd->cost, cost_prior, EXPLORE_EVERY);
 	ddtx_cost_bias_init(&pd->cost_bias);
 	ddtx_store_choice_init(&pd->stores);
+	ddtx_contig_choice_init(&pd->contig);
 	for (int k = 0; k < DDTX_HMEM_WAY_KINDS; k++)
 		ddtx_hmem_way_cost_init(&pd->hmem_way[k], (enum ddtx_hmem_way_kind)k);
 	*out = pd;

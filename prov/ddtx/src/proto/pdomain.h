@@ -10,6 +10,7 @@
 
 #include "common/list.h"
 #include "common/rlock.h"
+#include "engine/contig_choice.h"
 #include "engine/cost.h"
 #include "engine/cost_bias.h"
 #include "engine/hmem_way_cost.h"
@@ -48,7 +49,8 @@ struct ddtx_proto_domain {
 	bool hmem;                          /* opened with FI_HMEM: device memory accepted */
 	struct ddtx_cost_model cost;
 	struct ddtx_cost_bias cost_bias;    /* the lines' corrections per layout shape */
-	/* contiguous rendezvous timed, by the pull (SGL) and by PACK, per size class (choose.c) */
+	struct ddtx_contig_choice contig;   /* how contiguous rendezvous move below 1 MiB (choose.c) */
+	/* contiguous rendezvous from 1 MiB timed, by the pull (SGL) and by PACK, per size class */
 	uint8_t contig_timed[2][64];
 	struct ddtx_store_choice stores;    /* PACK's stores per layout shape (pack_stores.c) */
 	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */

@@ -199,6 +199,7 @@ struct ddtx_rx {
 	bool explored;
 	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
 	size_t split;                    /* split pull: bytes read here, the rest written; or 0 */
+	enum ddtx_contig_way contig_way; /* how a contiguous one was chosen to move, or NONE */
 	bool pulled_windows;             /* read through the sender's windows (timed as such) */
 	uint8_t pack_stores;             /* PACK: enum ddtx_pack_stores asked of the sender */
 	bool stores_learned;             /* ... chosen by what was measured: timed for it */
@@ -331,6 +332,7 @@ struct ddtx_proto_ep {
 	struct ddtx_cost_timer rndv_timer;   /* service times of finished rendezvous */
 	struct ddtx_rndv_sample {            /* the last one's, learnt at the next progress call */
 		enum fi_ddtx_scheme scheme;
+		enum ddtx_contig_way way;        /* a contiguous one's (engine/contig_choice.h) */
 		uint64_t start_ns, done_ns;
 		size_t bytes, blocks;
 		uint64_t shape;                  /* the receiver's layout's (cost_bias.h) */
@@ -621,7 +623,8 @@ bool ddtx_choose_warm(const struct ddtx_layout *l);
 /* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
-				       struct ddtx_layout *receiver, size_t bytes, bool *explored);
+				       struct ddtx_layout *receiver, size_t bytes, bool *explored,
+				       enum ddtx_contig_way *way);
 /* The same where device memory is on either side (hmem_direct.c): a zero-copy scheme, the
  * receiver's layout registered now; PACK when zero copy is impossible (the sender's layout
  * not registered and no pull offered, or the receiver's registration refused). */
@@ -640,8 +643,9 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
 void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
 bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx);
 
-void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s, uint64_t start_ns,
-			 size_t bytes, size_t blocks, bool warm, const struct ddtx_layout *receiver);
+void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s,
+			 enum ddtx_contig_way way, uint64_t start_ns, size_t bytes, size_t blocks,
+			 bool warm, const struct ddtx_layout *receiver);
 /* Teach the cost model the timing ddtx_choose_observe kept, if any (each progress call). */
 void ddtx_choose_learn(struct ddtx_proto_ep *pep);
 

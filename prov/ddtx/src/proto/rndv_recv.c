@@ -178,8 +178,8 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		/* Service time, not latency: with several rendezvous in flight, one that waited
 		 * behind the others is timed from when the previous one finished (engine/cost.h). */
 		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
-				    rx->t_start, rx->accepted, rx->sender_blocks + rx->layout.nblocks,
-				    warm, rx->cached);
+				    rx->contig_way, rx->t_start, rx->accepted,
+				    rx->sender_blocks + rx->layout.nblocks, warm, rx->cached);
 	}
 	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
@@ -384,7 +384,8 @@ static void rx_give_up(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
  */
 static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const struct pull_src *src)
 {
-	size_t head = ddtx_choose_split(pep, rx->accepted);
+	size_t head = rx->contig_way == DDTX_CONTIG_PULL ? rx->accepted
+							 : ddtx_choose_split(pep, rx->accepted);
 	if (head < rx->accepted) {
 		ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 		ddtx_iov_cursor_seek(&rx->cur, head);
@@ -534,6 +535,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	struct ddtx_stage *direct = direct_target(pep, rx, rts);
 	rx->sender_blocks = rts->nblocks;
 	rx->t_start = ddtx_time_ns();
+	rx->contig_way = DDTX_CONTIG_NONE;
 	if (!rx->cached && rx->accepted) {
 		bool hit;
 		rx->cached = ddtx_layout_get_vec(pep->pd->layouts, rx->iov, rx->count, &rx->vec,
@@ -559,7 +561,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 									 rx->accepted, &rx->explored)
 					     : ddtx_choose_decide(pep, proposed, pull_offered, &sender,
 								  rx->cached, rx->accepted,
-								  &rx->explored);
+								  &rx->explored, &rx->contig_way);
 		}
 		if (rx->scheme == FI_DDTX_SCHEME_PACK && sender_device) {
 			DDTX_WARN(FI_LOG_EP_DATA, "receive %u: no zero copy possible from peer %u's "
@@ -576,7 +578,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		}
 	} else {
 		rx->scheme = ddtx_choose_decide(pep, proposed, pull_offered, &sender, rx->cached,
-						rx->accepted, &rx->explored);
+						rx->accepted, &rx->explored, &rx->contig_way);
 	}
 	/*
 	 * The RTS brought the first chunk.  Under PACK it is scattered after the CTS has gone
