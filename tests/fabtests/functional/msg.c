@@ -660,6 +660,8 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
 #define PULL_WINDOW 16
 #define PULL_SIZE (256 * 1024 + 5)
 #define PULL_ONE_SIZE (80 * 1024 + 3) /* over the shm wire's 68 KiB slot: not eager */
+#define PULL_STREAM_SIZE (128 * 1024 + 5)
+#define PULL_STREAM_ROUNDS 3
 
 /* FI_DDTX_PULL_SPLIT as the provider reads it (default 96 KiB; 0: never split). */
 static size_t pull_split_size(void)
@@ -721,6 +723,48 @@ static int t_pull_window(struct ft_ctx *ctx, void *arg)
 		unsigned long long most = split && PULL_SIZE >= split ? PULL_WINDOW : 0;
 		FT_CHECK(pulls == PULL_WINDOW && splits <= most, "%llu pulls, %llu split, expected "
 			 "%d and at most %llu", pulls, splits, PULL_WINDOW, most);
+	}
+
+	/*
+	 * A stream under twice FI_DDTX_PULL_SPLIT: PULL_STREAM_ROUNDS windows whose RTS are all in
+	 * the ring before the receiver looks, so that their rendezvous overlap.  Pulled whole
+	 * (ddtx_choose_pull_head: the split's extra messages cost a stream more than it saves
+	 * there); before, the pulls the cost model chose were split.
+	 */
+	for (int round = 0; round < PULL_STREAM_ROUNDS; round++) {
+		fx_pbarrier(ctx, &fx);
+		fx_stats(&fx, &s0);
+		if (ctx->rank == 1)
+			for (int i = 0; i < PULL_WINDOW; i++)
+				FX_OK(&fx, fi_recv(fx.ep, buf[i], PULL_STREAM_SIZE, NULL,
+						   FI_ADDR_UNSPEC, buf[i]));
+		fx_pbarrier(ctx, NULL);
+		if (ctx->rank == 0)
+			for (int i = 0; i < PULL_WINDOW; i++) {
+				fx_fill(buf[i], PULL_STREAM_SIZE, 9300 + (uint64_t)(round * 64 + i), 0);
+				FX_OK(&fx, fi_send(fx.ep, buf[i], PULL_STREAM_SIZE, NULL, fx.peers[1],
+						   buf[i]));
+			}
+		fx_pbarrier(ctx, NULL); /* every RTS in the receiver's ring */
+		fx_wait(&fx, PULL_WINDOW, c, 30000);
+		if (ctx->rank == 0)
+			continue;
+		for (int i = 0; i < PULL_WINDOW; i++) {
+			int k = 0;
+			while (k < PULL_WINDOW && buf[k] != c[i].op_context)
+				k++;
+			FT_CHECK(k < PULL_WINDOW && c[i].len == PULL_STREAM_SIZE, "completion %d", i);
+			FX_CHECK_PATTERN(buf[k], PULL_STREAM_SIZE, 9300 + (uint64_t)(round * 64 + k),
+					 0, "stream round %d message %d", round, k);
+		}
+		fx_stats(&fx, &s1);
+		unsigned long long pulls = s1.pulls - s0.pulls,
+				   splits = s1.pull_splits - s0.pull_splits;
+		printf("  stream round %d: pulls %llu split %llu\n", round, pulls, splits);
+		size_t split = pull_split_size();
+		if (!split || PULL_STREAM_SIZE / 2 < split)
+			FT_CHECK(splits == 0, "a stream of %d bytes: %llu of %llu pulls split",
+				 PULL_STREAM_SIZE, splits, pulls);
 	}
 
 	/* One receive, one fi_cq_read once the RTS is in the ring. */

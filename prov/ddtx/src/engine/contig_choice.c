@@ -98,6 +98,11 @@ static void seed(struct ddtx_contig_choice *c, unsigned idx)
 	}
 }
 
+bool ddtx_contig_streaming(const struct ddtx_contig_choice *c, size_t bytes)
+{
+	return c->cls[class_index(bytes)].overlapping;
+}
+
 bool ddtx_contig_trying(const struct ddtx_contig_choice *c, size_t bytes)
 {
 	return untried(&c->cls[class_index(bytes)]) != DDTX_CONTIG_NONE;

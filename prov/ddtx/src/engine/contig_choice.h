@@ -67,6 +67,8 @@ void ddtx_contig_choice_init(struct ddtx_contig_choice *c);
  * shm's bandwidth, this choice 0.68-1.21x; its few timings of PACK are of a cold ring).
  */
 enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t bytes, bool split_ok);
+/* The last rendezvous of this size overlapped another: its messages come as a stream. */
+bool ddtx_contig_streaming(const struct ddtx_contig_choice *c, size_t bytes);
 /* Still in its first tries at this size (every way is then worth preparing for). */
 bool ddtx_contig_trying(const struct ddtx_contig_choice *c, size_t bytes);
 /*

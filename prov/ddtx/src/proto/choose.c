@@ -612,6 +612,25 @@ size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes)
 }
 
 /*
+ * How much of a pull the receiver reads itself.  A contiguous stream's (messages of its size
+ * overlap, as in fabtests' tagged bw) is split only from twice FI_DDTX_PULL_SPLIT: the split's
+ * two more messages cost more than the sender's copy saves there.  Slow regime, MB/s against
+ * shm's (2026-11-29, `util/bench-fabtests.sh -r 3 -m -f mbps ... fi_rdm_tagged_bw -S all`):
+ * split 0.62x at 96 KiB and 0.87x at 128 KiB, whole 0.89-0.91x and 0.94-0.98x; at 192 KiB and
+ * beyond the two within their spread or the split ahead (1.2-1.6x from 384 KiB).
+ */
+size_t ddtx_choose_pull_head(struct ddtx_proto_ep *pep, enum ddtx_contig_way way, size_t bytes,
+			     bool contiguous)
+{
+	if (way == DDTX_CONTIG_PULL)
+		return bytes;
+	if (way == DDTX_CONTIG_NONE && contiguous && bytes / 2 < ddtx_settings.pull_split &&
+	    ddtx_contig_streaming(&pep->pd->contig, bytes))
+		return bytes;
+	return ddtx_choose_split(pep, bytes);
+}
+
+/*
  * The first transfers from or into a buffer are not the scheme's cost: they touch fresh
  * pages, and the registration thread competes for the CPU meanwhile (on a small host, several
  * times the steady cost).  Timed, they made a scheme look so slow that it was seldom tried

@@ -618,6 +618,10 @@ bool ddtx_choose_pull_windows(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pro
 /* Bytes a receiver that pulls `bytes` reads itself; the sender writes the rest (a split
  * pull).  bytes: no split. */
 size_t ddtx_choose_split(struct ddtx_proto_ep *pep, size_t bytes);
+/* The head of a pull the receiver reads (the rest the sender writes): way, the per-size choice's
+ * (DDTX_CONTIG_NONE: none); contiguous, one block on each side. */
+size_t ddtx_choose_pull_head(struct ddtx_proto_ep *pep, enum ddtx_contig_way way, size_t bytes,
+			     bool contiguous);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
 /* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */

@@ -384,8 +384,8 @@ static void rx_give_up(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err)
  */
 static bool pull_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const struct pull_src *src)
 {
-	size_t head = rx->contig_way == DDTX_CONTIG_PULL ? rx->accepted
-							 : ddtx_choose_split(pep, rx->accepted);
+	size_t head = ddtx_choose_pull_head(pep, rx->contig_way, rx->accepted,
+					    rx->sender_blocks <= 1 && rx->layout.nblocks <= 1);
 	if (head < rx->accepted) {
 		ddtx_iov_cursor_init(&rx->cur, rx->iov, rx->count);
 		ddtx_iov_cursor_seek(&rx->cur, head);
