@@ -27,6 +27,17 @@
  */
 #define EXPLORE_MIN 8
 #define EXPLORE_MAX 256
+/*
+ * And only once the class's own transfers since the last try took TRY_QUIET times what that
+ * try cost over the way in use: a try's transfers are not the way's steady cost but much more
+ * (fabtests' tagged pingpong, 96 KiB, slow regime: the whole pull 7.3 us, tries of the split
+ * 48.7 us on average and of PACK 53.4, against 10.3 and 9.6 forced; 52 tries of each in 5000
+ * transfers, every 256 timings, cost 12% of the receiver's time).  So a lost try's cost over
+ * the way in use, times TRY_QUIET, must pass first, and a change of regime is still seen within
+ * tens of milliseconds (a regime lasts seconds).  Measured so: 20-28 tries of each in 5000,
+ * 7-9% of the time (a try costs more the longer its way was left: PACK's 101-134 us).
+ */
+#define TRY_QUIET 32
 
 void ddtx_contig_choice_init(struct ddtx_contig_choice *c)
 {
@@ -125,9 +136,11 @@ enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t byt
 	k->burst_left = 0;
 	k->judging = false;
 	enum ddtx_contig_way best = fastest(k);
-	if (k->since_explore < k->explore_every)
+	if (k->since_explore < k->explore_every || k->since_ns < k->quiet_ns)
 		return best;
 	k->since_explore = 0;
+	k->since_ns = 0;
+	k->burst_ns = 0;
 	/* The tries go round the other usable ways in turn. */
 	for (int i = 0; i < DDTX_CONTIG_WAYS; i++) {
 		int t = (k->next_try + i) % DDTX_CONTIG_WAYS;
@@ -150,16 +163,30 @@ static void learn(struct ddtx_contig_choice *c, size_t bytes, int w, float ns_pe
 	k->recent[w][k->n[w] % DDTX_CONTIG_RECENT] = ns_per_byte;
 	if (++k->n[w] == UINT16_MAX)
 		k->n[w] -= DDTX_CONTIG_RECENT; /* saturates, keeping the ring's order */
-	if (!k->judging && untried(k) == DDTX_CONTIG_NONE && k->since_explore < UINT16_MAX)
-		k->since_explore++;
-	if (!k->judging || w != k->burst_way || !k->burst_left || --k->burst_left)
+	float ns = ns_per_byte * (float)bytes;
+	if (!k->judging && untried(k) == DDTX_CONTIG_NONE) {
+		if (k->since_explore < UINT16_MAX)
+			k->since_explore++;
+		k->since_ns += ns;
+	}
+	if (!k->judging || w != k->burst_way || !k->burst_left)
+		return;
+	k->burst_ns += ns;
+	if (--k->burst_left)
 		return;
 	/* A try judged at its last timing: taken over, or tried less often. */
 	k->judging = false;
-	if ((int)fastest(k) == w)
+	enum ddtx_contig_way best = fastest(k);
+	if ((int)best == w) {
 		k->explore_every = EXPLORE_MIN;
-	else if (k->explore_every < EXPLORE_MAX)
+		k->quiet_ns = 0;
+		return;
+	}
+	if (k->explore_every < EXPLORE_MAX)
 		k->explore_every *= 2;
+	/* The try's transfers: its timings, and the one chosen before the last was learnt. */
+	float over = (k->burst_ns / TRY_BURST - figure(k, best) * (float)bytes) * (TRY_BURST + 1);
+	k->quiet_ns = over > 0 ? TRY_QUIET * over : 0;
 }
 
 static void busy_close(struct ddtx_contig_choice *c)

@@ -13,7 +13,8 @@
  * keeps the last timings of each way and takes the way whose least of its last three is lowest,
  * after a first burst of each (or the timings of the smaller size before it), and now and then
  * tries another for a burst to follow a change of regime, less often while the tries keep losing
- * (as engine/store_choice.h chooses PACK's stores).  Pure logic.
+ * (as engine/store_choice.h chooses PACK's stores), and never for more than a share of the
+ * time (a try costs many times the way in use).  Pure logic.
  */
 #ifndef DDTX_ENGINE_CONTIG_CHOICE_H
 #define DDTX_ENGINE_CONTIG_CHOICE_H
@@ -38,6 +39,9 @@ struct ddtx_contig_class {
 	uint16_t n[DDTX_CONTIG_WAYS];        /* transfers timed (saturates) */
 	uint16_t since_explore;              /* timings since another way was last tried */
 	uint16_t explore_every;              /* the current period of those tries */
+	float since_ns, quiet_ns;            /* time timed since the last try; the least before
+						the next (what the last lost try cost, scaled) */
+	float burst_ns;                      /* the try's time so far */
 	uint8_t next_try;                    /* the way the next try starts looking from */
 	uint8_t burst_way, burst_left;       /* the way being tried, timings of it still to come */
 	uint16_t burst_choices;              /* choices made in the current try */
