@@ -189,6 +189,8 @@ bool ddtx_shm_proc_alive(uint32_t pid, uint64_t start_time);
 /* ---- keytable.c: the memory translation table ---- */
 struct ddtx_shm_segpool;                 /* private allocator of the segment pool */
 
+#define DDTX_SHM_KEYTAB_FREED 64
+
 struct ddtx_shm_keytab {
 	struct ddtx_shm_dom_hdr *hdr;
 	struct ddtx_shm_key_slot *slots;
@@ -199,6 +201,10 @@ struct ddtx_shm_keytab {
 	uint64_t capacity;                       /* most keys at once (params.key_slots) */
 	uint64_t next_key;                       /* counter for chosen keys */
 	uint64_t key_secret;
+	uint64_t displaced;                      /* live keys away from their hash's slot */
+	uint64_t cursor;                         /* next slot a chosen key may take */
+	uint32_t nfreed;
+	uint32_t freed[DDTX_SHM_KEYTAB_FREED];   /* slots freed last, reused first */
 	struct ddtx_shm_segpool *pool;
 };
 
