@@ -1203,6 +1203,44 @@ static void test_keytab(void)
 	free(region);
 }
 
+/*
+ * A ring is touched page by page by every process that maps it (region.c), also while others
+ * write it: the touch must change nothing.  The owner counts up one word per page with plain
+ * stores while a peer process touches the mapping over and over; every count must arrive.
+ */
+static void test_region_touch(void)
+{
+	enum { PAGES = 64, COUNTS = 20000 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct ddtx_shm_map own = {0};
+	uint8_t rand[DDTX_SHM_RAND_BYTES];
+	CHECK_RET(ddtx_shm_region_create(PAGES * page, &own, rand), 0);
+	volatile uint64_t *go = (volatile uint64_t *)((uint8_t *)own.addr + 8);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		struct ddtx_shm_map peer = {0};
+		if (ddtx_shm_region_map(own.name, true, page, &peer))
+			_exit(2);
+		*(volatile uint64_t *)((uint8_t *)peer.addr + 8) = 1; /* mapped: start */
+		while (*(volatile uint64_t *)((uint8_t *)peer.addr + 16) == 0)
+			ddtx_shm_region_touch(&peer, peer.size);
+		_exit(0);
+	}
+	while (!*go)
+		sched_yield();
+	for (int n = 0; n < COUNTS; n++)
+		for (size_t i = 1; i < PAGES; i++)
+			(*(volatile uint64_t *)((uint8_t *)own.addr + i * page))++;
+	*(volatile uint64_t *)((uint8_t *)own.addr + 16) = 1;
+	wait_child(pid, 0);
+	for (size_t i = 1; i < PAGES; i++) {
+		uint64_t v = *(volatile uint64_t *)((uint8_t *)own.addr + i * page);
+		CHECK(v == COUNTS, "page %zu: %llu of %d counts", i, (unsigned long long)v, COUNTS);
+	}
+	ddtx_shm_region_destroy(&own);
+}
+
 /* ================================================================================== main */
 static const struct {
 	const char *name;
@@ -1213,6 +1251,7 @@ static const struct {
 	{ "rma", test_rma, true },      { "death", test_death, true },
 	{ "stale", test_stale, false }, { "mpsc", test_mpsc, false },
 	{ "keytab", test_keytab, false },
+	{ "region_touch", test_region_touch, false },
 };
 
 int main(int argc, char **argv)

@@ -185,6 +185,8 @@ int ddtx_shm_peer_map(struct ddtx_shm_peer *p)
 	ret = check_ep_region(p, dom);
 	if (ret)
 		goto dead;
+	ddtx_shm_region_touch(&p->ep_map, (size_t)(p->ring.base - (uint8_t *)p->ep_map.addr) +
+					  (size_t)p->ring.nslots * p->ring.slot_size);
 	ret = ddtx_shm_region_map(dom, false, sizeof(struct ddtx_shm_dom_hdr), &p->dom_map);
 	if (ret) {
 		if (ret != -FI_ENOENT && ret != -FI_EINVAL && ret != -FI_EACCES) {
