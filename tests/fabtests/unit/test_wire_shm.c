@@ -1224,7 +1224,7 @@ static void test_region_touch(void)
 			_exit(2);
 		*(volatile uint64_t *)((uint8_t *)peer.addr + 8) = 1; /* mapped: start */
 		while (*(volatile uint64_t *)((uint8_t *)peer.addr + 16) == 0)
-			ddtx_shm_region_touch(&peer, peer.size);
+			ddtx_shm_region_touch(&peer, peer.size, false);
 		_exit(0);
 	}
 	while (!*go)

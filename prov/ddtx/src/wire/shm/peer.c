@@ -186,7 +186,7 @@ int ddtx_shm_peer_map(struct ddtx_shm_peer *p)
 	if (ret)
 		goto dead;
 	ddtx_shm_region_touch(&p->ep_map, (size_t)(p->ring.base - (uint8_t *)p->ep_map.addr) +
-					  (size_t)p->ring.nslots * p->ring.slot_size);
+					  (size_t)p->ring.nslots * p->ring.slot_size, false);
 	ret = ddtx_shm_region_map(dom, false, sizeof(struct ddtx_shm_dom_hdr), &p->dom_map);
 	if (ret) {
 		if (ret != -FI_ENOENT && ret != -FI_EINVAL && ret != -FI_EACCES) {

@@ -190,8 +190,8 @@ out:
 }
 
 /*
- * Each page of a mapping written once from user space, unchanged (an atomic add of 0: other
- * processes may be writing the page).  On the test host (a virtual machine) the first store to
+ * Each page of a mapping written once from user space: a fresh region of ours with a zero, a
+ * peer's unchanged (an atomic add of 0: other processes may be writing the page).  On the test host (a virtual machine) the first store to
  * a page of a shared mapping costs 5-8 us even after MAP_POPULATE or MADV_POPULATE_WRITE, and
  * 29 ns from the second on; left to the transfers, it made the first ones through each ring slot
  * that much slower (fabtests' tagged pingpong at 96 KiB, slow regime: a try of PACK, which the
@@ -199,11 +199,16 @@ out:
  * ring and mapping (up to `bytes`: a peer's region may be larger than its ring): about 6 ms
  * there for the 4.25 MiB of the default ring.
  */
-void ddtx_shm_region_touch(const struct ddtx_shm_map *map, size_t bytes)
+void ddtx_shm_region_touch(const struct ddtx_shm_map *map, size_t bytes, bool fresh)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	for (size_t off = 0; off + sizeof(uint64_t) <= DDTX_MIN(bytes, map->size); off += page)
-		__atomic_fetch_add((uint64_t *)((uint8_t *)map->addr + off), 0, __ATOMIC_RELAXED);
+	for (size_t off = 0; off + sizeof(uint64_t) <= DDTX_MIN(bytes, map->size); off += page) {
+		uint64_t *word = (uint64_t *)((uint8_t *)map->addr + off);
+		if (fresh)
+			*(volatile uint64_t *)word = 0;
+		else
+			__atomic_fetch_add(word, 0, __ATOMIC_RELAXED);
+	}
 }
 
 void ddtx_shm_region_unmap(struct ddtx_shm_map *map)

@@ -174,7 +174,8 @@ int ddtx_shm_region_create(size_t size, struct ddtx_shm_map *map,
 /* Map an existing region of a peer (checks the owner uid and a minimum size). */
 int ddtx_shm_region_map(const char *name, bool writable, size_t min_size,
 			struct ddtx_shm_map *map);
-void ddtx_shm_region_touch(const struct ddtx_shm_map *map, size_t bytes);
+/* Write each page once (fresh: a region of ours not yet in use). */
+void ddtx_shm_region_touch(const struct ddtx_shm_map *map, size_t bytes, bool fresh);
 void ddtx_shm_region_unmap(struct ddtx_shm_map *map);
 void ddtx_shm_region_destroy(struct ddtx_shm_map *map);
 /* Start time of pid (clock ticks since boot) and whether it is a zombie; -DDTX_SHM_ESRCH if gone. */

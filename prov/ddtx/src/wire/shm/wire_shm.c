@@ -367,7 +367,7 @@ static int shm_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_han
 	ret = ddtx_shm_region_create(size, &ep->map, ep->addr.rand);
 	if (ret)
 		goto err_free;
-	ddtx_shm_region_touch(&ep->map, size);
+	ddtx_shm_region_touch(&ep->map, size, true);
 	do {
 		ret = ddtx_shm_random(&ep->addr.uid, sizeof(ep->addr.uid));
 	} while (!ret && !ep->addr.uid);
