@@ -191,13 +191,13 @@ out:
 
 /*
  * Each page of a mapping written once from user space: a fresh region of ours with a zero, a
- * peer's unchanged (an atomic add of 0: other processes may be writing the page).  On the test host (a virtual machine) the first store to
- * a page of a shared mapping costs 5-8 us even after MAP_POPULATE or MADV_POPULATE_WRITE, and
- * 29 ns from the second on; left to the transfers, it made the first ones through each ring slot
- * that much slower (fabtests' tagged pingpong at 96 KiB, slow regime: a try of PACK, which the
- * per-size choice makes now and then, 50-150 us where touched rings gave 17-57).  Once per
- * ring and mapping (up to `bytes`: a peer's region may be larger than its ring): about 6 ms
- * there for the 4.25 MiB of the default ring.
+ * peer's unchanged (an atomic add of 0: others may be writing it).  On the test host (a virtual
+ * machine) the first store to a page of a shared mapping costs 5-8 us even after MAP_POPULATE
+ * or MADV_POPULATE_WRITE, 29 ns from the second on: the first transfers through each ring slot
+ * paid it (fabtests' tagged pingpong at 96 KiB, slow regime: a try of PACK, which the per-size
+ * choice makes now and then, 50-150 us where touched rings gave 17-57).  Once per ring and
+ * mapping (up to `bytes`: a peer's region may be larger than its ring): about 6 ms there for
+ * the 4.25 MiB of the default ring.
  */
 void ddtx_shm_region_touch(const struct ddtx_shm_map *map, size_t bytes, bool fresh)
 {
