@@ -599,12 +599,14 @@ static const struct fx_test tests[] = {
 	{"dma_eperm_umr", 3, 240, t_run, SC("umr", 0, "dma_write@2=eperm", OUT_ERR)},
 	{"dma_short_sgl", 3, 240, t_run, SC("sgl", 0, "dma_write@1+=short", OUT_OK)},
 	{"dma_short_umr", 3, 240, t_run, SC("umr", 0, "dma_write@1+=short", OUT_OK)},
-	/* a receive ring that stops draining for 3 s; a peer's ring that looks full for 3 s */
+	/* a receive ring that stops draining for 1.5 s; a peer's ring that looks full for 1.5 s:
+	 * longer than the shm wire's longest grace below its 5 s warning (REPAIR_GRACE_NS, 1 s);
+	 * 3 s stalls made these three tests 37 s each (12 rounds), twice in CI */
 	{"ring_stall_pack", 3, 240, t_run,
-	 SC("pack", 1, "recv@2=stall:3000", OUT_OK, false, "FI_DDTX_SHM_RING_SLOTS=8", 2.5)},
+	 SC("pack", 1, "recv@2=stall:1500", OUT_OK, false, "FI_DDTX_SHM_RING_SLOTS=8", 1.2)},
 	{"ring_stall_sgl", 3, 240, t_run,
-	 SC("sgl", 1, "recv@1=stall:3000", OUT_OK, false, "FI_DDTX_SHM_RING_SLOTS=8", 2.5)},
-	{"ring_full_pack", 3, 240, t_run, SC("pack", 0, "send@2=full:3000", OUT_OK, false, NULL, 2.5)},
+	 SC("sgl", 1, "recv@1=stall:1500", OUT_OK, false, "FI_DDTX_SHM_RING_SLOTS=8", 1.2)},
+	{"ring_full_pack", 3, 240, t_run, SC("pack", 0, "send@2=full:1500", OUT_OK, false, NULL, 1.2)},
 	/* a key revoked in the middle of a rendezvous (the receiver's window / descriptor keys) */
 	{"key_revoked_sgl", 3, 240, t_run, SC("sgl", 0, "key@3=revoke", OUT_ERR)},
 	{"key_revoked_umr", 3, 240, t_run, SC("umr", 0, "key@3=revoke", OUT_ERR)},

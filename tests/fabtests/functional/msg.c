@@ -2395,7 +2395,9 @@ static int t_dc_silent_receiver(struct ft_ctx *ctx, void *arg)
 			struct fi_ddtx_stats st0, st1;
 			fx_stats(&fx, &st0);
 			atomic_store(asleep, 1);
-			sleep(2); /* no call into the provider */
+			/* no call into the provider: 50 times the ACK timer's bound (at most two
+			 * FI_DDTX_ACK_DELAY_US rounds, 10 ms; CI's slowest send took 17 ms) */
+			usleep(500 * 1000);
 			fx_stats(&fx, &st1);
 			atomic_store(asleep, 2);
 			if (fx_env_long("FI_DDTX_ACK_DELAY_US", 1) != 0 && k < DC_EAGER_SIZES &&
