@@ -76,6 +76,18 @@ static inline struct ddtx_list_entry *ddtx_list_pop_front(struct ddtx_list *l)
 	return e;
 }
 
+/* Move every entry of from, in order, to the back of to; from is left empty. */
+static inline void ddtx_list_splice_back(struct ddtx_list *to, struct ddtx_list *from)
+{
+	if (ddtx_list_empty(from))
+		return;
+	from->head.next->prev = to->head.prev;
+	to->head.prev->next = from->head.next;
+	from->head.prev->next = &to->head;
+	to->head.prev = from->head.prev;
+	ddtx_list_init(from);
+}
+
 /* Iterate; safe against removal of the current entry. */
 #define ddtx_list_foreach_safe(l, it, tmp)                                                     \
 	for ((it) = (l)->head.next, (tmp) = (it)->next; (it) != &(l)->head;                    \

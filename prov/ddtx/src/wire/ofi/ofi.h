@@ -115,7 +115,10 @@ struct ddtx_ofi_peer {
 	uint64_t heard_ns;                /* when it last sent anything (liveness.c) */
 	uint64_t probe_ns;                /* when we probed it, unanswered since; 0: none */
 	uint32_t reads, writes;           /* RMA ops to it in flight (ordering, rma.c) */
+	void *inflight_ctx;               /* the wr_context of the last one counted... */
+	bool inflight_one;                /* ...and of all of them */
 	uint32_t nparked;                 /* its ops in ep->waiting: later ones queue behind */
+	uint64_t parked_pass;             /* the resume pass that last parked one (rma.c) */
 	struct ddtx_ofi_conn *conn;       /* FI_EP_MSG: the connection to it, NULL: none yet */
 	uint32_t refusals;                /* FI_EP_MSG: our requests it refused */
 	struct ddtx_ofi_ring_tx *ring_tx; /* its receive ring for our messages, once granted */
@@ -187,7 +190,8 @@ struct ddtx_ofi_op {
 	size_t pending;                   /* work requests posted and not completed */
 	int status;
 	bool resolved;                    /* core_key and core_addr known */
-	bool parked;                      /* in ep->waiting */
+	bool parked;                      /* in ep->waiting (or in a resume pass's list) */
+	bool group_ok;                    /* its caller operation's keys all resolved */
 	bool counted;                     /* in the peer's reads/writes */
 	bool reported;                    /* failed and reported (peer gone) with work requests
 					   * still in the core: freed when they come back */
@@ -230,7 +234,8 @@ struct ddtx_ofi_ep {
 	size_t npeers, peer_cap;
 	/* RMA */
 	struct ddtx_list rkeys;           /* remote app keys learnt or asked for */
-	struct ddtx_list waiting;         /* ops waiting for a key */
+	struct ddtx_list waiting;         /* ops waiting for a key, the core or an earlier op */
+	uint64_t rma_pass;                /* ddtx_ofi_rma_resume's passes */
 	struct ddtx_list done;            /* ops finished inside a post call: report at progress */
 	struct ddtx_list ctrl;            /* KEY_REP answers waiting for a send buffer */
 	struct ddtx_list ops;             /* every op not finished */
