@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The common floor: the hash index (against a brute-force search over random keys with forced
- * collisions, growth and rebuilds after removals), the one iov check, and the recursive lock
- * (re-entry, exclusion between threads, the timed wait giving the lock up and taking it back).
+ * collisions, growth and rebuilds after removals), the one iov check, the recursive lock
+ * (re-entry, exclusion between threads, the timed wait giving the lock up and taking it back),
+ * and the list's splice (order kept in both directions, empty lists on either side).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 
 #include "common/hindex.h"
 #include "common/iov_check.h"
+#include "common/list.h"
 #include "common/rlock.h"
 #include "unit_check.h"
 
@@ -233,10 +235,64 @@ static void test_rlock(void)
 	ddtx_rlock_destroy(&lock);
 }
 
+struct item {
+	struct ddtx_list_entry entry;
+	int v;
+};
+
+/* The values of l front to back, checked also backwards (the prev links). */
+static bool list_is(const struct ddtx_list *l, const int *want, int n)
+{
+	const struct ddtx_list_entry *e = &l->head;
+	for (int i = 0; i < n; i++) {
+		e = e->next;
+		if (e == &l->head || ddtx_container_of(e, struct item, entry)->v != want[i])
+			return false;
+	}
+	if (e->next != &l->head)
+		return false;
+	for (int i = n - 1; i >= 0; i--) {
+		if (ddtx_container_of(e, struct item, entry)->v != want[i])
+			return false;
+		e = e->prev;
+	}
+	return e == &l->head;
+}
+
+static void test_list_splice(void)
+{
+	struct item it[5];
+	struct ddtx_list a, b;
+	ddtx_list_init(&a);
+	ddtx_list_init(&b);
+	for (int i = 0; i < 5; i++) {
+		it[i].v = i;
+		ddtx_list_entry_init(&it[i].entry);
+		CHECK(!ddtx_list_linked(&it[i].entry), "a fresh entry is on no list");
+	}
+	ddtx_list_splice_back(&a, &b);
+	CHECK(ddtx_list_empty(&a) && ddtx_list_empty(&b), "two empty lists stay empty");
+	for (int i = 0; i < 3; i++)
+		ddtx_list_push_back(&b, &it[i].entry);
+	ddtx_list_splice_back(&a, &b);
+	CHECK(list_is(&a, (int[]){0, 1, 2}, 3) && ddtx_list_empty(&b), "into an empty list");
+	ddtx_list_push_back(&b, &it[3].entry);
+	ddtx_list_push_back(&b, &it[4].entry);
+	ddtx_list_splice_back(&a, &b);
+	CHECK(list_is(&a, (int[]){0, 1, 2, 3, 4}, 5) && ddtx_list_empty(&b),
+	      "behind what is there, in order");
+	ddtx_list_splice_back(&a, &b);
+	CHECK(list_is(&a, (int[]){0, 1, 2, 3, 4}, 5), "an empty list spliced changes nothing");
+	ddtx_list_remove(&it[2].entry);
+	CHECK(!ddtx_list_linked(&it[2].entry) && list_is(&a, (int[]){0, 1, 3, 4}, 4),
+	      "removed after a splice");
+}
+
 int main(void)
 {
 	test_hindex();
 	test_iov_check();
 	test_rlock();
+	test_list_splice();
 	return failures ? 1 : 0;
 }

@@ -176,7 +176,7 @@ struct ddtx_ofi_wr {
 };
 
 struct ddtx_ofi_op {
-	struct ddtx_list_entry entry;     /* waiting for a key (ep->waiting) */
+	struct ddtx_list_entry entry;     /* in ep->waiting or ep->done, else to itself */
 	struct ddtx_list_entry all;       /* ep->ops: every op until it finishes (freed at close) */
 	void *wr_context;
 	ddtx_peer_t peer;

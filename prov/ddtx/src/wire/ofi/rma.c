@@ -388,6 +388,7 @@ static int rma(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const struct iovec *l
 	op = calloc(1, sizeof(*op));
 	if (!op)
 		return -FI_ENOMEM;
+	ddtx_list_entry_init(&op->entry);
 	op->wr_context = wr_context;
 	op->peer = peer;
 	op->write = write;
@@ -525,7 +526,6 @@ void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status
 	ddtx_list_foreach_safe(&ep->ops, it, tmp)
 	{
 		struct ddtx_ofi_op *op = ddtx_container_of(it, struct ddtx_ofi_op, all);
-		bool in_done = false;
 
 		if (op->peer != peer || op->reported)
 			continue;
@@ -533,15 +533,12 @@ void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status
 			ddtx_list_remove(&op->entry);
 			op->parked = false;
 			ep->peers[peer]->nparked--;
-		} else {
-			/* already in ep->done (failed inside a post call)? */
-			for (struct ddtx_list_entry *d = ep->done.head.next; d != &ep->done.head;
-			     d = d->next)
-				in_done = in_done || d == &op->entry;
 		}
 		if (!op->status)
 			op->status = status;
-		if (!in_done)
+		/* not parked, its entry is on no list or already in ep->done (failed inside a
+		 * post call): looking it up there made a peer with thousands of ops quadratic */
+		if (!ddtx_list_linked(&op->entry))
 			ddtx_list_push_back(&ep->done, &op->entry);
 	}
 }
