@@ -8,7 +8,6 @@
  * replaces the learned crossover by a fixed block length.
  */
 #include <math.h>
-#include <string.h>
 
 #include "engine/cost_bias.h"
 #include "engine/layout.h"
@@ -22,7 +21,7 @@ static enum fi_ddtx_scheme forced_scheme(const struct ddtx_wire_caps *caps)
 /* A read is one process_vm_readv on the shm wire; a forced scheme keeps its messages. */
 static bool pull_wire(const struct ddtx_proto_ep *pep)
 {
-	return forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && !strcmp(pep->caps->name, "shm");
+	return forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT && pep->caps->kind == DDTX_WIRE_KIND_SHM;
 }
 
 /*
@@ -35,7 +34,7 @@ static bool pull_wire(const struct ddtx_proto_ep *pep)
 static bool pull_one_wire(const struct ddtx_proto_ep *pep)
 {
 	return pull_wire(pep) || (forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT &&
-				  !strcmp(pep->caps->name, "ofi"));
+				  pep->caps->kind == DDTX_WIRE_KIND_OFI);
 }
 
 static unsigned zcopy_mask(const struct ddtx_wire_caps *caps)

@@ -465,7 +465,7 @@ static int stage_copy(struct ddtx_proto_ep *pep, struct ddtx_stage *s, size_t le
  * memory of one device, a call that lets the data stay where it is (not FI_INJECT). */
 static bool ipc_possible(struct ddtx_proto_ep *pep, const struct ddtx_stage *s, uint64_t flags)
 {
-	if (!ddtx_settings.hmem_ipc || (flags & FI_INJECT) || strcmp(pep->caps->name, "shm"))
+	if (!ddtx_settings.hmem_ipc || (flags & FI_INJECT) || pep->caps->kind != DDTX_WIRE_KIND_SHM)
 		return false;
 	if (!s->attr)
 		return true; /* all in one device allocation */

@@ -24,9 +24,18 @@
 
 #include "common/name.h"
 
+/* Which implementation a wire is, for the protocol's choices that depend on it. */
+enum ddtx_wire_kind {
+	DDTX_WIRE_KIND_SHM,
+	DDTX_WIRE_KIND_VERBS,
+	DDTX_WIRE_KIND_OFI,
+	DDTX_WIRE_KIND_MULTI,
+};
+
 /* Capabilities: the limits the engine must respect, as data. */
 struct ddtx_wire_caps {
-	const char *name;         /* "shm", "verbs", "ofi" */
+	const char *name;         /* "shm", "verbs", "ofi" (logs and statistics) */
+	enum ddtx_wire_kind kind; /* the same, compared per message without a string */
 	size_t max_sge;           /* SGL entries per side of one work request */
 	size_t max_mkey_entries;  /* entries of one multi-entry (UMR) key; 0 = no UMR */
 	size_t max_send_size;     /* largest message ddtx_wire_send() carries (header included) */

@@ -40,6 +40,7 @@ static void combine_caps(struct ddtx_multi_domain *dom)
 
 	snprintf(dom->name, sizeof(dom->name), "multi(%s+%s)", l->name, f->name);
 	c->name = dom->name;
+	c->kind = DDTX_WIRE_KIND_MULTI;
 	c->max_sge = DDTX_MIN(l->max_sge, f->max_sge);
 	c->max_mkey_entries = 0;
 	c->max_send_size = DDTX_MIN(l->max_send_size, f->max_send_size);

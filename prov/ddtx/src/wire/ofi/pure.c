@@ -53,6 +53,7 @@ void ddtx_ofi_caps_from_info(const struct fi_info *core, const struct ddtx_wire_
 
 	memset(caps, 0, sizeof(*caps));
 	caps->name = "ofi";
+	caps->kind = DDTX_WIRE_KIND_OFI;
 	if (params && params->max_sge)
 		sge = DDTX_MIN(sge, params->max_sge);
 	caps->max_sge = sge;

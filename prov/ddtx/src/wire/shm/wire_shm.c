@@ -119,6 +119,7 @@ static int shm_domain_open(const struct ddtx_wire_params *params, struct ddtx_wi
 		goto err_free;
 
 	dom->caps.name = "shm";
+	dom->caps.kind = DDTX_WIRE_KIND_SHM;
 	dom->caps.max_sge = dom->params.max_sge;
 	dom->caps.max_mkey_entries = dom->params.max_mkey_entries;
 	dom->caps.max_send_size = dom->params.slot_size - DDTX_SHM_SLOT_HDR;

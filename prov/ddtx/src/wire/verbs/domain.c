@@ -84,6 +84,7 @@ static int set_caps(struct ddtx_verbs_domain *dom)
 		return -FI_ENODEV;
 	dom->dc = dci > 0;
 	dom->caps.name = "verbs";
+	dom->caps.kind = DDTX_WIRE_KIND_VERBS;
 	dom->caps.max_sge = dom->dc ? dci : rc;
 	dom->caps.max_mkey_entries = dom->umr.enabled ? dom->umr.pool_entries : 0;
 	dom->caps.max_send_size = DDTX_VERBS_BUF_SIZE - DDTX_VERBS_PAYLOAD_OFF;
