@@ -176,7 +176,9 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	ddtx_atomic_free_all(pep);
 	ddtx_stage_free_all(pep);
 	ddtx_iov_spares_free(pep);
-	ddtx_rx_spares_free(pep);
+	ddtx_spares_free(&pep->spare_rx);
+	ddtx_spares_free(&pep->spare_tx);
+	ddtx_spares_free(&pep->spare_pull);
 	ddtx_ipc_drop(pep, true, 0); /* peers' allocations this endpoint mapped */
 	struct ddtx_list *unexp[] = {&pep->unexp_msg, &pep->unexp_tag};
 	for (size_t i = 0; i < 2; i++)

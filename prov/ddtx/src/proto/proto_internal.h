@@ -14,6 +14,7 @@
 #include "common/minmax.h"
 #include "common/optable.h"
 #include "common/settings.h"
+#include "common/spares.h"
 #include "hmem/hmem.h"
 #include "proto/hdr.h"
 #include "proto/pdomain.h"
@@ -293,9 +294,6 @@ struct ddtx_ack_owed {
  */
 #define DDTX_POST_PROGRESS_ENTRIES 1024
 
-/* Receive objects kept per endpoint for the next receives (rx.c). */
-#define DDTX_RX_SPARES 32
-
 /* Host bounce buffers of device-memory staging kept per endpoint (hmem_stage.c). */
 #define DDTX_BOUNCE_KEEP 4
 
@@ -357,8 +355,7 @@ struct ddtx_proto_ep {
 		struct iovec *v;
 		size_t cap;
 	} iov_spare[DDTX_IOV_SPARES];
-	struct ddtx_rx *rx_spare[DDTX_RX_SPARES]; /* rx.c: freed receive objects kept */
-	unsigned nrx_spare;
+	struct ddtx_spares spare_rx, spare_tx, spare_pull; /* freed objects kept (spares.h) */
 	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
 	unsigned nacks;
 	uint64_t progress_calls;
@@ -527,10 +524,8 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 			    const size_t *total);
 /* A receive into a handle's cached layout l: takes the caller's reference, borrows its list. */
 struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout *l);
-/* Release rx: kept among the endpoint's spares (up to DDTX_RX_SPARES), else freed. */
+/* Release rx: kept among the endpoint's spares (common/spares.h), else freed. */
 void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
-/* The spares, freed when the endpoint closes. */
-void ddtx_rx_spares_free(struct ddtx_proto_ep *pep);
 void ddtx_rx_fail(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, int err);
 void ddtx_rbatch_release(struct ddtx_proto_ep *pep, struct ddtx_rbatch *rb);
 /* A multi-receive slice finished: FI_MULTI_RECV if it was the last of a released buffer. */

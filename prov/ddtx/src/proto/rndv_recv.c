@@ -330,7 +330,7 @@ static uint64_t pull_at(const struct pull_src *src, uint64_t off, uint64_t *key,
 static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
 		       const struct pull_src *src, size_t bytes)
 {
-	struct ddtx_pull *p = calloc(1, sizeof(*p));
+	struct ddtx_pull *p = ddtx_spares_get(&pep->spare_pull, sizeof(*p));
 	if (!p)
 		return false;
 	p->kind = DDTX_WR_PULL;
@@ -357,7 +357,7 @@ static bool start_pull(struct ddtx_proto_ep *pep, struct ddtx_rx *rx,
 	}
 	p->posted = true;
 	if (!p->reads_pending) {
-		free(p);
+		ddtx_spares_put(&pep->spare_pull, p);
 		return false;
 	}
 	rx->pull = p;
@@ -417,7 +417,7 @@ void ddtx_rndv_on_pull_complete(struct ddtx_proto_ep *pep, struct ddtx_pull *p, 
 	struct ddtx_rx *rx = p->rx;
 	int err = p->status;
 	size_t bytes = p->bytes;
-	free(p);
+	ddtx_spares_put(&pep->spare_pull, p);
 	if (!rx)
 		return; /* the receive ended meanwhile */
 	rx->pull = NULL;

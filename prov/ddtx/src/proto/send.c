@@ -137,7 +137,7 @@ static int tx_progress(struct ddtx_proto_ep *pep, struct ddtx_tx *tx);
 static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, size_t count,
 			      bool borrow)
 {
-	struct ddtx_tx *tx = calloc(1, sizeof(*tx));
+	struct ddtx_tx *tx = ddtx_spares_get(&pep->spare_tx, sizeof(*tx));
 	if (!tx)
 		return NULL;
 	tx->iov_borrowed = borrow;
@@ -148,7 +148,7 @@ static struct ddtx_tx *tx_new(struct ddtx_proto_ep *pep, const struct iovec *iov
 			ddtx_iov_give(pep, tx->iov, tx->iov_cap);
 		if (tx->id)
 			ddtx_optable_remove(&pep->txs, tx->id);
-		free(tx);
+		ddtx_spares_put(&pep->spare_tx, tx);
 		return NULL;
 	}
 	if (!borrow)
@@ -178,7 +178,7 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 		ddtx_optable_remove(&pep->txs, tx->id);
 	if (!tx->iov_borrowed)
 		ddtx_iov_give(pep, tx->iov, tx->iov_cap);
-	free(tx);
+	ddtx_spares_put(&pep->spare_tx, tx);
 }
 
 static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
