@@ -153,6 +153,19 @@ static void recv_m(struct fx *fx, struct block_buf *b, fi_addr_t from, uint64_t 
 	FX_OK(fx, fi_trecvmsg(fx->ep, &m, FI_COMPLETION));
 }
 
+/*
+ * The barrier before a faulted transfer: the first half progresses (trailing messages of the
+ * last round finish), the second does not, so no rank consumes the sender's first message
+ * while it waits and before its plan is set (a receiver still spinning in a progressing
+ * barrier took M's RTS early once under ASan, and "recv@1=stall" then stalled the wrong
+ * message: the sender finished in 0.01 s).
+ */
+static void start_barrier(struct ft_ctx *ctx, struct fx *fx)
+{
+	fx_pbarrier(ctx, fx);
+	fx_pbarrier(ctx, NULL);
+}
+
 /* The rank the bystander's message B goes to: the one that keeps running. */
 static int by_target(const struct scen *s)
 {
@@ -229,7 +242,7 @@ static int alive_rank(struct ft_ctx *ctx, void *arg)
 	for (int round = 0; round < rounds; round++) {
 		if (round == 2)
 			rss_warm = rss_kb();
-		fx_pbarrier(ctx, &fx);
+		start_barrier(ctx, &fx);
 		uint64_t mseed = 1000 + round, bseed = 2000 + round;
 		void *ctxs[2] = {&m, &b};
 		int err[2] = {0, 0};
@@ -321,7 +334,7 @@ static int victim(struct ft_ctx *ctx, const struct scen *s)
 	bb_init(&m);
 	bb_init(&b);
 	warm_up(ctx, &fx, s, &m, &b);
-	fx_pbarrier(ctx, &fx);
+	start_barrier(ctx, &fx);
 	plan_set(s->plan);
 	if (ctx->rank == 0) {
 		bb_fill(&m, 7);
@@ -354,7 +367,7 @@ static int survivor(struct ft_ctx *ctx, const struct scen *s)
 	warm_up(ctx, &fx, s, &m, &b);
 	bb_clear(&b);                /* touched now, so that RSS counts only the provider */
 	long rss0 = rss_kb();
-	fx_pbarrier(ctx, &fx);
+	start_barrier(ctx, &fx);
 	void *ctxs[2] = {&m, &b};
 	int err[2];
 	fi_addr_t bys = fx.peers[2];
@@ -433,7 +446,7 @@ static int bystander(struct ft_ctx *ctx, const struct scen *s)
 	bb_init(&m);
 	bb_init(&b);
 	warm_up(ctx, &fx, s, &m, &b);
-	fx_pbarrier(ctx, &fx);
+	start_barrier(ctx, &fx);
 	bb_fill(&b, 9);
 	struct fi_msg_tagged tm = {.msg_iov = b.iov, .iov_count = NB,
 				   .addr = fx.peers[1 - s->faulty], .tag = 2, .context = &b};
