@@ -48,18 +48,11 @@ static fi_addr_t owner_av_reverse(void *owner, const void *blob, size_t len)
 	return FI_ADDR_NOTAVAIL;
 }
 
-static uint64_t owner_av_generation(void *owner)
-{
-	(void)owner;
-	return 1;
-}
-
 static const struct ddtx_proto_owner_ops owner_ops = {
 	.cq_write = owner_cq_write,
 	.cntr_add = owner_cntr_add,
 	.av_lookup = owner_av_lookup,
 	.av_reverse = owner_av_reverse,
-	.av_generation = owner_av_generation,
 };
 
 /* ---- attacker and friend: bare wire endpoints ---- */

@@ -126,6 +126,17 @@ static void test_iov_check(void)
 	      "overflow from the start value");
 	total = SIZE_MAX - 16;
 	CHECK(!ddtx_iov_check(ok, 2, 4, &total) && total == SIZE_MAX, "up to SIZE_MAX exactly");
+	/* One entry: the in-line path, the same rules. */
+	total = 5;
+	CHECK(!ddtx_iov_check(ok, 1, 1, &total) && total == 13, "one entry added to the start");
+	CHECK(ddtx_iov_check(ok, 1, 0, NULL) == -FI_EINVAL, "one entry over a limit of 0");
+	CHECK(ddtx_iov_check(&hole[1], 1, 4, NULL) == -FI_EINVAL, "one NULL base under bytes");
+	CHECK(!ddtx_iov_check(&empty_null[1], 1, 4, NULL), "one empty entry with a NULL base");
+	total = SIZE_MAX - 7;
+	CHECK(ddtx_iov_check(ok, 1, 4, &total) == -FI_EINVAL && total == SIZE_MAX - 7,
+	      "one entry overflowing the start value");
+	total = SIZE_MAX - 8;
+	CHECK(!ddtx_iov_check(ok, 1, 4, &total) && total == SIZE_MAX, "one entry to SIZE_MAX");
 	struct iovec hole_late[3] = {{buf, 8}, {buf, 0}, {NULL, 1}};
 	CHECK(ddtx_iov_check(hole_late, 3, 4, NULL) == -FI_EINVAL, "NULL base under bytes, last");
 	/* One entry (its own path): the same rules. */
@@ -144,7 +155,7 @@ static void test_iov_check(void)
 }
 
 static struct ddtx_rlock lock;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static struct ddtx_rlock_cond wake;
 static long counter;
 static _Atomic int stage;     /* 1: the main thread holds the lock; 2: woken */
 
@@ -180,7 +191,7 @@ static bool other_thread_gets_it(void)
 	return got;
 }
 
-/* Takes the lock while the main thread waits in ddtx_rlock_timedwait, and wakes it. */
+/* Takes the lock while the main thread waits in ddtx_rlock_wait, and wakes it. */
 static void *wake_waiter(void *arg)
 {
 	(void)arg;
@@ -188,7 +199,7 @@ static void *wake_waiter(void *arg)
 		sched_yield();
 	ddtx_rlock_lock(&lock);
 	stage = 2;
-	pthread_cond_signal(&wake);
+	ddtx_rlock_wake(&wake);
 	ddtx_rlock_unlock(&lock);
 	return NULL;
 }
@@ -207,31 +218,36 @@ static void test_rlock(void)
 	ddtx_rlock_unlock(&lock);
 	CHECK(other_thread_gets_it(), "another thread could not take a free lock");
 
-	pthread_t t[2];
+	/* Four threads on two cores: most entries find the lock held and sleep in the kernel. */
+	pthread_t t[4];
 	counter = 0;
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, count_nested, NULL);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 4; i++)
 		pthread_join(t[i], NULL);
-	CHECK(counter == 40000, "%ld increments of 40000 under the lock", counter);
+	CHECK(counter == 80000, "%ld increments of 80000 under the lock", counter);
 
-	/* The timed wait lets another thread in, and returns with the lock held once more. */
+	/* The wait lets another thread in, and returns with the lock held once more; a wake
+	 * given under the lock is not lost (the wait would last its whole 60 s). */
+	CHECK(ddtx_rlock_cond_init(&wake) == 0, "condition init");
 	pthread_t w;
 	stage = 0;
 	pthread_create(&w, NULL, wake_waiter, NULL);
 	ddtx_rlock_lock(&lock);
 	stage = 1;
-	while (stage != 2) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		ddtx_rlock_timedwait(&lock, &wake, &until);
-	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (stage != 2)
+		ddtx_rlock_wait(&lock, &wake, 60000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK(t1.tv_sec - t0.tv_sec < 30, "the wake was lost: the wait took %ld s",
+	      (long)(t1.tv_sec - t0.tv_sec));
 	CHECK(lock.depth == 1, "depth %u after the wait", lock.depth);
 	CHECK(!other_thread_gets_it(), "the lock is not the waiter's again after the wait");
 	ddtx_rlock_unlock(&lock);
 	pthread_join(w, NULL);
 	CHECK(other_thread_gets_it(), "not free after the waiter's unlock");
+	ddtx_rlock_cond_destroy(&wake);
 	ddtx_rlock_destroy(&lock);
 }
 

@@ -24,20 +24,10 @@ static int check_exact(const struct iovec *iov, size_t count, size_t *total)
 /* Entries whose lengths all stay below 2^LEN_BITS cannot overflow a sum of 2^(64 - LEN_BITS). */
 #define LEN_BITS 40
 
-int ddtx_iov_check(const struct iovec *iov, size_t count, size_t limit, size_t *total)
+int ddtx_iov_check_list(const struct iovec *iov, size_t count, size_t limit, size_t *total)
 {
 	if (count > limit || (count && !iov))
 		return -FI_EINVAL;
-	if (count == 1) {
-		/* Most messages are one buffer: the loop's set-up below was 50 instructions of
-		 * each 8 B message's three checks (callgrind, util/bench-instructions.sh). */
-		size_t len = iov->iov_len, start = total ? *total : 0;
-		if ((len && !iov->iov_base) || len > SIZE_MAX - start)
-			return -FI_EINVAL;
-		if (total)
-			*total = start + len;
-		return 0;
-	}
 	/*
 	 * One pass without a branch per entry (an OR of the lengths bounds the sum, a NULL base
 	 * under a non-empty entry sets a flag): MPICH hands irregular layouts as lists of

@@ -258,7 +258,8 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 	if (!ret && count) {
 		for (size_t i = 0; i < count; i++)
 			av->entries[fi_addr[i]].valid = false;
-		av->generation++; /* endpoints drop their cached peers */
+		/* endpoints drop their cached peers (they read it without the AV's lock) */
+		__atomic_fetch_add(&av->generation, 1, __ATOMIC_RELAXED);
 		ret = ddtx_hindex_reserve(&av->index, (uint32_t)av->count, (uint32_t)av->count,
 					  entry_hash, av, true);
 	}

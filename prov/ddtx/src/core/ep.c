@@ -160,6 +160,7 @@ static int ep_enable(struct ddtx_ep *ep)
 		.rx_selective = ep->rx_selective,
 		.min_multi_recv = ep->min_multi_recv,
 		.rma_event = caps & FI_RMA_EVENT,
+		.av_generation = &ep->av->generation,
 	};
 	ddtx_proto_ep_enable(ep->proto, &attr);
 	ep->enabled = true;
@@ -462,19 +463,11 @@ static fi_addr_t owner_av_reverse(void *owner, const void *blob, size_t len)
 	return ep->av ? ddtx_av_reverse(ep->av, blob, len) : FI_ADDR_NOTAVAIL;
 }
 
-static uint64_t owner_av_generation(void *owner)
-{
-	struct ddtx_ep *ep = owner;
-
-	return ep->av ? ep->av->generation : 0;
-}
-
 static const struct ddtx_proto_owner_ops ep_owner_ops = {
 	.cq_write = owner_cq_write,
 	.cntr_add = owner_cntr_add,
 	.av_lookup = owner_av_lookup,
 	.av_reverse = owner_av_reverse,
-	.av_generation = owner_av_generation,
 };
 
 static void ep_init_fid(struct ddtx_ep *ep, void *context)

@@ -144,12 +144,8 @@ static void *ack_timer(void *arg)
 			 * exit) may come between the check and this wait; it is seen within a
 			 * second. */
 			pd->ack_parked = true;
-			while (pd->ack_parked && !atomic_load(&pd->ack_stop)) {
-				struct timespec until;
-				clock_gettime(CLOCK_REALTIME, &until);
-				until.tv_sec += 1;
-				ddtx_rlock_timedwait(pd->lock, &pd->ack_wake, &until);
-			}
+			while (pd->ack_parked && !atomic_load(&pd->ack_stop))
+				ddtx_rlock_wait(pd->lock, &pd->ack_wake, 1000);
 			quiet = 0;
 		}
 		ddtx_rlock_unlock(pd->lock);
@@ -163,13 +159,13 @@ static void timer_kick(struct ddtx_proto_domain *pd)
 	if (pd->ack_timer_on) {
 		if (pd->ack_parked) {
 			pd->ack_parked = false;
-			pthread_cond_signal(&pd->ack_wake);
+			ddtx_rlock_wake(&pd->ack_wake);
 		}
 		return;
 	}
 	if (pd->ack_timer_failed)
 		return;
-	if (pthread_cond_init(&pd->ack_wake, NULL) ||
+	if (ddtx_rlock_cond_init(&pd->ack_wake) ||
 	    pthread_create(&pd->ack_timer, NULL, ack_timer, pd)) {
 		/* Without the timer an ACK is owed only until the receiver's next calls. */
 		DDTX_WARN(FI_LOG_EP_DATA, "no ACK timer thread: %s\n", strerror(errno));
@@ -186,11 +182,11 @@ void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd)
 	atomic_store(&pd->ack_stop, true);
 	/* At exit another thread may hold the lock: signal without it then (the timed wait). */
 	bool locked = ddtx_rlock_trylock(pd->lock);
-	pthread_cond_signal(&pd->ack_wake);
+	ddtx_rlock_wake(&pd->ack_wake);
 	if (locked)
 		ddtx_rlock_unlock(pd->lock);
 	pthread_join(pd->ack_timer, NULL);
-	pthread_cond_destroy(&pd->ack_wake);
+	ddtx_rlock_cond_destroy(&pd->ack_wake);
 	pd->ack_timer_on = false;
 }
 

@@ -60,7 +60,7 @@ struct ddtx_proto_domain {
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
 	/* ack.c: the ACK timer (started at the first ACK owed; under lock but its thread) */
 	pthread_t ack_timer;
-	pthread_cond_t ack_wake;
+	struct ddtx_rlock_cond ack_wake;
 	bool ack_timer_on, ack_timer_failed, ack_parked;
 	atomic_bool ack_stop;               /* set without the lock at exit (unload) */
 };

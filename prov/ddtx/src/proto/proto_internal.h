@@ -162,7 +162,7 @@ enum ddtx_rx_state {
 
 struct ddtx_rx {
 	struct ddtx_list_entry entry;    /* posted queue, then proto_ep.rx_active */
-	uint32_t id;
+	uint32_t id;                     /* in pep->rxs from its rendezvous on; 0 before */
 	enum ddtx_rx_state state;
 	void *context;
 	uint64_t flags;                  /* FI_RECV | FI_MSG or FI_TAGGED, FI_MULTI_RECV */

@@ -514,6 +514,12 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 	rx->offered = rts->total_len;
 	rx->accepted = DDTX_MIN(rts->total_len, rx->capacity);
 	ddtx_list_push_back(&pep->rx_active, &rx->entry);
+	/* The id the sender's messages name it by: taken only now, as an eager receive needs
+	 * none (adding and removing it were 55 instructions of each 8 B receive). */
+	if (!rx->id && !(rx->id = ddtx_optable_add(&pep->rxs, rx))) {
+		ddtx_rx_fail(pep, rx, FI_ENOMEM);
+		return;
+	}
 	/* A CUDA IPC offer: copied device to device here (hmem_ipc.c), or declined, and then the
 	 * bytes after the RTS were the offer, not payload. */
 	if (rts->base.flags & DDTX_HDR_IPC) {

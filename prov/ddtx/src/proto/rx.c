@@ -23,12 +23,7 @@ struct ddtx_rx *ddtx_rx_new(struct ddtx_proto_ep *pep, const struct iovec *iov, 
 	if (!rx)
 		return NULL;
 	rx->iov = count <= 1 ? rx->iov_inline : ddtx_iov_take(pep, count, &rx->iov_cap);
-	rx->id = ddtx_optable_add(&pep->rxs, rx);
-	if (!rx->iov || !rx->id) {
-		if (rx->iov != rx->iov_inline)
-			ddtx_iov_give(pep, rx->iov, rx->iov_cap);
-		if (rx->id)
-			ddtx_optable_remove(&pep->rxs, rx->id);
+	if (!rx->iov) {
 		rx_release(pep, rx);
 		return NULL;
 	}
@@ -45,11 +40,6 @@ struct ddtx_rx *ddtx_rx_new_layout(struct ddtx_proto_ep *pep, struct ddtx_layout
 	struct ddtx_rx *rx = rx_alloc(pep);
 	if (!rx)
 		return NULL;
-	rx->id = ddtx_optable_add(&pep->rxs, rx);
-	if (!rx->id) {
-		rx_release(pep, rx);
-		return NULL;
-	}
 	rx->iov = l->iov;
 	rx->iov_borrowed = true;
 	rx->count = l->count;
@@ -78,7 +68,8 @@ void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 		ddtx_window_set_put(lc, rx->ws);
 	if (rx->cached)
 		ddtx_layout_put(lc, rx->cached);
-	ddtx_optable_remove(&pep->rxs, rx->id);
+	if (rx->id)
+		ddtx_optable_remove(&pep->rxs, rx->id);
 	if (rx->iov != rx->iov_inline && !rx->iov_borrowed)
 		ddtx_iov_give(pep, rx->iov, rx->iov_cap);
 	rx_release(pep, rx);

