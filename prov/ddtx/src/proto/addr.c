@@ -19,12 +19,11 @@ static void forget(struct ddtx_proto_ep *pep, uint64_t gen)
 	pep->av_generation = gen;
 }
 
-/* In line: three lookups a message, 10 instructions each as a call. */
-static inline void revalidate(struct ddtx_proto_ep *pep)
+static void revalidate(struct ddtx_proto_ep *pep)
 {
 	const uint64_t *g = pep->attr.av_generation;
 	uint64_t gen = g ? __atomic_load_n(g, __ATOMIC_RELAXED) : 0;
-	if (__builtin_expect(pep->av_generation != gen, 0))
+	if (pep->av_generation != gen)
 		forget(pep, gen);
 }
 
@@ -42,7 +41,7 @@ static void *cache_grow(void *arr, size_t *len, size_t idx, size_t elem, uint64_
 	return p;
 }
 
-int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer)
+int ddtx_peer_lookup(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer)
 {
 	const void *blob;
 	size_t len;
@@ -76,7 +75,7 @@ int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer)
 	return 0;
 }
 
-fi_addr_t ddtx_addr_of(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+fi_addr_t ddtx_addr_lookup(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 {
 	uint8_t blob[256];
 	size_t len = sizeof(blob);

@@ -477,10 +477,38 @@ void ddtx_complete_tx_err(struct ddtx_proto_ep *pep, void *context, uint64_t fla
 			  int err, enum ddtx_proto_counter cntr);
 void ddtx_count_scheme(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme scheme, size_t bytes);
 
-/* addr.c: fi_addr <-> wire peer through the owner's AV */
-int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer);
-fi_addr_t ddtx_addr_of(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+/*
+ * addr.c: fi_addr <-> wire peer through the owner's AV.  A translation cached since the AV's
+ * last removal is answered in line (as calls, the two lookups of every message were 70
+ * instructions; callgrind, util/bench-instructions.sh); anything else asks addr.c.
+ */
+int ddtx_peer_lookup(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer);
+fi_addr_t ddtx_addr_lookup(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_addr_cache_fini(struct ddtx_proto_ep *pep);
+
+static inline bool ddtx_addr_cache_current(const struct ddtx_proto_ep *pep)
+{
+	const uint64_t *g = pep->attr.av_generation;
+	return pep->av_generation == (g ? __atomic_load_n(g, __ATOMIC_RELAXED) : 0);
+}
+
+static inline int ddtx_peer_of(struct ddtx_proto_ep *pep, fi_addr_t addr, ddtx_peer_t *peer)
+{
+	if (addr < pep->peer_of_addr_len && pep->peer_of_addr[addr] != DDTX_PEER_INVALID &&
+	    ddtx_addr_cache_current(pep)) {
+		*peer = pep->peer_of_addr[addr];
+		return 0;
+	}
+	return ddtx_peer_lookup(pep, addr, peer);
+}
+
+static inline fi_addr_t ddtx_addr_of(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+{
+	if (peer < pep->addr_of_peer_len && pep->addr_of_peer[peer] != FI_ADDR_NOTAVAIL &&
+	    ddtx_addr_cache_current(pep))
+		return pep->addr_of_peer[peer];
+	return ddtx_addr_lookup(pep, peer);
+}
 
 /* ctrl.c: send a control message now or queue it (never fails for a live peer); returns 0 when
  * it went, else its place in the queue (ddtx_ctrl_left). */
