@@ -26,8 +26,8 @@
 # the source's define guarded by #ifndef) so layouts of up to N pieces reach ddtx's engine.
 # --ddtx-layouts applies util/mpich/ddtx-layouts.patch (every change under
 # #ifdef MPIDI_OFI_DDTX_LAYOUTS, so the other variants build the source as it was) and copies
-# util/mpich/ofi_ddtx_layouts.c into the ofi netmod: a derived datatype (but transposes and
-# overlapping elements) goes to ddtx as a layout handle (fi_ddtx(3)) instead of an iov list or a
+# util/mpich/ofi_ddtx_layouts.c into the ofi netmod: a derived datatype (but overlapping
+# elements and transposes ddtx does not take in tiles) goes to ddtx as a layout handle (fi_ddtx(3)) instead of an iov list or a
 # packed buffer, whatever its number of pieces; MPICH_DDTX_LAYOUTS=0 turns it off at run time.
 #
 # Debian's mpich package is built for UCX and cannot load libfabric providers, hence this build.

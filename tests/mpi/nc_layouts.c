@@ -2,8 +2,8 @@
 /*
  * nc_layouts: MPI derived datatypes that MPICH built with util/build-mpich.sh --ddtx-layouts hands
  * to ddtx as layout handles (nested vectors, subarrays and indexed blocks by their loops, a
- * struct and an indexed type by their blocks), and two it must not (a transpose, overlapping
- * elements), each checked byte for byte, gaps included.
+ * struct and an indexed type by their blocks, a transpose in tiles), and two it must not (a
+ * transpose it does not tile, overlapping elements), each checked byte for byte, gaps included.
  *
  *   mpiexec -n 2 nc_layouts [-iters N]
  *
@@ -124,10 +124,20 @@ static int make_layouts(struct layout *l)
 	l[n].name = "indexed-listed";
 	l[n].unit = 8;
 	l[n++].count = 3;
-	/* not described: a transpose (FFT2D's receive type, left to MPICH: see ofi_ddtx_layouts.c)
-	 * and a vector whose elements overlap (count 2) */
-	t = vector_of(16, 1, 16, MPI_DOUBLE);
-	MPI_Type_create_resized(t, 0, 8, &u);
+	/* a transpose ddtx takes in tiles (FFT2D's receive type: 16-byte elements, the rows 16
+	 * bytes apart; ofi_ddtx_layouts.c) */
+	t = vector_of(24, 2, 48, MPI_DOUBLE);
+	MPI_Type_create_resized(t, 0, 16, &u);
+	MPI_Type_contiguous(24, u, &l[n].type);
+	l[n].name = "transpose-tiled";
+	l[n].unit = 8;
+	l[n++].count = 1;
+	MPI_Type_free(&t);
+	MPI_Type_free(&u);
+	/* not described: a transpose whose rows lie 48 bytes apart (left to MPICH) and a vector
+	 * whose elements overlap (count 2) */
+	t = vector_of(16, 6, 96, MPI_DOUBLE);
+	MPI_Type_create_resized(t, 0, 48, &u);
 	MPI_Type_contiguous(16, u, &l[n].type);
 	l[n].name = "transpose-not-described";
 	l[n].unit = 8;

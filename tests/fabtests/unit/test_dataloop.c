@@ -316,6 +316,55 @@ static void test_property(void)
 	free(b);
 }
 
+/*
+ * Transposes (pack_kernels.c's tiles): `rows` rows of n blocks, a row's blocks s0 apart and the
+ * rows r apart (r < |s0|), some repeated at a third stride; compiled, their segments must move
+ * the bytes the iov walk moves, from any offset (tiles start only at a row's first block).
+ */
+static void test_transpose(void)
+{
+	static const size_t blocks[] = {1, 2, 4, 8, 12, 16, 24, 32, 5};
+	uint8_t *canary, *arena = arena_new(&canary);
+	uint8_t *a = malloc(1 << 24), *b = malloc(1 << 24);
+	static struct iovec iov[40000];
+	size_t tiled = 0, segments = 0;
+	for (int iter = 0; iter < 400 && !failures; iter++) {
+		size_t block = blocks[rnd() % (sizeof(blocks) / sizeof(blocks[0]))];
+		size_t r = block + (rnd() % 2 ? 0 : pick(0, 8));
+		size_t rows = pick(1, 70), n = pick(1, 200), reps = rnd() % 3 ? 1 : pick(2, 3);
+		size_t s0 = rows * r + pick(0, 300);
+		size_t span = (n - 1) * s0 + rows * r, s2 = span + pick(0, 100);
+		if (n * rows * reps > 40000 || reps * s2 + 128 > ARENA)
+			continue;
+		bool down = rnd() % 4 == 0; /* the blocks of a row going down in memory */
+		uint8_t *base = arena + pick(0, 63) + (down ? (n - 1) * s0 : 0);
+		size_t c = 0;
+		for (size_t q = 0; q < reps; q++)
+			for (size_t k = 0; k < rows; k++)
+				for (size_t i = 0; i < n; i++) {
+					int64_t at = (int64_t)(q * s2 + k * r) +
+						     (down ? -1 : 1) * (int64_t)(i * s0);
+					iov[c++] = (struct iovec){base + at, block};
+				}
+		size_t total = ddtx_iov_total(iov, c);
+		struct ddtx_dataloop *dl = ddtx_dl_compile(iov, c, 0);
+		if (!dl)
+			continue;
+		if (dl->nnodes == 1 && dl->nodes[0].depth > 1 && rows > 1 && n > 1 &&
+		    dl->nodes[0].stride[1] == (int64_t)r && 2 * r <= 64 && s0 >= 64)
+			tiled++;
+		struct copier cp = {.dl = dl, .origin = iov[0].iov_base};
+		segments += compare_segments(iov, c, total, &cp, arena, canary, a, b, 12);
+		ddtx_dl_put(dl);
+	}
+	printf("transpose: %zu layouts taken in tiles, %zu segments compared\n", tiled, segments);
+	CHECK(tiled > 50, "too few transposes compiled as tiled vectors (%zu)", tiled);
+	free(arena);
+	free(canary);
+	free(a);
+	free(b);
+}
+
 /* ---- one-vector lists of the eager path (ddtx_iov_scan, ddtx_vec_gather/scatter) ---- */
 
 /* A vector of n blocks at arena + first, stride apart (negative: going down in memory). */
@@ -803,6 +852,61 @@ static void bench_case(size_t block, size_t stride, size_t bytes)
 	free(flat);
 }
 
+/*
+ * FFT2D's receive side (LAYOUTS.md 9, N = 256, P = 2): n = 128 rows of n 16-byte elements, the
+ * elements 16 N bytes apart and the rows 16 bytes apart (a transpose).  The compiled scatter
+ * and gather against the loop an MPI engine runs for it (yaksa: the rows outer, one element
+ * copy inner), as MPICH unpacks it after receiving contiguously.
+ */
+static void bench_transpose(size_t elem, size_t n, size_t N)
+{
+	size_t bytes = elem * n * n, span = elem * N * n;
+	uint8_t *lay = aligned_alloc(4096, span), *flat = aligned_alloc(4096, bytes);
+	struct iovec *iov = malloc(n * n * sizeof(*iov));
+	memset(lay, 1, span);
+	memset(flat, 2, bytes);
+	for (size_t k = 0; k < n; k++)
+		for (size_t i = 0; i < n; i++)
+			iov[k * n + i] = (struct iovec){lay + elem * (k + i * N), elem};
+	struct ddtx_dataloop *dl = ddtx_dl_compile(iov, n * n, 0);
+	int reps = (int)((64u << 20) / bytes) + 1;
+	uint64_t best[4] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+	for (int round = 0; round < 5; round++) {
+		uint64_t t[5];
+		t[0] = ddtx_time_ns();
+		for (int r = 0; r < reps; r++)
+			for (size_t k = 0; k < n; k++)
+				for (size_t i = 0; i < n; i++)
+					memcpy(lay + elem * (k + i * N), flat + elem * (k * n + i),
+					       elem);
+		t[1] = ddtx_time_ns();
+		for (int r = 0; r < reps; r++)
+			ddtx_dl_scatter(dl, lay, 0, flat, bytes);
+		t[2] = ddtx_time_ns();
+		for (int r = 0; r < reps; r++)
+			for (size_t k = 0; k < n; k++)
+				for (size_t i = 0; i < n; i++)
+					memcpy(flat + elem * (k * n + i), lay + elem * (k + i * N),
+					       elem);
+		t[3] = ddtx_time_ns();
+		for (int r = 0; r < reps; r++)
+			ddtx_dl_gather(dl, lay, 0, flat, bytes);
+		t[4] = ddtx_time_ns();
+		for (int k = 0; k < 4; k++)
+			best[k] = t[k + 1] - t[k] < best[k] ? t[k + 1] - t[k] : best[k];
+	}
+	double us = 1e-3 / reps;
+	printf("transpose %zu x %zu elements of %zu B, %zu B apart (%zu KiB): scatter loop %.1f us, "
+	       "compiled %.1f us (%.2fx); gather loop %.1f us, compiled %.1f us (%.2fx)\n", n, n,
+	       elem, elem * N, bytes >> 10, (double)best[0] * us, (double)best[1] * us,
+	       (double)best[0] / (double)best[1], (double)best[2] * us, (double)best[3] * us,
+	       (double)best[2] / (double)best[3]);
+	ddtx_dl_put(dl);
+	free(iov);
+	free(lay);
+	free(flat);
+}
+
 static int test_bench(void)
 {
 	printf("gather of a strided layout into a contiguous buffer (and below it, the scatter\n"
@@ -819,6 +923,8 @@ static int test_bench(void)
 		bench_case(256, 512, sizes[s]);
 	}
 	bench_case(64, 4096, 4u << 20); /* blocks a page apart: the kernels' own prefetch */
+	bench_transpose(16, 128, 256);
+	bench_transpose(8, 256, 512);
 	return 0;
 }
 
@@ -833,6 +939,8 @@ int main(int argc, char **argv)
 		test_property();
 	if (!only || !strcmp(only, "vector"))
 		test_vector();
+	if (!only || !strcmp(only, "transpose"))
+		test_transpose();
 	if (!only || !strcmp(only, "built"))
 		test_built();
 	if (!only || !strcmp(only, "cache"))
