@@ -124,9 +124,9 @@ static inline const void *ahead(const void *p, int64_t by)
  * other lines, 4 KiB apart: they share one L1 set and the line is gone by then, so every block
  * costs a miss.  A tile takes the g rows that share lines together, block position by block
  * position, so that each line is written (or read) once.  test_dataloop bench, 128 x 128
- * blocks of 16 B 4 KiB apart (256 KiB, the AMD EPYC host under a compile): scatter 199 us row by
- * row, an MPI engine's loop (rows outer, a block copy inner) 131-168, tiled 33-34; gather 41,
- * 38, 10.
+ * blocks of 16 B 4 KiB apart (256 KiB; the AMD EPYC host idle, and under a compile): scatter
+ * row by row 139 and 199 us, an MPI engine's loop (rows outer, a block copy inner) 136 and 131-168,
+ * tiled 33-34; gather 39-41, 37-38, 9-10.  256 x 256 blocks of 8 B: scatter 827, 490-800, 30.
  */
 #define TILE_LINE 64
 
