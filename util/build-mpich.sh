@@ -27,8 +27,9 @@
 # --ddtx-layouts applies util/mpich/ddtx-layouts.patch (every change under
 # #ifdef MPIDI_OFI_DDTX_LAYOUTS, so the other variants build the source as it was) and copies
 # util/mpich/ofi_ddtx_layouts.c into the ofi netmod: a derived datatype (but overlapping
-# elements and transposes ddtx does not take in tiles) goes to ddtx as a layout handle (fi_ddtx(3)) instead of an iov list or a
-# packed buffer, whatever its number of pieces; MPICH_DDTX_LAYOUTS=0 turns it off at run time.
+# elements and transposes ddtx does not take in tiles) goes to ddtx as a layout handle
+# (fi_ddtx(3)) instead of an iov list or a packed buffer, whatever its number of pieces;
+# MPICH_DDTX_LAYOUTS=0 turns it off at run time.
 #
 # Debian's mpich package is built for UCX and cannot load libfabric providers, hence this build.
 # Options that keep it short on 2 cores: --disable-fortran, --disable-cxx, --disable-romio (no
@@ -60,7 +61,7 @@ while [ $# -gt 0 ]; do
     --src) SRC_ROOT=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --source-only) SOURCE_ONLY=1; shift ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "build-mpich.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
