@@ -628,8 +628,10 @@ static void test_store_choice(void)
  * transfers of the run pay 5x.
  */
 static uint64_t contig_clock = 1000000;
+#define NO_SPLIT (DDTX_CONTIG_ALL & ~(1u << DDTX_CONTIG_SPLIT))
+#define PULL_ONLY (1u << DDTX_CONTIG_PULL)
 
-static unsigned contig_run(struct ddtx_contig_choice *c, size_t bytes, bool split_ok, int n,
+static unsigned contig_run(struct ddtx_contig_choice *c, size_t bytes, unsigned ways, int n,
 			   const uint64_t cost[DDTX_CONTIG_WAYS], int cold, unsigned *by,
 			   int *first)
 {
@@ -638,10 +640,10 @@ static unsigned contig_run(struct ddtx_contig_choice *c, size_t bytes, bool spli
 	unsigned wrong = 0;
 	enum ddtx_contig_way best = DDTX_CONTIG_PULL;
 	for (int w = 1; w < DDTX_CONTIG_WAYS; w++)
-		if ((w != DDTX_CONTIG_SPLIT || split_ok) && cost[w] < cost[best])
+		if ((ways & (1u << w)) && cost[w] < cost[best])
 			best = (enum ddtx_contig_way)w;
 	for (int i = 0; i < n; i++) {
-		enum ddtx_contig_way w = ddtx_contig_choose(c, bytes, split_ok);
+		enum ddtx_contig_way w = ddtx_contig_choose(c, bytes, ways);
 		by[w]++;
 		if (w == best && *first < 0)
 			*first = i;
@@ -666,52 +668,61 @@ static void test_contig_choice(void)
 	 * when the next transfer starts apart from it: pull four times, split four, PACK four. */
 	enum ddtx_contig_way order[12];
 	for (int i = 0; i < 12; i++) {
-		order[i] = ddtx_contig_choose(&c, kib256, true);
+		order[i] = ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL);
 		uint64_t t = contig_clock;
 		contig_clock += slow[order[i]];
 		ddtx_contig_observe(&c, kib256, order[i], t, contig_clock, true);
 		CHECK(order[i] == (enum ddtx_contig_way)(i / 4), "try %d by way %d", i, order[i]);
 	}
 	CHECK(!ddtx_contig_trying(&c, kib256), "still trying after three timings of each");
-	CHECK(ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_PULL,
+	CHECK(ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL) == DDTX_CONTIG_PULL,
 	      "the fastest tried not taken");
 	/* The first transfers cold (the first twelve at 5x): the steady fastest still wins. */
 	ddtx_contig_choice_init(&c);
-	unsigned wrong = contig_run(&c, kib256, true, 400, slow, 12, by, &first);
+	unsigned wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 400, slow, 12, by, &first);
 	CHECK(!ddtx_contig_trying(&c, kib256), "still trying after 400 transfers");
 	CHECK(wrong <= 40, "slow regime, cold start: %u of 400 not the whole pull (pull %u, split "
 	      "%u, PACK %u)", wrong, by[0], by[1], by[2]);
-	wrong = contig_run(&c, kib256, true, 400, slow, 0, by, &first);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 400, slow, 0, by, &first);
 	CHECK(wrong <= 24, "slow regime, steady: %u of 400 tries of another way", wrong);
 	/* The regime changes: PACK is taken at its next try (at most 256 timings on). */
-	wrong = contig_run(&c, kib256, true, 400, fast, 0, by, &first);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 400, fast, 0, by, &first);
 	CHECK(first >= 0 && first <= 300 && wrong <= 320, "fast regime seen after %d transfers "
 	      "(%u of 400 not PACK)", first, wrong);
-	wrong = contig_run(&c, kib256, true, 400, fast, 0, by, &first);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 400, fast, 0, by, &first);
 	CHECK(wrong <= 24, "fast regime, steady: %u of 400 not PACK", wrong);
 	/* No split where none is possible; a larger size starts from the smaller one's timings,
 	 * trying only the way it has none of, and a smaller size learns on its own. */
 	ddtx_contig_choice_init(&c);
-	contig_run(&c, 64 * 1024, false, 200, fast, 0, by, &first);
+	contig_run(&c, 64 * 1024, NO_SPLIT, 200, fast, 0, by, &first);
 	CHECK(by[DDTX_CONTIG_SPLIT] == 0, "split %u times where none was possible",
 	      by[DDTX_CONTIG_SPLIT]);
-	wrong = contig_run(&c, kib256, true, 200, fast, 0, by, &first);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 200, fast, 0, by, &first);
 	CHECK(first <= 4 && by[DDTX_CONTIG_PULL] <= 12, "a larger size: PACK first at %d, %u "
 	      "pulls (not started from the smaller size's timings)", first, by[DDTX_CONTIG_PULL]);
-	CHECK(ddtx_contig_trying(&c, 4096) && ddtx_contig_choose(&c, 4096, true) ==
+	CHECK(ddtx_contig_trying(&c, 4096) && ddtx_contig_choose(&c, 4096, DDTX_CONTIG_ALL) ==
 	      DDTX_CONTIG_PULL, "a smaller size did not start with its own tries");
+	/* Where only the pull is possible (the ofi wire), nothing else is tried, even where the
+	 * class's timings (learnt when PACK was possible) say PACK is fastest. */
+	wrong = contig_run(&c, kib256, PULL_ONLY, 300, fast, 0, by, &first);
+	CHECK(by[DDTX_CONTIG_PULL] == 300, "%u of 300 not the pull where nothing else is possible "
+	      "(split %u, PACK %u)", 300 - by[DDTX_CONTIG_PULL], by[DDTX_CONTIG_SPLIT],
+	      by[DDTX_CONTIG_PACK]);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 50, fast, 0, by, &first);
+	CHECK(by[DDTX_CONTIG_PACK] >= 40, "PACK possible again and fastest: taken %u of 50",
+	      by[DDTX_CONTIG_PACK]);
 	/* One lucky timing does not keep a slower way: three of its own next give the choice
 	 * back. */
 	ddtx_contig_choice_init(&c);
-	contig_run(&c, kib256, true, 100, slow, 0, by, &first);
+	contig_run(&c, kib256, DDTX_CONTIG_ALL, 100, slow, 0, by, &first);
 	uint64_t t = contig_clock;
 	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_PACK, t, t + 5000, true);
 	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_NONE, t + 6000, t + 7000, true);
 	contig_clock = t + 7000;
-	enum ddtx_contig_way w1 = ddtx_contig_choose(&c, kib256, true);
-	enum ddtx_contig_way w2 = ddtx_contig_choose(&c, kib256, true); /* one may be a try */
+	enum ddtx_contig_way w1 = ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL);
+	enum ddtx_contig_way w2 = ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL); /* one may be a try */
 	CHECK(w1 == DDTX_CONTIG_PACK || w2 == DDTX_CONTIG_PACK, "a try that won did not take over");
-	wrong = contig_run(&c, kib256, true, 100, slow, 0, by, &first);
+	wrong = contig_run(&c, kib256, DDTX_CONTIG_ALL, 100, slow, 0, by, &first);
 	/* (wrong: the lucky way's four transfers and at most two tries of four) */
 	CHECK(first >= 0 && first <= 4 && wrong <= 12, "the lucky way kept %d transfers (%u of "
 	      "100 not the whole pull)", first, wrong);
@@ -728,7 +739,7 @@ static void test_contig_choice(void)
 	int run_len = 100;
 	uint64_t spent = 0;
 	for (int i = 0; i < 5000; i++) {
-		enum ddtx_contig_way w = ddtx_contig_choose(&c, 96 * 1024, true);
+		enum ddtx_contig_way w = ddtx_contig_choose(&c, 96 * 1024, DDTX_CONTIG_ALL);
 		run_len = w == last ? run_len + 1 : 0;
 		last = w;
 		uint64_t slow = w != DDTX_CONTIG_PULL && run_len < 4 ? 5 : run_len ? 1 : 2;
@@ -763,7 +774,7 @@ static void test_contig_choice(void)
 		enum ddtx_contig_way w = (enum ddtx_contig_way)(win / 4);
 		for (int i = 0; i < 16; i++) {
 			ddtx_contig_observe(&c, kib256, w, t, t + 16 * fast[w] + 10 * (uint64_t)i, true);
-			deferred += ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_NONE;
+			deferred += ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL) == DDTX_CONTIG_NONE;
 		}
 		t += 16 * fast[w] + 1000;
 	}
@@ -771,7 +782,7 @@ static void test_contig_choice(void)
 	      12 * 16);
 	ddtx_contig_observe(&c, kib256, DDTX_CONTIG_NONE, t, t + 1000, true); /* alone again */
 	contig_clock = t + 1000;
-	CHECK(ddtx_contig_choose(&c, kib256, true) == DDTX_CONTIG_PACK,
+	CHECK(ddtx_contig_choose(&c, kib256, DDTX_CONTIG_ALL) == DDTX_CONTIG_PACK,
 	      "windows timed message by message");
 }
 

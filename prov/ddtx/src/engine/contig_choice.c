@@ -62,10 +62,10 @@ static float figure(const struct ddtx_contig_class *k, int w)
 	return least;
 }
 
-/* The split only where the last choice of the class could split (FI_DDTX_PULL_SPLIT). */
+/* Only the ways the last choice of the class could take (the split: FI_DDTX_PULL_SPLIT). */
 static bool usable(const struct ddtx_contig_class *k, int w)
 {
-	return w != DDTX_CONTIG_SPLIT || k->split_ok;
+	return w == DDTX_CONTIG_PULL || (k->ways & (1u << w));
 }
 
 /* The first usable way without its first burst of timings, or DDTX_CONTIG_NONE. */
@@ -119,13 +119,14 @@ bool ddtx_contig_trying(const struct ddtx_contig_choice *c, size_t bytes)
 	return untried(&c->cls[class_index(bytes)]) != DDTX_CONTIG_NONE;
 }
 
-enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t bytes, bool split_ok)
+enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t bytes,
+				       unsigned ways)
 {
 	unsigned idx = class_index(bytes);
 	struct ddtx_contig_class *k = &c->cls[idx];
 	if (k->overlapping)
 		return DDTX_CONTIG_NONE;
-	k->split_ok = split_ok;
+	k->ways = (uint8_t)(ways & DDTX_CONTIG_ALL);
 	if (!k->seeded)
 		seed(c, idx);
 	enum ddtx_contig_way w = untried(k);

@@ -30,6 +30,8 @@ enum ddtx_contig_way {
 	DDTX_CONTIG_WAYS,
 	DDTX_CONTIG_NONE = DDTX_CONTIG_WAYS, /* not a contiguous choice */
 };
+/* Sets of ways (bit 1 << way); the whole pull is always one of them. */
+#define DDTX_CONTIG_ALL ((1u << DDTX_CONTIG_WAYS) - 1)
 
 #define DDTX_CONTIG_CLASSES 64
 #define DDTX_CONTIG_RECENT 3
@@ -47,7 +49,7 @@ struct ddtx_contig_class {
 	uint16_t burst_choices;              /* choices made in the current try */
 	bool judging;                        /* a try's burst not yet judged */
 	bool seeded;                         /* started from a smaller class's timings */
-	bool split_ok;                       /* a split was possible at the last choice */
+	uint8_t ways;                        /* the ways possible at the last choice */
 	bool overlapping;                    /* its last rendezvous overlapped another */
 };
 
@@ -65,12 +67,14 @@ struct ddtx_contig_choice {
 
 void ddtx_contig_choice_init(struct ddtx_contig_choice *c);
 /*
- * The way for the next contiguous rendezvous of `bytes`; split_ok: a split pull is possible.
+ * The way for the next contiguous rendezvous of `bytes`, among `ways` (a set of
+ * DDTX_CONTIG_ALL's bits, the whole pull among them: the split only where it is possible).
  * DDTX_CONTIG_NONE while rendezvous of that size overlap: a stream is the cost model's to
  * choose for (fabtests' tagged bw, 192-768 KiB, slow regime: the lines' PACK moved 1.05-1.66x
  * shm's bandwidth, this choice 0.68-1.21x; its few timings of PACK are of a cold ring).
  */
-enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t bytes, bool split_ok);
+enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t bytes,
+				       unsigned ways);
 /* The last rendezvous of this size overlapped another: its messages come as a stream. */
 bool ddtx_contig_streaming(const struct ddtx_contig_choice *c, size_t bytes);
 /* Still in its first tries at this size (every way is then worth preparing for). */
