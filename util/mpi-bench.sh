@@ -30,6 +30,8 @@
 #                (FI_PROVIDER=ddtx,tcp FI_DDTX_WIRE=ofi FI_DDTX_OFI_PROVIDER=tcp)
 #   mpich-ddtx-rxm  the same over tcp;ofi_rxm as the core
 #   mpich-ddtx-net  the same over the "net" core
+#   mpich-ddtx-msg  the same over tcp's FI_EP_MSG, ddtx connecting (FI_DDTX_OFI_EP_TYPE=msg);
+#                mpich-lay-ddtx-msg likewise with the --ddtx-layouts build (neither by default)
 #   mpich-iov-ddtx-tcp  the --iov-max build over ddtx's ofi wire on tcp (layouts of up to N pieces
 #                reach ddtx as iov lists; left out without that build)
 #   mpich-lay-ddtx-tcp  the --ddtx-layouts build over ddtx's ofi wire on tcp (left out without it)
@@ -80,7 +82,7 @@ while [ $# -gt 0 ]; do
     --report-only) REPORT_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     --hosts) HOSTS=1; shift ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) echo "mpi-bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -122,7 +124,7 @@ kept=()
 for s in "${want[@]}"; do
   case $s in
     mpich-iov-ddtx|mpich-iov-ddtx-tcp) have_build "$IOV_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --iov-max N build"; continue; } ;;
-    mpich-lay-ddtx|mpich-lay-ddtx-tcp) have_build "$LAY_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --ddtx-layouts build in $LAY_PREFIX"; continue; } ;;
+    mpich-lay-ddtx|mpich-lay-ddtx-tcp|mpich-lay-ddtx-msg) have_build "$LAY_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --ddtx-layouts build in $LAY_PREFIX"; continue; } ;;
     mpich-dl-ddtx) have_build "$DL_PREFIX" || { echo "mpi-bench.sh: $s left out: no util/build-mpich.sh --dataloop build in $DL_PREFIX"; continue; } ;;
   esac
   kept+=("$s")
@@ -146,13 +148,15 @@ HYDRA=(-launcher rsh -launcher-exec "$DDTX_ROOT/tests/mpi/hosts/launch.sh" -loca
 run_stack_hosts() { # run_stack_hosts NAME -> RESULT lines on stdout
   local s=$1
   case $s in
-    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm|mpich-iov-ddtx-tcp|mpich-lay-ddtx-tcp)
-      local core=${s#mpich-*ddtx-} prefix=$PREFIX bin=$BIN/ddtx-mpich/mpi_nc_bench
+    mpich-ddtx-tcp|mpich-ddtx-net|mpich-ddtx-rxm|mpich-iov-ddtx-tcp|mpich-lay-ddtx-tcp|\
+    mpich-ddtx-msg|mpich-lay-ddtx-msg)
+      local core=${s#mpich-*ddtx-} prefix=$PREFIX bin=$BIN/ddtx-mpich/mpi_nc_bench ep=rdm
       [ $core = rxm ] && core="tcp;ofi_rxm"
+      [ $core = msg ] && { core=tcp; ep=msg; }
       [ $s = mpich-iov-ddtx-tcp ] && { prefix=$IOV_PREFIX; bin=$(variant_bin "$IOV_PREFIX"); }
-      [ $s = mpich-lay-ddtx-tcp ] && { prefix=$LAY_PREFIX; bin=$(variant_bin "$LAY_PREFIX"); }
+      [[ $s == mpich-lay-ddtx-* ]] && { prefix=$LAY_PREFIX; bin=$(variant_bin "$LAY_PREFIX"); }
       util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER_PATH="$PROV_PATH" FI_DDTX_WIRE=ofi \
-        FI_PROVIDER="ddtx,${core%;*}" FI_DDTX_OFI_PROVIDER="$core" \
+        FI_PROVIDER="ddtx,${core%;*}" FI_DDTX_OFI_PROVIDER="$core" FI_DDTX_OFI_EP_TYPE=$ep \
         "$prefix/bin/mpiexec" "${HYDRA[@]}" "$bin" -label $s "${ARGS[@]}" ;;
     mpich-tcp|mpich-net)
       util/hosts.sh on A env MPIR_CVAR_DEBUG_SUMMARY=1 FI_PROVIDER="${s#mpich-}" \
