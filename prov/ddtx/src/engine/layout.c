@@ -169,9 +169,9 @@ static void layout_free(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		ddtx_wset_free(lc, ddtx_container_of(it, struct ddtx_window_set, entry));
 	unregister_layout(lc, l);
 	ddtx_dl_put(l->dl);
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	list_keep(lc, l->iov, l->iov_cap);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	free(l);
 }
 
@@ -249,7 +249,7 @@ static struct ddtx_layout *lookup(struct ddtx_layout_cache *lc, uint64_t hash, u
 				  const struct ddtx_iov_vec *vec, const struct iovec *iov,
 				  size_t count)
 {
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	for (struct ddtx_layout *l = lc->buckets[bucket_of(lc, hash, base)]; l; l = l->hash_next) {
 		if (l->hash != hash || l->base != base || l->count != st->nblocks ||
 		    l->st.total != st->total ||
@@ -260,10 +260,10 @@ static struct ddtx_layout *lookup(struct ddtx_layout_cache *lc, uint64_t hash, u
 		ddtx_list_remove(&l->lru);
 		ddtx_list_push_front(&lc->lru, &l->lru);
 		lc->st.hits++;
-		pthread_mutex_unlock(&lc->lock);
+		ddtx_rlock_unlock(&lc->lock);
 		return l;
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	return NULL;
 }
 
@@ -313,18 +313,18 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 	*hit = found != NULL;
 	if (found)
 		return found;
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	lc->st.misses++;
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	*hit = false;
 
 	struct ddtx_layout *l = calloc(1, sizeof(*l));
 	if (!l)
 		return NULL;
 	l->iov_cap = DDTX_MAX(st.nblocks, (size_t)1);
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	l->iov = list_take(lc, l->iov_cap, &l->iov_cap);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	if (!l->iov)
 		l->iov = malloc(l->iov_cap * sizeof(*l->iov));
 	if (!l->iov) {
@@ -345,7 +345,7 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 
 	struct ddtx_list victims;
 	ddtx_list_init(&victims);
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	size_t b = bucket_of(lc, hash, base);
 	l->hash_next = lc->buckets[b];
 	lc->buckets[b] = l;
@@ -353,7 +353,7 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 	lc->entries++;
 	lc->blocks += l->count;
 	evict(lc, &victims);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	free_list_of_layouts(lc, &victims);
 	return l;
 }
@@ -361,7 +361,7 @@ struct ddtx_layout *ddtx_layout_get_vec(struct ddtx_layout_cache *lc, const stru
 bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
 	sync_invalidations(lc);
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	bool live = !l->dead;
 	if (live) {
 		l->refs++;
@@ -370,13 +370,13 @@ bool ddtx_layout_ref(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		ddtx_list_remove(&l->lru);
 		ddtx_list_push_front(&lc->lru, &l->lru);
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	return live;
 }
 
 void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 {
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	/* Without a memory monitor nothing would tell us the memory went away: a layout (and
 	 * its registrations) lives only while in use. */
 	if (l->refs == 1 && !l->dead && !lc->monitored) {
@@ -389,7 +389,7 @@ void ddtx_layout_put(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 	ddtx_list_init(&victims);
 	if (!last)
 		evict(lc, &victims);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	if (last)
 		layout_free(lc, l);
 	free_list_of_layouts(lc, &victims);
@@ -413,12 +413,12 @@ const struct ddtx_dataloop *ddtx_layout_dataloop(struct ddtx_layout_cache *lc,
 void ddtx_layout_adopt_dataloop(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 				struct ddtx_dataloop *dl)
 {
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	if (!atomic_load_explicit(&l->dl_done, memory_order_relaxed)) {
 		l->dl = ddtx_dl_get(dl);
 		atomic_store_explicit(&l->dl_done, true, memory_order_release);
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 }
 
 static bool uses_reg(const struct ddtx_layout *l, const void *reg)
@@ -448,7 +448,7 @@ static void kill_layouts(struct ddtx_layout_cache *lc,
 {
 	struct ddtx_list victims;
 	ddtx_list_init(&victims);
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	struct ddtx_list_entry *it, *tmp;
 	ddtx_list_foreach_safe(&lc->lru, it, tmp)
 	{
@@ -463,7 +463,7 @@ static void kill_layouts(struct ddtx_layout_cache *lc,
 		if (!l->refs)
 			ddtx_list_push_back(&victims, &l->lru);
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	free_list_of_layouts(lc, &victims);
 }
 
@@ -522,8 +522,8 @@ int ddtx_layout_cache_open(const struct ddtx_layout_cache_params *params,
 	lc->caps = ddtx_wire_domain_caps(wire);
 	lc->regcache = regcache;
 	lc->pool = pool;
-	pthread_mutex_init(&lc->lock, NULL);
-	pthread_cond_init(&lc->wake, NULL);
+	ddtx_rlock_init(&lc->lock);
+	ddtx_rlock_cond_init(&lc->wake);
 	ddtx_list_init(&lc->lru);
 	ddtx_list_init(&lc->queue);
 	ddtx_regcache_set_listener(regcache, on_reg_invalidate, lc);
@@ -542,10 +542,10 @@ void ddtx_layout_cache_close(struct ddtx_layout_cache *lc)
 {
 	if (!lc)
 		return;
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	lc->stop = true;
-	pthread_cond_signal(&lc->wake);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_wake(&lc->wake);
+	ddtx_rlock_unlock(&lc->lock);
 	if (lc->thread_started)
 		pthread_join(lc->thread, NULL);
 	ddtx_regcache_set_listener(lc->regcache, NULL, NULL);
@@ -556,8 +556,8 @@ void ddtx_layout_cache_close(struct ddtx_layout_cache *lc)
 	}
 	while ((it = ddtx_list_pop_front(&lc->lru)))
 		layout_free(lc, ddtx_container_of(it, struct ddtx_layout, lru));
-	pthread_cond_destroy(&lc->wake);
-	pthread_mutex_destroy(&lc->lock);
+	ddtx_rlock_cond_destroy(&lc->wake);
+	ddtx_rlock_destroy(&lc->lock);
 	free(lc->spare_list);
 	free(lc->buckets);
 	free(lc);
@@ -565,8 +565,8 @@ void ddtx_layout_cache_close(struct ddtx_layout_cache *lc)
 
 void ddtx_layout_cache_stats(struct ddtx_layout_cache *lc, struct ddtx_layout_cache_stats *st)
 {
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	*st = lc->st;
 	st->entries = lc->entries;
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 }

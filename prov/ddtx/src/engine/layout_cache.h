@@ -13,6 +13,8 @@
 
 #include <pthread.h>
 
+#include "common/rlock.h"
+
 #include "engine/layout.h"
 
 struct ddtx_layout_cache {
@@ -21,7 +23,10 @@ struct ddtx_layout_cache {
 	const struct ddtx_wire_caps *caps;
 	struct ddtx_regcache *regcache;
 	struct ddtx_mkey_pool *pool;
-	pthread_mutex_t lock;
+	/* A futex word (common/rlock.h), not glibc's mutex: a contiguous rendezvous takes it four
+	 * times and the registration cache's twice, 212 of its 7325 instructions in glibc's
+	 * (callgrind, util/bench-instructions.sh -s 96K, 2026-11-30). */
+	struct ddtx_rlock lock;
 	struct ddtx_layout **buckets;
 	size_t nbuckets;                 /* power of two */
 	size_t entries;
@@ -38,7 +43,7 @@ struct ddtx_layout_cache {
 	/* registration thread */
 	pthread_t thread;
 	bool thread_started, stop;
-	pthread_cond_t wake;
+	struct ddtx_rlock_cond wake;
 	struct ddtx_list queue;
 };
 

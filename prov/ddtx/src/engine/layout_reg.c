@@ -57,9 +57,9 @@ static int register_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 			ddtx_regcache_put(lc->regcache, regs[i]);
 		free(regs);
 		atomic_store_explicit(&l->state, DDTX_LAYOUT_FAILED, memory_order_release);
-		pthread_mutex_lock(&lc->lock);
+		ddtx_rlock_lock(&lc->lock);
 		lc->st.reg_failures++;
-		pthread_mutex_unlock(&lc->lock);
+		ddtx_rlock_unlock(&lc->lock);
 		return ret;
 	}
 	l->regs = regs;
@@ -71,10 +71,10 @@ static int register_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		if (ws)
 			ddtx_window_set_put(lc, ws);
 	}
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	lc->st.registered++;
 	lc->st.reg_ns += ddtx_time_ns() - t0;
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	return 0;
 }
 
@@ -105,32 +105,32 @@ void ddtx_layout_request(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		register_layout(lc, l);
 		return;
 	}
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	l->refs++;
 	ddtx_list_push_back(&lc->queue, &l->queue);
-	pthread_cond_signal(&lc->wake);
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_wake(&lc->wake);
+	ddtx_rlock_unlock(&lc->lock);
 }
 
 /* The registration thread (LAH paper, Algorithm 2): the main thread never waits for it. */
 void *ddtx_layout_reg_thread(void *arg)
 {
 	struct ddtx_layout_cache *lc = arg;
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	while (!lc->stop) {
 		struct ddtx_list_entry *e = ddtx_list_pop_front(&lc->queue);
 		if (!e) {
-			pthread_cond_wait(&lc->wake, &lc->lock);
+			ddtx_rlock_wait(&lc->lock, &lc->wake, 1000);
 			continue;
 		}
 		struct ddtx_layout *l = ddtx_container_of(e, struct ddtx_layout, queue);
 		bool skip = l->dead;
-		pthread_mutex_unlock(&lc->lock);
+		ddtx_rlock_unlock(&lc->lock);
 		if (!skip)
 			register_layout(lc, l);
 		ddtx_layout_put(lc, l);
-		pthread_mutex_lock(&lc->lock);
+		ddtx_rlock_lock(&lc->lock);
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	return NULL;
 }

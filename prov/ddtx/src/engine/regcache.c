@@ -29,6 +29,7 @@
 #include <rdma/fi_errno.h>
 #include "common/log.h"
 #include "common/minmax.h"
+#include "common/rlock.h"
 
 enum { W_NONE = 0, W_INDEX, W_RETIRED, W_PENDING };
 
@@ -38,7 +39,7 @@ enum { W_NONE = 0, W_INDEX, W_RETIRED, W_PENDING };
 #define MERGE_SLACK_MIN ((size_t)1 << 20)
 
 struct ddtx_regcache {
-	pthread_mutex_t lock;
+	struct ddtx_rlock lock;         /* a futex word, as the layout cache's (layout_cache.h) */
 	struct ddtx_wire_domain *wire;
 	struct ddtx_regcache_params params;
 	struct ddtx_memmon_sub *mon;    /* NULL: no monitor, every region UNCACHED */
@@ -317,7 +318,7 @@ static void finish(struct ddtx_regcache *rc, struct work *w)
 		/* Drop the temporary references; a last one commits the deregistration.  A region
 		 * reported MERGED that died meanwhile is reported again, as INVALIDATED. */
 		ddtx_list_init(&again);
-		pthread_mutex_lock(&rc->lock);
+		ddtx_rlock_lock(&rc->lock);
 		while ((it = ddtx_list_pop_front(&w->list))) {
 			struct ddtx_reg *r = REG_OF(it, priv.link);
 
@@ -346,7 +347,7 @@ static void finish(struct ddtx_regcache *rc, struct work *w)
 				ddtx_list_push_back(&done, it);
 			}
 		}
-		pthread_mutex_unlock(&rc->lock);
+		ddtx_rlock_unlock(&rc->lock);
 		while ((it = ddtx_list_pop_front(&again)))
 			ddtx_list_push_back(&w->list, it);
 	}
@@ -360,7 +361,7 @@ static void finish(struct ddtx_regcache *rc, struct work *w)
 
 static void lock_and_sync(struct ddtx_regcache *rc, struct work *w)
 {
-	pthread_mutex_lock(&rc->lock);
+	ddtx_rlock_lock(&rc->lock);
 	w->listener = rc->listener;
 	w->listener_arg = rc->listener_arg;
 	sync_locked(rc, w);
@@ -379,7 +380,7 @@ int ddtx_regcache_open(struct ddtx_wire_domain *wire, const struct ddtx_regcache
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return -FI_ENOMEM;
-	ret = pthread_mutex_init(&rc->lock, NULL);
+	ret = ddtx_rlock_init(&rc->lock);
 	if (ret) {
 		free(rc);
 		return -FI_ENOMEM;
@@ -411,22 +412,22 @@ void ddtx_regcache_close(struct ddtx_regcache *rc)
 
 	if (!rc)
 		return;
-	pthread_mutex_lock(&rc->lock);
+	ddtx_rlock_lock(&rc->lock);
 	if (rc->mon && ddtx_memmon_fork_epoch() != rc->fork_epoch)
 		orphan_locked(rc);
 	while ((it = ddtx_list_pop_front(&rc->all))) {
 		struct ddtx_reg *r = REG_OF(it, priv.all);
 
 		busy += r->priv.refs != 0;
-		pthread_mutex_unlock(&rc->lock);
+		ddtx_rlock_unlock(&rc->lock);
 		dereg_now(rc, r);
-		pthread_mutex_lock(&rc->lock);
+		ddtx_rlock_lock(&rc->lock);
 	}
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	if (busy)
 		DDTX_WARN(FI_LOG_MR, "regcache: closed with %zu regions still referenced\n", busy);
 	ddtx_memmon_unsubscribe(rc->mon);
-	pthread_mutex_destroy(&rc->lock);
+	ddtx_rlock_destroy(&rc->lock);
 	free(rc);
 }
 
@@ -580,7 +581,7 @@ static void index_live(struct ddtx_regcache *rc, struct ddtx_reg *cand, struct w
 static struct ddtx_reg *relock_and_hit(struct ddtx_regcache *rc, struct work *w, uintptr_t s,
 				       uintptr_t e, uint32_t access)
 {
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	finish(rc, w);
 	work_init(w);
 	lock_and_sync(rc, w);
@@ -615,20 +616,20 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 			ret = -FI_ENOMEM;
 			break;
 		}
-		pthread_mutex_unlock(&rc->lock);
+		ddtx_rlock_unlock(&rc->lock);
 		bool watched;
 		ret = watch_and_register(rc, cand, s, e, access, &watched);
 
-		pthread_mutex_lock(&rc->lock);
+		ddtx_rlock_lock(&rc->lock);
 		ddtx_list_remove(&cand->priv.link);
 		cand->priv.where = W_NONE;
 		if (ret) {
 			bool merged = cand->addr != s || cand->len != e - s;
-			pthread_mutex_unlock(&rc->lock);
+			ddtx_rlock_unlock(&rc->lock);
 			if (rc->mon)
 				ddtx_memmon_unwatch(rc->mon, &cand->priv.watch);
 			free(cand);
-			pthread_mutex_lock(&rc->lock);
+			ddtx_rlock_lock(&rc->lock);
 			if (ret == -FI_ENOSPC && !shrunk && evict_idle_locked(rc, &w)) {
 				/* Keys held only by the cache are cheaper to give back than a
 				 * transfer is to lose its zero copy: once, then try again. */
@@ -681,7 +682,7 @@ int ddtx_regcache_get(struct ddtx_regcache *rc, const void *addr, size_t len, ui
 		index_live(rc, cand, &w);
 		r = cand;
 	}
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	finish(rc, &w);
 	if (ret)
 		return ret;
@@ -698,14 +699,14 @@ void ddtx_regcache_put(struct ddtx_regcache *rc, struct ddtx_reg *reg)
 	work_init(&w);
 	lock_and_sync(rc, &w);
 	if (!reg->priv.refs) {
-		pthread_mutex_unlock(&rc->lock);
+		ddtx_rlock_unlock(&rc->lock);
 		DDTX_WARN(FI_LOG_MR, "regcache: put of an unreferenced region\n");
 		finish(rc, &w);
 		return;
 	}
 	if (--reg->priv.refs == 0) {
 		if (reg->priv.orphan) {
-			pthread_mutex_unlock(&rc->lock);
+			ddtx_rlock_unlock(&rc->lock);
 			finish(rc, &w);
 			free(reg);
 			return;
@@ -717,7 +718,7 @@ void ddtx_regcache_put(struct ddtx_regcache *rc, struct ddtx_reg *reg)
 			commit_dereg(rc, reg, &w);
 		}
 	}
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	finish(rc, &w);
 }
 
@@ -727,10 +728,10 @@ void ddtx_regcache_set_listener(struct ddtx_regcache *rc,
 {
 	if (!rc)
 		return;
-	pthread_mutex_lock(&rc->lock);
+	ddtx_rlock_lock(&rc->lock);
 	rc->listener = on_invalidate;
 	rc->listener_arg = arg;
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 }
 
 void ddtx_regcache_flush(struct ddtx_regcache *rc)
@@ -742,7 +743,7 @@ void ddtx_regcache_flush(struct ddtx_regcache *rc)
 	work_init(&w);
 	lock_and_sync(rc, &w);
 	evict_locked(rc, &w);
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	finish(rc, &w);
 }
 
@@ -758,7 +759,7 @@ void ddtx_regcache_invalidate(struct ddtx_regcache *rc, const void *addr, size_t
 	invalidate_range_locked(rc, a & ~(uintptr_t)(rc->page - 1),
 				len > UINTPTR_MAX - a ? UINTPTR_MAX : a + len, &w);
 	__atomic_add_fetch(&rc->gen_base, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	finish(rc, &w);
 }
 
@@ -772,9 +773,9 @@ uint64_t ddtx_regcache_generation(struct ddtx_regcache *rc)
 
 void ddtx_regcache_stats(struct ddtx_regcache *rc, struct ddtx_regcache_stats *st)
 {
-	pthread_mutex_lock(&rc->lock);
+	ddtx_rlock_lock(&rc->lock);
 	*st = rc->st;
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	st->generation = ddtx_regcache_generation(rc);
 }
 
@@ -782,8 +783,8 @@ bool ddtx_regcache_monitored(struct ddtx_regcache *rc)
 {
 	bool m;
 
-	pthread_mutex_lock(&rc->lock);
+	ddtx_rlock_lock(&rc->lock);
 	m = rc->mon != NULL;
-	pthread_mutex_unlock(&rc->lock);
+	ddtx_rlock_unlock(&rc->lock);
 	return m;
 }

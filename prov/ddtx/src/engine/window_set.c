@@ -119,7 +119,7 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 {
 	if (!ddtx_layout_ready(l) || !chunk)
 		return NULL;
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	struct ddtx_list_entry *it, *tmp;
 	ddtx_list_foreach_safe(&l->wsets, it, tmp)
 	{
@@ -129,7 +129,7 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 			ddtx_list_remove(&ws->entry);
 			ddtx_list_push_front(&l->wsets, &ws->entry);
 			lc->st.wset_hits++;
-			pthread_mutex_unlock(&lc->lock);
+			ddtx_rlock_unlock(&lc->lock);
 			return ws;
 		}
 	}
@@ -152,13 +152,13 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 		ddtx_list_push_back(&freed, &v->entry);
 	}
 	l->refs++; /* keep l while unlocked */
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	while ((it = ddtx_list_pop_front(&freed)))
 		ddtx_wset_free(lc, ddtx_container_of(it, struct ddtx_window_set, entry));
 
 	struct ddtx_window_set *ws = wset_map(lc, l, chunk);
 
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	if (ws) {
 		ws->id = ++lc->next_wset_id;
 		ws->refs = 1;
@@ -166,16 +166,16 @@ struct ddtx_window_set *ddtx_layout_windows(struct ddtx_layout_cache *lc, struct
 		lc->wset_count++;
 		lc->wset_keys += ws->n;
 	}
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 	ddtx_layout_put(lc, l);
 	return ws;
 }
 
 void ddtx_window_set_put(struct ddtx_layout_cache *lc, struct ddtx_window_set *ws)
 {
-	pthread_mutex_lock(&lc->lock);
+	ddtx_rlock_lock(&lc->lock);
 	ws->refs--;
-	pthread_mutex_unlock(&lc->lock);
+	ddtx_rlock_unlock(&lc->lock);
 }
 
 bool ddtx_window_set_sent(const struct ddtx_window_set *ws, ddtx_peer_t peer)
