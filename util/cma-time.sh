@@ -75,7 +75,8 @@ run_one() {
     }'
 }
 
-echo "fi_rdm_tagged_pingpong -S $size -I $iters; us one-way, the kernel copies' mean (us), copies per one-way, the rest (us), copies over 20 us"
+echo "fi_rdm_tagged_pingpong -S $size -I $iters: one-way us; the kernel copies' mean (us) and"
+echo "count per one-way; the rest of a one-way (us); the copies over 20 us"
 for ((r = 1; r <= runs; r++)); do
   echo "round $r: $(ddtx_core_bounce)"
   printf '%-40s %8s %8s %8s %8s %8s\n' column one-way copy copies rest over20us
