@@ -56,14 +56,18 @@ static int register_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 		for (size_t i = 0; i < got; i++)
 			ddtx_regcache_put(lc->regcache, regs[i]);
 		free(regs);
-		atomic_store_explicit(&l->state, DDTX_LAYOUT_FAILED, memory_order_release);
+		/* Counted before it is published: whoever sees the state also sees the count. */
 		ddtx_rlock_lock(&lc->lock);
 		lc->st.reg_failures++;
 		ddtx_rlock_unlock(&lc->lock);
+		atomic_store_explicit(&l->state, DDTX_LAYOUT_FAILED, memory_order_release);
 		return ret;
 	}
 	l->regs = regs;
 	l->nregs = n;
+	ddtx_rlock_lock(&lc->lock);
+	lc->st.registered++;
+	ddtx_rlock_unlock(&lc->lock);
 	atomic_store_explicit(&l->state, DDTX_LAYOUT_READY, memory_order_release);
 	size_t m = lc->caps->max_mkey_entries;
 	if (m > 1) {
@@ -72,7 +76,6 @@ static int register_layout(struct ddtx_layout_cache *lc, struct ddtx_layout *l)
 			ddtx_window_set_put(lc, ws);
 	}
 	ddtx_rlock_lock(&lc->lock);
-	lc->st.registered++;
 	lc->st.reg_ns += ddtx_time_ns() - t0;
 	ddtx_rlock_unlock(&lc->lock);
 	return 0;
