@@ -15,8 +15,16 @@
  *  - no_node: as across, but the server asks fi_getinfo(NULL, service, FI_SOURCE), as an
  *    upstream fabtests server started without -s does: its name must still be the address the
  *    client resolves (over FI_EP_MSG the core's answer is the wildcard 0.0.0.0, and the client
- *    dropped every answer of the server's until the wire put the interface's address there).
+ *    dropped every answer of the server's until the wire put the interface's address there);
+ *  - reuse_port: as upstream fi_rdm_multi_client, one server endpoint and clients one after the
+ *    other, the second bound to the port the first had (the kernel hands ports out again: that
+ *    test hung about once in 250 runs between the hosts).  The second client's address must not
+ *    be the first one's, and the server must reach it: an endpoint bound to a node alone took
+ *    a uid computed from its core address, so the two were equal and the server's AV gave back
+ *    the first client's fi_addr, whose state (its ring) led the answer astray.  Over the ofi
+ *    wire only (its address names the core's port; a multi wire's does not).
  */
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,14 +108,15 @@ static void server_info(struct names_ep *n, const char *me)
 	fi_freeinfo(h);
 }
 
-/* The client's info, as fabtests ask for it: the source from its address, then the server. */
-static void client_info(struct names_ep *n, const char *me, const char *server)
+/* The client's info, as fabtests ask for it: the source from its address (and port, if
+ * port), then the server. */
+static void client_info(struct names_ep *n, const char *me, const char *port, const char *server)
 {
 	struct fi_info *h = hints_new(), *src = NULL;
-	int ret = fi_getinfo(FI_VERSION(1, 14), me, NULL, FI_SOURCE, h, &src);
+	int ret = fi_getinfo(FI_VERSION(1, 14), me, port, FI_SOURCE, h, &src);
 
-	FT_CHECK(ret == 0 && src->src_addr, "client fi_getinfo(%s, FI_SOURCE): %s", me,
-		 fi_strerror(-ret));
+	FT_CHECK(ret == 0 && src->src_addr, "client fi_getinfo(%s, %s, FI_SOURCE): %s", me,
+		 port ? port : "NULL", fi_strerror(-ret));
 	h->src_addr = malloc(src->src_addrlen);
 	memcpy(h->src_addr, src->src_addr, src->src_addrlen);
 	h->src_addrlen = src->src_addrlen;
@@ -160,8 +169,9 @@ static void client_round(struct ft_ctx *ctx, struct names_ep *n, const char *ser
 	ft_barrier(ctx);
 }
 
-/* Server side of one round: learn the client's address, check its messages, answer. */
-static void server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
+/* Server side of one round: learn the client's address, check its messages, answer.
+ * Returns the client's fi_addr. */
+static fi_addr_t server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
 {
 	uint8_t mine[64], all[2][64];
 	size_t len = sizeof(mine);
@@ -190,6 +200,7 @@ static void server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
 	free(rndv);
 	free(reply);
 	ft_barrier(ctx);
+	return cli;
 }
 
 /* The hosts' addresses (ft_host_enter sets DDTX_TEST_HOST_ADDR): [0] client, [1] server. */
@@ -204,7 +215,75 @@ static void addresses(struct ft_ctx *ctx, char addr[2][32])
 	FT_CHECK(strcmp(addr[0], addr[1]), "both ranks on one host");
 }
 
-enum names_mode { NAMES_ACROSS, NAMES_REBIND, NAMES_NO_NODE };
+enum names_mode { NAMES_ACROSS, NAMES_REBIND, NAMES_NO_NODE, NAMES_REUSE_PORT };
+
+/* The TCP port of an ofi wire address over a sockaddr_in core (blob.h: "DOFI", core_len at 5,
+ * the core address at 20); 0 for any other address. */
+static unsigned ofi_port(const uint8_t blob[64])
+{
+	struct sockaddr_in sin;
+
+	if (memcmp(blob, "DOFI", 4) || blob[5] != sizeof(sin))
+		return 0;
+	memcpy(&sin, blob + 20, sizeof(sin));
+	return sin.sin_family == AF_INET ? ntohs(sin.sin_port) : 0;
+}
+
+static int t_reuse_port(struct ft_ctx *ctx, char addr[2][32])
+{
+	struct names_ep n = {0};
+	uint8_t first[64], again[64];
+	size_t len = sizeof(first);
+	char port[16] = "";
+	int skip = 0;
+
+	if (ctx->rank == 0) {
+		client_info(&n, addr[0], NULL, addr[1]);
+		open_domain(&n);
+		open_ep(&n);
+		FT_CHECK(fi_getname(&n.ep->fid, first, &len) == 0, "fi_getname");
+		unsigned p = ofi_port(first);
+		skip = p == 0;
+		snprintf(port, sizeof(port), "%u", p);
+	}
+	int skips[2];
+	ft_allgather(ctx, &skip, sizeof(skip), skips);
+	if (skips[0]) {
+		if (ctx->rank == 0) {
+			close_ep(&n);
+			close_domain(&n);
+		}
+		return FT_SKIP;
+	}
+	if (ctx->rank == 0) {
+		client_round(ctx, &n, addr[1], 0);
+		close_ep(&n);
+		close_domain(&n);
+		/* the next client, bound to the port the first one left */
+		memset(&n, 0, sizeof(n));
+		client_info(&n, addr[0], port, addr[1]);
+		open_domain(&n);
+		open_ep(&n);
+		len = sizeof(again);
+		FT_CHECK(fi_getname(&n.ep->fid, again, &len) == 0, "fi_getname");
+		FT_CHECK(!memcmp(first + 20, again + 20, 44), "the second client is not at port %s",
+			 port);
+		FT_CHECK(memcmp(first, again, 64), "the second client at port %s has the first "
+			 "one's address", port);
+		client_round(ctx, &n, addr[1], 1);
+		close_ep(&n);
+		close_domain(&n);
+	} else {
+		server_info(&n, addr[1]);
+		open_domain(&n);
+		open_ep(&n);
+		fi_addr_t a = server_round(ctx, &n, 0), b = server_round(ctx, &n, 1);
+		FT_CHECK(a != b, "the server's AV gave the second client the first one's fi_addr");
+		close_ep(&n);
+		close_domain(&n);
+	}
+	return 0;
+}
 
 static int t_names(struct ft_ctx *ctx, void *arg)
 {
@@ -216,8 +295,10 @@ static int t_names(struct ft_ctx *ctx, void *arg)
 	if (!getenv("DDTX_HOSTS"))
 		return FT_SKIP;
 	addresses(ctx, addr);
+	if (mode == NAMES_REUSE_PORT)
+		return t_reuse_port(ctx, addr);
 	if (ctx->rank == 0) {
-		client_info(&n, addr[0], addr[1]);
+		client_info(&n, addr[0], NULL, addr[1]);
 		open_domain(&n);
 		for (int r = 0; r < rounds; r++) {
 			open_ep(&n);
@@ -245,6 +326,7 @@ static const struct fx_test tests[] = {
 	{"across", 2, 60, t_names, (void *)NAMES_ACROSS},
 	{"rebind", 2, 90, t_names, (void *)NAMES_REBIND},
 	{"no_node", 2, 60, t_names, (void *)NAMES_NO_NODE},
+	{"reuse_port", 2, 60, t_names, (void *)NAMES_REUSE_PORT},
 };
 
 int main(int argc, char **argv)

@@ -69,7 +69,7 @@ static int conn_bind(struct ddtx_ofi_ep *ep, struct ddtx_ofi_conn *c)
 	return ret;
 }
 
-int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
+int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen, bool by_service)
 {
 	struct ddtx_ofi_domain *dom = ep->dom;
 	struct fi_info *info = dom->core;
@@ -105,7 +105,7 @@ int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 			  dom->core->fabric_attr->prov_name, fi_strerror(-ret));
 		return ret;
 	}
-	return ddtx_ofi_ep_set_addr(ep, name, len, src != NULL);
+	return ddtx_ofi_ep_set_addr(ep, name, len, src && by_service);
 }
 
 void ddtx_ofi_conn_close(struct ddtx_ofi_ep *ep)

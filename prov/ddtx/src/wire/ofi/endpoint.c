@@ -113,7 +113,7 @@ int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep)
  * The core endpoint, at src (a core address, NULL: the core's default) and its blob.  A name
  * (name.c) needs the core's fi_info with that src_addr, so the info is copied for it.
  */
-static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
+static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen, bool by_service)
 {
 	struct ddtx_ofi_domain *dom = ep->dom;
 	struct fi_info *info = dom->core;
@@ -123,7 +123,7 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 	int ret;
 
 	if (dom->ep_msg)
-		return ddtx_ofi_conn_open(ep, src, srclen);
+		return ddtx_ofi_conn_open(ep, src, srclen, by_service);
 	if (src) {
 		info = ddtx_ofi_info_addrs(dom, src, srclen, NULL, 0);
 		if (!info)
@@ -149,10 +149,10 @@ static int open_core(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
 			  dom->core->fabric_attr->prov_name, fi_strerror(-ret));
 		return ret;
 	}
-	return ddtx_ofi_ep_set_addr(ep, name, len, src != NULL);
+	return ddtx_ofi_ep_set_addr(ep, name, len, src && by_service);
 }
 
-int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bound)
+int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool by_service)
 {
 	struct ddtx_ofi_domain *dom = ep->dom;
 
@@ -162,7 +162,7 @@ int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bo
 		return -FI_EOPNOTSUPP;
 	}
 	ddtx_ofi_addr_canon(dom->core->addr_format, name, len);
-	if (bound)
+	if (by_service)
 		ep->uid = ddtx_ofi_bound_uid(dom->core_id, name, len);
 	struct ddtx_ofi_blob b = { .core_id = dom->core_id, .uid = ep->uid,
 				   .core_len = (uint8_t)len };
@@ -196,21 +196,21 @@ static int post_all_recvs(struct ddtx_ofi_ep *ep)
 	return ret;
 }
 
-int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen)
+int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen, bool by_service)
 {
 	int ret;
 
 	if (ep->npeers || !ddtx_list_empty(&ep->ops))
 		return -FI_EOPBADSTATE;
 	close_core(ep);
-	ret = open_core(ep, src, srclen);
+	ret = open_core(ep, src, srclen, by_service);
 	if (!ret)
 		ret = post_all_recvs(ep);
 	if (ret) {
 		/* Back to an endpoint at the core's default address, usable as before. */
 		close_core(ep);
 		ep->uid = random_uid();
-		if (!open_core(ep, NULL, 0))
+		if (!open_core(ep, NULL, 0, false))
 			(void)post_all_recvs(ep);
 	}
 	return ret;
@@ -296,7 +296,7 @@ int ddtx_ofi_ep_open(struct ddtx_wire_domain *wdom, const struct ddtx_wire_handl
 	ddtx_list_init(&ep->conns);
 	ret = open_slab(ep);
 	if (!ret)
-		ret = open_core(ep, NULL, 0);
+		ret = open_core(ep, NULL, 0, false);
 	if (!ret)
 		ret = post_all_recvs(ep);
 	if (ret) {

@@ -6,7 +6,8 @@
  *
  *  - bind: the endpoint's core endpoint is opened again with src_addr = the core's address of
  *    (node, service) (FI_SOURCE; no node: the address of the core domain's own interface), and
- *    its uid becomes ddtx_ofi_bound_uid of that address (blob.h);
+ *    its uid becomes ddtx_ofi_bound_uid of that address (blob.h) when a service was named (a
+ *    node alone binds an ephemeral port, nobody resolves it: the uid stays random);
  *  - resolve: the core's fi_getinfo(node, service) gives dest_addr; the blob is that address
  *    with the uid computed the same way.
  *
@@ -96,7 +97,7 @@ int ddtx_ofi_ep_bind(struct ddtx_wire_ep *wep, const struct ddtx_name_addr *name
 			  name->service, ep->dom->core->fabric_attr->prov_name);
 		return ret == -FI_ENOMEM ? ret : -FI_EINVAL;
 	}
-	ret = ddtx_ofi_ep_reopen(ep, src, len);
+	ret = ddtx_ofi_ep_reopen(ep, src, len, name->service[0] != '\0');
 	if (ret) {
 		DDTX_WARN(FI_LOG_EP_CTRL, "ofi: cannot bind service %s: %s\n", name->service,
 			  fi_strerror(-ret));

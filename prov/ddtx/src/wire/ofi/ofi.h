@@ -293,20 +293,24 @@ struct ddtx_ofi_peer *ddtx_ofi_peer_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer
 int ddtx_ofi_peer_by_uid(struct ddtx_ofi_ep *ep, uint64_t uid, ddtx_peer_t *peer);
 int ddtx_ofi_post_recv(struct ddtx_ofi_ep *ep, struct ddtx_ofi_buf *b);
 
-/* Close and open again the core endpoint at src (bind, name.c): only before any peer. */
-int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+/* Close and open again the core endpoint at src (bind, name.c): only before any peer.
+ * by_service: src is a service's address, so the uid is computed from it (blob.h); an
+ * ephemeral bind (a node, no service) keeps its random uid: a process that binds one endpoint
+ * after another may get a port again, and a computed uid would make the new endpoint's blob
+ * the old one's (a peer's AV would hand back the old peer, its ring and its state). */
+int ddtx_ofi_ep_reopen(struct ddtx_ofi_ep *ep, const void *src, size_t srclen, bool by_service);
 /* A copy of the core's fi_info with src_addr and dest_addr replaced (NULL: none). */
 struct fi_info *ddtx_ofi_info_addrs(struct ddtx_ofi_domain *dom, const void *src, size_t srclen,
 				    const void *dest, size_t destlen);
 /* The endpoint's CQ (every completion of its core endpoint or connections). */
 int ddtx_ofi_cq_open(struct ddtx_ofi_ep *ep);
-/* The blob of the core address name[len] (bound: a uid computed from it, name.c). */
-int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool bound);
+/* The blob of the core address name[len] (by_service: a uid computed from it, name.c). */
+int ddtx_ofi_ep_set_addr(struct ddtx_ofi_ep *ep, void *name, size_t len, bool by_service);
 
 /* conn.c (FI_EP_MSG) */
 /* EQ, passive endpoint listening at src (NULL: the core's default), shared receive context and
  * CQ; ep->ep is the receive context, so receives are posted as on an RDM endpoint. */
-int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen);
+int ddtx_ofi_conn_open(struct ddtx_ofi_ep *ep, const void *src, size_t srclen, bool by_service);
 void ddtx_ofi_conn_close(struct ddtx_ofi_ep *ep);
 /*
  * The core endpoint that reaches peer: the RDM endpoint, or the peer's connection (a request is
