@@ -50,8 +50,9 @@ static void *refill_thread(void *arg)
 	pthread_mutex_lock(&pool->lock);
 	while (!pool->stop) {
 		if (pool->level * 2 < pool->capacity) {
-			fill(pool);
+			/* Counted as it starts: whoever sees the stock rise sees the refill counted. */
 			pool->st.refills++;
+			fill(pool);
 			continue;
 		}
 		pthread_cond_wait(&pool->wake, &pool->lock);

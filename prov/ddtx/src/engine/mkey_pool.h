@@ -18,7 +18,7 @@ struct ddtx_mkey_pool_stats {
 	size_t level;           /* keys in stock now */
 	size_t capacity;        /* target stock */
 	uint64_t created;       /* keys created in all */
-	uint64_t refills;       /* times the refill thread topped the stock up */
+	uint64_t refills;       /* times the refill thread started topping the stock up */
 	uint64_t empty;         /* gets that found the stock empty */
 };
 
