@@ -9,7 +9,9 @@
 # PID, mount and network namespace of its own with a private /dev/shm, as util/fabtests.sh does.
 # RUNS > 1 runs the columns round-robin and keeps the best figure per size (lowest usec/xfer or
 # highest MB/sec); -m prints the best and the median of the runs (a ping-pong's figure moves by
-# up to 2x between runs on a shared 2-core host: many short runs, -r 12 -I 30000, compare both).  The fabtests come from util/fabtests.sh's cache (run it once to build them).
+# up to 2x between runs on a shared 2-core host: many short runs, -r 12 -I 30000, compare both),
+# and the median of each round's own ratios (its columns ran one after another, in one regime).
+# The fabtests come from util/fabtests.sh's cache (run it once to build them).
 # Example: util/bench-fabtests.sh -c shm -c ddtx:build fi_rdm_tagged_pingpong -S all
 # -H: server on host B, client on host A of util/hosts.sh (two network namespaces joined by a
 # veth pair; root).  There ddtx columns ride the ofi wire on the core FI_DDTX_OFI_PROVIDER names
@@ -37,11 +39,11 @@ while getopts "c:f:r:mHh" opt; do
     f) field=$OPTARG ;;
     r) runs=$OPTARG ;;
     m) median=1 ;;
-    *) sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $hosts = 1 ] && [ -z "${DDTX_HOSTS:-}" ] && exec util/hosts.sh run "$0" "${argv[@]}" 
 [ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
 prog=$1
@@ -165,5 +167,24 @@ def median_of(v):
 table("best", min if field == "usec" else max)
 if median:
     table("median", median_of)
+
+# Each round runs the columns one after another, so a ratio taken within a round compares
+# them in (nearly) one regime of the host; the median of those ratios moves less than a
+# ratio of figures from different rounds.
+def paired():
+    runs_of = []
+    for i in range(len(cols)):
+        runs_of.append([parse("%s/%d.%d" % (tmp, i, r)) for r in range(1, runs + 1)])
+    print("median of the %d rounds' own ratios (column j / column 0 in the same round)" % runs)
+    print("%8s" % "bytes" + "".join("%12s" % ("%d/%d" % (j, 0)) for j in range(1, len(cols))))
+    for k in order:
+        line = "%8s" % k
+        for j in range(1, len(cols)):
+            q = [rj[k] / r0[k] for r0, rj in zip(runs_of[0], runs_of[j])
+                 if r0.get(k) and rj.get(k)]
+            line += "%12s" % ("%.2fx" % median_of(q) if q else "-")
+        print(line)
+if median and runs > 1:
+    paired()
 print("ratio columns: column j / column 0 (" + ", ".join("%d=%s" % (j, c) for j, c in enumerate(cols)) + ")")
 PY
