@@ -145,6 +145,9 @@ struct fi_ddtx_stats {
 	/* PACK payload bytes the sender wrote into the peer's queue with streaming
 	 * (non-temporal) stores, as the receiver asked (the shm wire, FI_DDTX_PACK_STORES). */
 	uint64_t pack_streaming_bytes;
+	/* Peers taken as gone and started afresh for a new send (a server restarted on its
+	 * service, reached again through the same fi_addr: fi_ddtx(7), "Peers that go away"). */
+	uint64_t peer_restarts;
 };
 
 /*

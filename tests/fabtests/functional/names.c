@@ -16,6 +16,12 @@
  *    upstream fabtests server started without -s does: its name must still be the address the
  *    client resolves (over FI_EP_MSG the core's answer is the wildcard 0.0.0.0, and the client
  *    dropped every answer of the server's until the wire put the interface's address there);
+ *  - restart: as rebind, but the client keeps one endpoint (and AV entry) for the three servers,
+ *    as a long-lived client of a server that is restarted does: the new server is the same
+ *    fi_addr.  The sends that meet the old server's end may fail (-FI_EIO, nothing else); sent
+ *    again they reach the new server, every byte checked, each message exactly once (nothing
+ *    of the client's is left at the server after the exchange), and its answer comes back.
+ *    Without the wire starting the peer afresh every later send failed too;
  *  - reuse_port: as upstream fi_rdm_multi_client, one server endpoint and clients one after the
  *    other, the second bound to the port the first had (the kernel hands ports out again: that
  *    test hung about once in 250 runs between the hosts).  The second client's address must not
@@ -169,6 +175,123 @@ static void client_round(struct ft_ctx *ctx, struct names_ep *n, const char *ser
 	ft_barrier(ctx);
 }
 
+/*
+ * The client's exchange with a server that may have replaced the one it last spoke to (restart):
+ * each message sent again while it fails, at most ATTEMPTS times; only -FI_EIO is accepted as a
+ * failure, and only from round 1 on.  FI_DELIVERY_COMPLETE: a send completes when the server
+ * has the message, so the client knows which ones to send again (a send completed when it left,
+ * as by default, may have met the old server's end after its completion).  Returns the
+ * failures seen.
+ */
+#define ATTEMPTS 8
+static int client_sends_retried(struct names_ep *n, fi_addr_t srv, int round, uint8_t *msgs[2],
+				const size_t lens[2], bool *reply_done)
+{
+	bool done[2] = {false, false};
+	int failures = 0;
+
+	for (int a = 0; a < ATTEMPTS && !(done[0] && done[1]); a++) {
+		int posted = 0;
+		for (int i = 0; i < 2; i++)
+			if (!done[i]) {
+				struct iovec v = {msgs[i], lens[i]};
+				struct fi_msg_tagged m = {.msg_iov = &v, .iov_count = 1,
+							  .addr = srv, .tag = (uint64_t)i + 1,
+							  .context = msgs[i]};
+				FT_CHECK(FT_POST(n->cq, fi_tsendmsg(n->ep, &m, FI_COMPLETION |
+								    FI_DELIVERY_COMPLETE)) == 0,
+					 "round %d: tsend", round);
+				posted++;
+			}
+		double deadline = ft_now() + TMO / 1000.0;
+		while (posted) {
+			struct fi_cq_tagged_entry e;
+			struct fi_cq_err_entry err = {0};
+			ssize_t r = fi_cq_read(n->cq, &e, 1);
+			FT_CHECK(ft_now() < deadline, "round %d: a send neither completed nor failed",
+				 round);
+			if (r == -FI_EAGAIN)
+				continue;
+			void *ctx = e.op_context;
+			if (r == -FI_EAVAIL) {
+				FT_CHECK(fi_cq_readerr(n->cq, &err, 0) == 1, "fi_cq_readerr");
+				ctx = err.op_context;
+				FT_CHECK(round > 0 && err.err == FI_EIO && ctx != msgs[0] + lens[0],
+					 "round %d: %s failed: %s", round,
+					 ctx == msgs[0] ? "the eager send" : ctx == msgs[1] ?
+					 "the rendezvous send" : "the answer's receive",
+					 fi_strerror(err.err));
+				failures++;
+			} else {
+				FT_CHECK(r == 1, "round %d: fi_cq_read: %s", round,
+					 fi_strerror((int)-r));
+			}
+			if (ctx == msgs[0] || ctx == msgs[1]) {
+				done[ctx == msgs[1]] = r == 1;
+				posted--;
+			} else {
+				*reply_done = true;
+			}
+		}
+		if (!(done[0] && done[1]))
+			usleep(20000); /* the failed sends' ends come back from the core */
+	}
+	FT_CHECK(done[0] && done[1], "round %d: sends still failing after %d attempts", round,
+		 ATTEMPTS);
+	return failures;
+}
+
+static uint64_t peer_restarts(struct names_ep *n)
+{
+	struct fi_ddtx_ops *ops = NULL;
+	struct fi_ddtx_stats st = {0};
+	FT_CHECK(fi_open_ops(&n->domain->fid, FI_DDTX_DOMAIN_OPS_1, 0, (void **)&ops, NULL) == 0 &&
+		 ops && ops->stats(n->domain, &st) == 0, "the domain's statistics");
+	return st.peer_restarts;
+}
+
+/* Client side of a restart round: one endpoint throughout, sends tried again; the peer started
+ * afresh exactly once where sends failed. */
+static void client_restart_round(struct ft_ctx *ctx, struct names_ep *n, int round)
+{
+	uint64_t restarts = peer_restarts(n);
+	uint8_t mine[64], all[2][64];
+	size_t len = sizeof(mine);
+	fi_addr_t srv;
+	FT_CHECK(fi_av_insert(n->av, n->info->dest_addr, 1, &srv, 0, NULL) == 1,
+		 "round %d: the server's name did not resolve", round);
+	FT_CHECK(fi_getname(&n->ep->fid, mine, &len) == 0 && len == 64, "fi_getname");
+	ft_allgather(ctx, mine, sizeof(mine), all); /* the server learns ours */
+	size_t lens[2] = {EAGER, RNDV};
+	uint8_t *msgs[2] = {fx_alloc(EAGER), fx_alloc(RNDV)}, *reply = fx_alloc(REPLY);
+	uint64_t seed = 0x4e00u + 16u * (unsigned)round;
+	bool reply_done = false;
+
+	memset(reply, 0, REPLY);
+	/* The answer's receive, posted once: the context one past the eager buffer names it. */
+	FT_CHECK(fi_trecv(n->ep, reply, REPLY, NULL, srv, 3, 0, msgs[0] + EAGER) == 0, "trecv");
+	ft_barrier(ctx);
+	fx_fill(msgs[0], EAGER, seed + 1, 0);
+	fx_fill(msgs[1], RNDV, seed + 2, 0);
+	int failures = client_sends_retried(n, srv, round, msgs, lens, &reply_done);
+	if (!reply_done) {
+		struct fi_cq_tagged_entry c;
+		struct fi_cq_err_entry err = {0};
+		FT_CHECK(ft_wait(n->cq, 1, &c, &err, TMO) == 1, "round %d: the answer (error %d)",
+			 round, err.err);
+	}
+	FX_CHECK_PATTERN(reply, REPLY, seed + 3, 0, "round %d: the server's answer", round);
+	restarts = peer_restarts(n) - restarts;
+	FT_CHECK(restarts == (failures ? 1 : 0), "round %d: %d failed send(s), the peer started "
+		 "afresh %llu times", round, failures, (unsigned long long)restarts);
+	printf("round %d: %d send(s) failed and went again; the server's peer started afresh %llu "
+	       "time(s)\n", round, failures, (unsigned long long)restarts);
+	free(msgs[0]);
+	free(msgs[1]);
+	free(reply);
+	ft_barrier(ctx);
+}
+
 /* Server side of one round: learn the client's address, check its messages, answer.
  * Returns the client's fi_addr. */
 static fi_addr_t server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
@@ -196,6 +319,13 @@ static fi_addr_t server_round(struct ft_ctx *ctx, struct names_ep *n, int round)
 	fx_fill(reply, REPLY, seed + 3, 0);
 	FT_CHECK(FT_POST(n->cq, fi_tsend(n->ep, reply, REPLY, NULL, cli, 3, reply)) == 0, "tsend");
 	FT_CHECK(ft_wait(n->cq, 1, c, &err, TMO) == 1, "round %d: answer sent", round);
+	/* Nothing else of the client's is here: a message sent twice would be (the client's
+	 * second copy follows its first on the pair's order, and both were in before the
+	 * answer went). */
+	struct fi_msg_tagged peek = {.addr = cli, .ignore = ~0ull, .context = n};
+	FT_CHECK(fi_trecvmsg(n->ep, &peek, FI_PEEK) == 0, "fi_trecvmsg(FI_PEEK)");
+	FT_CHECK(ft_wait(n->cq, 1, c, &err, TMO) == -FI_EAVAIL && err.err == FI_ENOMSG,
+		 "round %d: a message of the client's is left over at the server", round);
 	free(eager);
 	free(rndv);
 	free(reply);
@@ -215,7 +345,7 @@ static void addresses(struct ft_ctx *ctx, char addr[2][32])
 	FT_CHECK(strcmp(addr[0], addr[1]), "both ranks on one host");
 }
 
-enum names_mode { NAMES_ACROSS, NAMES_REBIND, NAMES_NO_NODE, NAMES_REUSE_PORT };
+enum names_mode { NAMES_ACROSS, NAMES_REBIND, NAMES_NO_NODE, NAMES_REUSE_PORT, NAMES_RESTART };
 
 /* The TCP port of an ofi wire address over a sockaddr_in core (blob.h: "DOFI", core_len at 5,
  * the core address at 20); 0 for any other address. */
@@ -288,7 +418,7 @@ static int t_reuse_port(struct ft_ctx *ctx, char addr[2][32])
 static int t_names(struct ft_ctx *ctx, void *arg)
 {
 	enum names_mode mode = (enum names_mode)(uintptr_t)arg;
-	int rounds = mode == NAMES_REBIND ? 3 : 1;
+	int rounds = mode == NAMES_REBIND || mode == NAMES_RESTART ? 3 : 1;
 	char addr[2][32];
 	struct names_ep n = {0};
 
@@ -300,12 +430,21 @@ static int t_names(struct ft_ctx *ctx, void *arg)
 	if (ctx->rank == 0) {
 		client_info(&n, addr[0], NULL, addr[1]);
 		open_domain(&n);
-		for (int r = 0; r < rounds; r++) {
+		if (mode == NAMES_RESTART)
 			open_ep(&n);
-			client_round(ctx, &n, addr[1], r);
-			close_ep(&n);
+		for (int r = 0; r < rounds; r++) {
+			if (mode != NAMES_RESTART)
+				open_ep(&n);
+			if (mode == NAMES_RESTART)
+				client_restart_round(ctx, &n, r);
+			else
+				client_round(ctx, &n, addr[1], r);
+			if (mode != NAMES_RESTART)
+				close_ep(&n);
 			ft_barrier(ctx); /* the server closes */
 		}
+		if (mode == NAMES_RESTART)
+			close_ep(&n);
 		close_domain(&n);
 	} else {
 		for (int r = 0; r < rounds; r++) {
@@ -327,6 +466,7 @@ static const struct fx_test tests[] = {
 	{"rebind", 2, 90, t_names, (void *)NAMES_REBIND},
 	{"no_node", 2, 60, t_names, (void *)NAMES_NO_NODE},
 	{"reuse_port", 2, 60, t_names, (void *)NAMES_REUSE_PORT},
+	{"restart", 2, 90, t_names, (void *)NAMES_RESTART},
 };
 
 int main(int argc, char **argv)

@@ -217,6 +217,8 @@ static void print_stats(struct ddtx_domain *domain)
 			"%llu\n", U(s->pulls), U(s->pull_splits), U(s->pull_windows));
 	fprintf(stderr, "ddtx stats:   delivery ACKs carried %llu alone %llu\n",
 		U(s->acks_carried), U(s->acks_alone));
+	fprintf(stderr, "ddtx stats:   peers started afresh after they were gone %llu\n",
+		U(s->peer_restarts));
 #undef U
 }
 

@@ -190,6 +190,16 @@ void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd)
 	pd->ack_timer_on = false;
 }
 
+void ddtx_ack_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
+{
+	for (unsigned i = 0; i < pep->nacks;) {
+		if (pep->acks[i].peer == peer)
+			owed_remove(pep, i);
+		else
+			i++;
+	}
+}
+
 /* defer: an eager message's ACK (may wait for a ride); else a rendezvous's (leaves now). */
 void ddtx_ack_owe(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint32_t tx_id, bool defer)
 {

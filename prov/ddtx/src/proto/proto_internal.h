@@ -520,6 +520,9 @@ void ddtx_ctrl_flush(struct ddtx_proto_ep *pep);
  * go to that peer. */
 bool ddtx_ctrl_waiting(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_ctrl_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+/* peer_restart.c: the wire took peer as gone and a new send goes to it; true if it was started
+ * afresh (nothing of ours waited on it), and the send may be tried again. */
+bool ddtx_peer_restart(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_hdr_init(struct ddtx_hdr_base *b, enum ddtx_msg_type type, uint16_t flags);
 
 /*
@@ -534,6 +537,8 @@ void ddtx_ack_carry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr
 void ddtx_ack_uncarry(struct ddtx_proto_ep *pep, ddtx_peer_t peer, struct ddtx_hdr_base *b);
 void ddtx_ack_progress(struct ddtx_proto_ep *pep);
 void ddtx_ack_flush_all(struct ddtx_proto_ep *pep);
+/* The ACKs owed to peer forgotten (its process is gone: peer_restart.c). */
+void ddtx_ack_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd);
 
 /* send.c */

@@ -27,13 +27,18 @@ static size_t eager_limit(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t to
  * behind, and a receiver whose application then stopped calling the provider left its peer's
  * send waiting for that CTS for ever (nc_bw's 8-byte blocks in a trial build with STREAM on the
  * shm wire: its last message, an acknowledgement, went out past the CTSs; 2026-11-28).
+ * A peer the wire took as gone is started afresh once, if nothing of ours waits on it
+ * (peer_restart.c: a server restarted on its service).
  */
 static int wire_send(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr, size_t hdr_len,
 		     const struct iovec *iov, size_t count)
 {
 	if (ddtx_ctrl_waiting(pep, peer))
 		return -FI_EAGAIN;
-	return ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
+	int ret = ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
+	if (ret == -FI_EIO && ddtx_peer_restart(pep, peer))
+		ret = ddtx_wire_send(pep->wire, peer, hdr, hdr_len, iov, count);
+	return ret;
 }
 
 static int wire_claim(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t min_len,
@@ -41,7 +46,10 @@ static int wire_claim(struct ddtx_proto_ep *pep, ddtx_peer_t peer, size_t min_le
 {
 	if (ddtx_ctrl_waiting(pep, peer))
 		return -FI_EAGAIN;
-	return ddtx_wire_send_claim(pep->wire, peer, min_len, buf);
+	int ret = ddtx_wire_send_claim(pep->wire, peer, min_len, buf);
+	if (ret == -FI_EIO && ddtx_peer_restart(pep, peer))
+		ret = ddtx_wire_send_claim(pep->wire, peer, min_len, buf);
+	return ret;
 }
 
 /* Send a whole message now; -FI_EAGAIN after one round of progress if the queue stays full. */

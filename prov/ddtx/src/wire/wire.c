@@ -165,6 +165,13 @@ bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
 	return ep && ep->impl->peer_alive(ep, peer);
 }
 
+int ddtx_wire_peer_revive(struct ddtx_wire_ep *ep, ddtx_peer_t peer)
+{
+	if (!ep || !ep->impl->peer_revive)
+		return -FI_ENOSYS;
+	return ep->impl->peer_revive(ep, peer);
+}
+
 size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t max_send_size)
 {
 	size_t n = ep && ep->impl->peer_send_size ? ep->impl->peer_send_size(ep, peer) : 0;

@@ -245,10 +245,19 @@ int ddtx_wire_peer_addr(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, s
 /* Is the peer's process still there?  false once it is known to be gone. */
 bool ddtx_wire_peer_alive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 /*
+ * Start a peer taken as gone afresh, as a new process at the same address (a server restarted
+ * on its service): the wire's state of the old one is dropped.  The caller holds nothing that
+ * waits on the old process.  0 (also when the peer was not gone), -FI_EBUSY while the old
+ * process's operations are still coming back from the fabric, -FI_ENOSYS where the wire's
+ * addresses never outlive their process (shm: a pid in each) or it cannot tell.
+ */
+int ddtx_wire_peer_revive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+/*
  * The largest message ddtx_wire_send() and a claim carry to peer now (header included):
  * max_send_size (the domain's caps.max_send_size), or more where the wire has more room for
  * this peer (the ofi wire: a peer's receive ring, 64 KiB slots, where a message sent through
- * tcp;ofi_rxm is held to rxm's 16 KiB eager size).  It never shrinks for a peer.
+ * tcp;ofi_rxm is held to rxm's 16 KiB eager size).  It never shrinks for a live peer (a
+ * peer gone, or started afresh by ddtx_wire_peer_revive, is back to max_send_size).
  */
 size_t ddtx_wire_peer_send_size(struct ddtx_wire_ep *ep, ddtx_peer_t peer, size_t max_send_size);
 /* Should delivery ACKs to peer wait for a message to ride on (caps.carry_acks, per peer where

@@ -39,6 +39,8 @@ struct ddtx_wire_impl {
 			   ddtx_peer_t *peer);
 	int (*peer_addr)(struct ddtx_wire_ep *ep, ddtx_peer_t peer, void *addr, size_t *len);
 	bool (*peer_alive)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
+	/* A peer taken as gone started afresh (ddtx_wire_peer_revive); NULL: never. */
+	int (*peer_revive)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	/* The largest message to peer now, if above caps.max_send_size; 0 or NULL: not. */
 	size_t (*peer_send_size)(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 	/* Do delivery ACKs to peer wait for a message to ride on?  NULL: caps.carry_acks. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/minmax.h"
 #include "wire/multi/multi.h"
@@ -498,6 +499,24 @@ static bool multi_peer_alive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 	       ddtx_wire_peer_alive(ep->sub[p->sub], p->sub_peer);
 }
 
+/* Its sub-wire says whether it can (the ofi wire can: a service's address outlives its
+ * process); our probes start again from now. */
+static int multi_peer_revive(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
+{
+	struct ddtx_multi_ep *ep = ddtx_multi_ep_of(wep);
+	struct ddtx_multi_peer *p = ddtx_multi_peer_get(ep, peer);
+
+	if (!p)
+		return -FI_EINVAL;
+	int ret = ddtx_wire_peer_revive(ep->sub[p->sub], p->sub_peer);
+	if (ret)
+		return ret;
+	p->gone = false;
+	p->probe_ns = 0;
+	p->heard_ns = ddtx_coarse_time_ns();
+	return 0;
+}
+
 /* A peer's ACK carrying is its sub-wire's (the ofi wire carries, shm does not). */
 static bool multi_peer_carries_acks(struct ddtx_wire_ep *wep, ddtx_peer_t peer)
 {
@@ -672,6 +691,7 @@ const struct ddtx_wire_impl ddtx_multi_wire_impl = {
 	.peer_insert = multi_peer_insert,
 	.peer_addr = multi_peer_addr,
 	.peer_alive = multi_peer_alive,
+	.peer_revive = multi_peer_revive,
 	.peer_carries_acks = multi_peer_carries_acks,
 	.send = multi_send,
 	.send_claim = multi_send_claim,

@@ -187,6 +187,15 @@ bool ddtx_ofi_conn_waiting(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
 	return c && c->state != DDTX_OFI_CONN_UP;
 }
 
+void ddtx_ofi_conn_forget(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p)
+{
+	if (ep->dom->ep_msg && p->conn) {
+		conn_free(p->conn);
+		p->conn = NULL;
+	}
+	p->refusals = 0;
+}
+
 static void refuse(struct ddtx_ofi_ep *ep, struct fi_eq_cm_entry *req)
 {
 	int ret = fi_reject(ep->pep, req->info->handle, NULL, 0);

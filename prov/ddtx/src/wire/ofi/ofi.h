@@ -322,6 +322,8 @@ int ddtx_ofi_conn_get(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, struct fid_ep **
 bool ddtx_ofi_conn_waiting(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
 /* Connection events: requests, established, refused, shut down.  How many were handled. */
 int ddtx_ofi_conn_progress(struct ddtx_ofi_ep *ep);
+/* p's connection closed and forgotten: the next send asks for a new one. */
+void ddtx_ofi_conn_forget(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p);
 
 /* name.c */
 int ddtx_ofi_ep_bind(struct ddtx_wire_ep *ep, const struct ddtx_name_addr *name);
@@ -365,6 +367,10 @@ int ddtx_ofi_rma_report(struct ddtx_ofi_ep *ep);
 void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep);
 /* Fail the peer's writes and reads, parked or in flight (reported at the next progress). */
 void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status);
+/* No write or read to peer is left (waiting, in flight or unreported). */
+bool ddtx_ofi_rma_idle(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+/* The application keys learnt from peer forgotten (they were its process's). */
+void ddtx_ofi_rkeys_forget(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
 
 /* A control message waiting for a send buffer. */
 struct ddtx_ofi_ctrl {
@@ -389,6 +395,9 @@ int ddtx_ofi_ring_ctrl_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type
 /* A remote write's completion with CQ data: a ring message; returns messages delivered. */
 int ddtx_ofi_ring_write_in(struct ddtx_ofi_ep *ep, uint64_t data);
 void ddtx_ofi_ring_fini(struct ddtx_ofi_ep *ep);
+/* Both rings of p (the one it granted us, the one we granted it) dropped; a grant may come
+ * again (a peer started afresh: liveness.c). */
+void ddtx_ofi_ring_forget(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p);
 /* One message from peer for on_recv, after its header (shared with progress.c). */
 int ddtx_ofi_deliver(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, const uint8_t *data, size_t len);
 
@@ -397,9 +406,12 @@ int ddtx_ofi_ep_progress(struct ddtx_wire_ep *ep);
 /* A control message (KEY_REP, PROBE, ANSWER) now, or queued until a send buffer is free. */
 void ddtx_ofi_ctrl_send(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
 			const void *payload, size_t len);
+/* The control messages queued for peer dropped. */
+void ddtx_ofi_ctrl_forget(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
 
 /* liveness.c */
 void ddtx_ofi_live_heard(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p);
 void ddtx_ofi_peer_gone(struct ddtx_ofi_ep *ep, ddtx_peer_t peer);
+int ddtx_ofi_peer_revive(struct ddtx_wire_ep *ep, ddtx_peer_t peer);
 
 #endif /* DDTX_WIRE_OFI_H */

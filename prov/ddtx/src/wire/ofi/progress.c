@@ -37,6 +37,21 @@ void ddtx_ofi_ctrl_send(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type,
 	ddtx_list_push_back(&ep->ctrl, &c->entry);
 }
 
+void ddtx_ofi_ctrl_forget(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&ep->ctrl, it, tmp)
+	{
+		struct ddtx_ofi_ctrl *c = ddtx_container_of(it, struct ddtx_ofi_ctrl, entry);
+
+		if (c->peer == peer) {
+			ddtx_list_remove(it);
+			free(c);
+		}
+	}
+}
+
 static void ctrl_flush(struct ddtx_ofi_ep *ep)
 {
 	while (!ddtx_list_empty(&ep->ctrl)) {

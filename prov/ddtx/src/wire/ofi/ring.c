@@ -260,19 +260,22 @@ int ddtx_ofi_ring_ctrl_in(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, uint8_t type
 	}
 }
 
+void ddtx_ofi_ring_forget(struct ddtx_ofi_ep *ep, struct ddtx_ofi_peer *p)
+{
+	free(p->ring_tx);
+	p->ring_tx = NULL;
+	if (p->ring_rx) {
+		ddtx_ofi_mr_dereg(&ep->dom->base, p->ring_rx->mr);
+		free(p->ring_rx->mem);
+		free(p->ring_rx->held);
+		free(p->ring_rx);
+		p->ring_rx = NULL;
+	}
+	p->ring_offered = false;
+}
+
 void ddtx_ofi_ring_fini(struct ddtx_ofi_ep *ep)
 {
-	for (size_t i = 0; i < ep->npeers; i++) {
-		struct ddtx_ofi_peer *p = ep->peers[i];
-
-		free(p->ring_tx);
-		p->ring_tx = NULL;
-		if (p->ring_rx) {
-			ddtx_ofi_mr_dereg(&ep->dom->base, p->ring_rx->mr);
-			free(p->ring_rx->mem);
-			free(p->ring_rx->held);
-			free(p->ring_rx);
-			p->ring_rx = NULL;
-		}
-	}
+	for (size_t i = 0; i < ep->npeers; i++)
+		ddtx_ofi_ring_forget(ep, ep->peers[i]);
 }

@@ -519,6 +519,29 @@ void ddtx_ofi_rma_fini(struct ddtx_ofi_ep *ep)
 				       entry));
 }
 
+bool ddtx_ofi_rma_idle(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
+{
+	for (const struct ddtx_list_entry *e = ep->ops.head.next; e != &ep->ops.head; e = e->next)
+		if (ddtx_container_of(e, struct ddtx_ofi_op, all)->peer == peer)
+			return false;
+	return true;
+}
+
+void ddtx_ofi_rkeys_forget(struct ddtx_ofi_ep *ep, ddtx_peer_t peer)
+{
+	struct ddtx_list_entry *it, *tmp;
+
+	ddtx_list_foreach_safe(&ep->rkeys, it, tmp)
+	{
+		struct ddtx_ofi_rkey *r = ddtx_container_of(it, struct ddtx_ofi_rkey, entry);
+
+		if (r->peer == peer) {
+			ddtx_list_remove(it);
+			free(r);
+		}
+	}
+}
+
 void ddtx_ofi_rma_fail_peer(struct ddtx_ofi_ep *ep, ddtx_peer_t peer, int status)
 {
 	struct ddtx_list_entry *it, *tmp;

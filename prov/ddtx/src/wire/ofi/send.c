@@ -50,10 +50,11 @@ static int tx_admit(const struct ddtx_ofi_peer *p)
 
 /* A message to p: as large as its ring's slot once it granted one (ring.c), else the domain's
  * room (tcp;ofi_rxm's eager size).  Across two hosts MPICH's 16 KiB sends went by rendezvous
- * at 23.8 us, eager in the ring 15.9 (docs/benchmark-results.md). */
+ * at 23.8 us, eager in the ring 15.9 (docs/benchmark-results.md).  A dead peer's ring is not
+ * counted: started afresh (liveness.c) it has none. */
 static size_t room(const struct ddtx_ofi_ep *ep, const struct ddtx_ofi_peer *p)
 {
-	if (!p->ring_tx)
+	if (!p->ring_tx || p->dead)
 		return ep->dom->caps.max_send_size;
 	return DDTX_MAX(ep->dom->caps.max_send_size,
 			DDTX_MIN((size_t)p->ring_tx->grant.slot_size - DDTX_OFI_HDR_LEN,
@@ -169,11 +170,11 @@ int ddtx_ofi_send(struct ddtx_wire_ep *wep, ddtx_peer_t peer, const void *hdr, s
 
 	if (!p || (hdr_len && !hdr) || ddtx_iov_check(iov, count, ep->dom->caps.max_sge, &total))
 		return -FI_EINVAL;
-	if (total > room(ep, p))
-		return -FI_EMSGSIZE;
 	ret = tx_admit(p);
 	if (ret)
 		return ret;
+	if (total > room(ep, p))
+		return -FI_EMSGSIZE;
 	b = ddtx_ofi_tx_get(ep);
 	if (!b)
 		return -FI_EAGAIN;
@@ -200,11 +201,11 @@ int ddtx_ofi_send_claim(struct ddtx_wire_ep *wep, ddtx_peer_t peer, size_t min_l
 
 	if (!p || !buf)
 		return -FI_EINVAL;
-	if (min_len > room(ep, p))
-		return -FI_EMSGSIZE;
 	int ret = tx_admit(p);
 	if (ret)
 		return ret;
+	if (min_len > room(ep, p))
+		return -FI_EMSGSIZE;
 	b = ddtx_ofi_tx_get(ep);
 	if (!b)
 		return -FI_EAGAIN;

@@ -26,6 +26,7 @@ const struct ddtx_wire_impl ddtx_ofi_wire_impl = {
 	.peer_insert = ddtx_ofi_peer_insert,
 	.peer_addr = ddtx_ofi_peer_addr,
 	.peer_alive = ddtx_ofi_peer_alive,
+	.peer_revive = ddtx_ofi_peer_revive,
 	.peer_send_size = ddtx_ofi_peer_send_size,
 	.send = ddtx_ofi_send,
 	.send_claim = ddtx_ofi_send_claim,
