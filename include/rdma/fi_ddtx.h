@@ -146,7 +146,7 @@ struct fi_ddtx_stats {
 	 * (non-temporal) stores, as the receiver asked (the shm wire, FI_DDTX_PACK_STORES). */
 	uint64_t pack_streaming_bytes;
 	/* Peers taken as gone and started afresh for a new send (a server restarted on its
-	 * service, reached again through the same fi_addr: fi_ddtx(7), "Peers that go away"). */
+	 * service, reached again through the same fi_addr: fi_ddtx(7), ADDRESSING). */
 	uint64_t peer_restarts;
 };
 
