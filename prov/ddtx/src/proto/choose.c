@@ -158,23 +158,6 @@ static bool sgl_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stat
 }
 
 /*
- * The zero-copy scheme predicted cheaper on this wire (UMR only where keys hold several
- * entries) and its predicted time for st: what registering a layout is weighed by.  SGL alone
- * was weighed: on the shm wire SGL is never timed on several blocks once UMR is (UMR predicted
- * cheaper moves them), so its prior stood in for zero copy, and a ping-pong of 32 blocks of
- * 4 KiB went back to PACK after UMR's tries although UMR was predicted 10.2 us and PACK 12.7
- * (issue 12: PACK 20 us one-way, UMR forced 10).
- */
-static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
-			    const double *f)
-{
-	const struct ddtx_cost_model *m = &pep->pd->cost;
-	enum fi_ddtx_scheme z =
-		ddtx_cost_best_scaled(m, zcopy_lines(pep), st->total, st->nblocks, f);
-	return predict(m, z, st->total, st->nblocks, f);
-}
-
-/*
  * Zero copy never timed, for a layout of several blocks.  A layout is registered only when zero
  * copy is predicted cheaper, and only a registered layout can be explored: so while SGL and UMR
  * were only their priors, a PACK line fitted from real timings beat them for good and no
@@ -195,6 +178,50 @@ static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_l
  * tries lasted up to 64 such transfers (nc_bw -b 4K: auto 11.8 / 10.0 ms against PACK 6.5 / 4.8).
  */
 #define ZCOPY_TRY_MAX ((size_t)1 << 20)
+
+/*
+ * The lines of `lines` a layout of several blocks is weighed on: above ZCOPY_TRY_MAX on the shm
+ * wire, only the zero-copy lines already timed (PACK always).  Their priors come from 4 KiB
+ * blocks of an idle host and are optimistic at tens of MiB, where a process_vm_*v pins every
+ * page (32 MiB read warm in 4.4-7.6 ms where memcpy takes 2.1) and the first read of a page
+ * from another process costs ~60 ms per 32 MiB on the test host (a virtual machine); PACK's
+ * pipeline through the ring pins nothing.  nc_bw -b 64K -s 32M (0.3-0.5 s per case): a fresh
+ * process went by the priors to the pull and UMR, whose first transfers took 33-49 ms each
+ * against PACK's 2.4-2.8, and moved at 0.94-1.38x shm's application pack where PACK alone
+ * moves at 3-4x.  Once timed (on layouts up to ZCOPY_TRY_MAX, or forced) a line is weighed as
+ * fitted.
+ */
+static unsigned weighable(const struct ddtx_proto_ep *pep, unsigned lines,
+			  const struct ddtx_layout_stats *st)
+{
+	if (st->nblocks <= 1 || st->total <= ZCOPY_TRY_MAX ||
+	    pep->caps->kind != DDTX_WIRE_KIND_SHM)
+		return lines;
+	for (int s = FI_DDTX_SCHEME_SGL; s < DDTX_COST_LINES; s++)
+		if ((lines & (1u << s)) && !ddtx_cost_samples(&pep->pd->cost, (enum fi_ddtx_scheme)s))
+			lines &= ~(1u << s);
+	return lines;
+}
+
+/*
+ * The zero-copy scheme predicted cheaper on this wire (UMR only where keys hold several
+ * entries) and its predicted time for st: what registering a layout is weighed by.  SGL alone
+ * was weighed: on the shm wire SGL is never timed on several blocks once UMR is (UMR predicted
+ * cheaper moves them), so its prior stood in for zero copy, and a ping-pong of 32 blocks of
+ * 4 KiB went back to PACK after UMR's tries although UMR was predicted 10.2 us and PACK 12.7
+ * (issue 12: PACK 20 us one-way, UMR forced 10).
+ */
+static double zcopy_predict(const struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st,
+			    const double *f)
+{
+	const struct ddtx_cost_model *m = &pep->pd->cost;
+	unsigned lines = weighable(pep, zcopy_lines(pep), st);
+	if (!lines)
+		return INFINITY;
+	enum fi_ddtx_scheme z = ddtx_cost_best_scaled(m, lines, st->total, st->nblocks, f);
+	return predict(m, z, st->total, st->nblocks, f);
+}
+
 static bool zcopy_untried(struct ddtx_proto_ep *pep, const struct ddtx_layout_stats *st)
 {
 	struct ddtx_cost_model *m = &pep->pd->cost;
@@ -565,6 +592,7 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 	}
 	if (windows && pull_untried(pep, bytes, blocks))
 		return FI_DDTX_SCHEME_SGL;
+	possible = weighable(pep, possible, &receiver->st) & weighable(pep, possible, sender);
 	return line_scheme(ddtx_cost_choose_scaled(&pd->cost, possible, bytes, blocks, fr,
 						   explored));
 }
