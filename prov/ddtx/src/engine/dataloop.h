@@ -18,6 +18,7 @@
 #define DDTX_ENGINE_DATALOOP_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -89,6 +90,15 @@ size_t ddtx_dl_gather(const struct ddtx_dataloop *dl, const void *origin, size_t
 		      void *dst, size_t len);
 size_t ddtx_dl_scatter(const struct ddtx_dataloop *dl, void *origin, size_t offset,
 		       const void *src, size_t len);
+
+/*
+ * Which row kernels the copies above run: the CPU's widest (true, the default: AVX-512 where it
+ * has F, BW and VL) or the baseline instruction set's (false); returns whether the wide ones
+ * run now.  For tests and benchmarks that compare the two; not thread-safe against copies
+ * running at the time.
+ */
+bool ddtx_dl_wide_kernels(bool allow);
+
 
 /*
  * The same kernels for a list that is one vector (ddtx_iov_scan found it so): the eager path

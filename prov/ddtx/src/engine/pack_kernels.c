@@ -10,6 +10,7 @@
  */
 #include "engine/dataloop.h"
 #include "engine/iov.h"
+#include "engine/pack_rows_avx512.h"
 #include "common/minmax.h"
 
 #include <stdbool.h>
@@ -233,10 +234,41 @@ static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *rest
 	default: call_any; break;                                                              \
 	}
 
+/* Run pack_rows_avx512.c's kernels?  -1 until asked: the CPU's answer does not change. */
+static int wide = -1;
+
+static bool cpu_wide(void)
+{
+#ifdef DDTX_HAVE_AVX512_ROWS
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl");
+#else
+	return false;
+#endif
+}
+
+bool ddtx_dl_wide_kernels(bool allow)
+{
+	wide = allow && cpu_wide();
+	return wide;
+}
+
 /* One row of a vector: n whole blocks. */
 static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, size_t n,
 		     bool scatter)
 {
+#ifdef DDTX_HAVE_AVX512_ROWS
+	if (wide < 0)
+		wide = cpu_wide();
+	if (wide && stride != (int64_t)block) {
+		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter);
+		lay += (int64_t)done * stride;
+		buf += done * block;
+		n -= done;
+		if (!n)
+			return;
+	}
+#endif
 	if (stride == (int64_t)block) { /* contiguous (a handle may say so) */
 		if (scatter)
 			memcpy(lay, buf, n * block);
