@@ -13,6 +13,7 @@
 #include "engine/pack_rows_avx512.h"
 #include "common/minmax.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -234,8 +235,9 @@ static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *rest
 	default: call_any; break;                                                              \
 	}
 
-/* Run pack_rows_avx512.c's kernels?  -1 until asked: the CPU's answer does not change. */
-static int wide = -1;
+/* Run pack_rows_avx512.c's kernels?  -1 until asked: the CPU's answer does not change (threads
+ * that ask at once store the same value; atomic so that sanitizers see no race). */
+static _Atomic int wide = -1;
 
 static bool cpu_wide(void)
 {
@@ -249,8 +251,9 @@ static bool cpu_wide(void)
 
 bool ddtx_dl_wide_kernels(bool allow)
 {
-	wide = allow && cpu_wide();
-	return wide;
+	int w = allow && cpu_wide();
+	atomic_store_explicit(&wide, w, memory_order_relaxed);
+	return w;
 }
 
 /* One row of a vector: n whole blocks. */
@@ -258,9 +261,12 @@ static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, s
 		     bool scatter)
 {
 #ifdef DDTX_HAVE_AVX512_ROWS
-	if (wide < 0)
-		wide = cpu_wide();
-	if (wide && stride != (int64_t)block) {
+	int w = atomic_load_explicit(&wide, memory_order_relaxed);
+	if (w < 0) {
+		w = cpu_wide();
+		atomic_store_explicit(&wide, w, memory_order_relaxed);
+	}
+	if (w && stride != (int64_t)block) {
 		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter);
 		lay += (int64_t)done * stride;
 		buf += done * block;
