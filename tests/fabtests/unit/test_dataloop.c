@@ -21,9 +21,10 @@
  *              own index arithmetic run on the host (ddtx_gpu_runs_apply): random layouts and
  *              segments against the compiled gather/scatter, byte for byte; runs in payload
  *              order, capped, widest word; a vector's and an indexed list's runs counted;
- *   bench      (benchmark, asserts nothing) GB/s of the compiled gather and scatter, memcpy of
- *              the same bytes and the iov walk, for blocks of 8 B to 256 B at twice their size
- *              (and 8 B at 64) in cache and from memory, and 64 B blocks a page apart.
+ *   bench      (benchmark, asserts nothing) GB/s of the compiled gather and scatter (with the
+ *              CPU's widest kernels and the baseline ones), memcpy of the same bytes and the
+ *              iov walk, for blocks of 2 B to 256 B at twice their size (and 8 B at 64) in
+ *              cache and from memory, and 64 B blocks a page apart.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -789,8 +790,8 @@ static void test_cache(void)
 /* ---- half-stride rows: the permute kernels (engine/pack_rows_avx512.c) ---- */
 
 /*
- * Rows of blocks of 2, 4, 8 or 16 bytes at twice their size apart, which AVX-512 moves 64
- * bytes of payload at a time with masked loads and stores: random counts (whole groups and
+ * Rows of blocks of 2, 4, 8 or 16 bytes at twice their size apart (the first three AVX-512
+ * moves 64 bytes of payload at a time by permutes and masked loads and stores): random counts (whole groups and
  * tails), one or two levels, misaligned bases, and half of the layouts ending on the last byte
  * before a page that may not be read (a kernel that loads past the last block faults), against
  * the iov walk, byte for byte, scatter included (the gaps between blocks stay as they were).

@@ -94,11 +94,10 @@ size_t ddtx_dl_scatter(const struct ddtx_dataloop *dl, void *origin, size_t offs
 /*
  * Which row kernels the copies above run: the CPU's widest (true, the default: AVX-512 where it
  * has F, BW and VL) or the baseline instruction set's (false); returns whether the wide ones
- * run now.  For tests and benchmarks that compare the two; not thread-safe against copies
- * running at the time.
+ * run now.  For tests and benchmarks that compare the two (a copy running at the time may take
+ * either).
  */
 bool ddtx_dl_wide_kernels(bool allow);
-
 
 /*
  * The same kernels for a list that is one vector (ddtx_iov_scan found it so): the eager path

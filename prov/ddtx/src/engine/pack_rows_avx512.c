@@ -26,9 +26,10 @@
 #define LINE_MAX_STRIDE 4096
 
 /*
- * Permute tables of a half-stride row, per element width (the block's).  gather: the packed vector's elements from two 64-byte
- * lines of the layout (indexes 0..2E-1 over both); lo/hi: a line of the layout from the first
- * or the second half of 64 packed bytes (elements the mask leaves out are don't-cares).
+ * Permute tables of a half-stride row, per element width (the block's).  gather: the packed
+ * vector's elements from two 64-byte lines of the layout (indexes 0..2E-1 over both); lo/hi: a
+ * line of the layout from the first or the second half of 64 packed bytes (elements the mask
+ * leaves out are don't-cares).
  */
 static const uint16_t g16[32] = {0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
 				 32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
@@ -84,14 +85,16 @@ HALF_KERNELS(4, epi32, __mmask16, 0x5555u, g32, lo32, hi32)
 HALF_KERNELS(8, epi64, __mmask8, 0x55u, g64, lo64, hi64)
 
 /* Blocks of 64 bytes: one move each way instead of four 16-byte ones. */
-static size_t line_gather(uint8_t *restrict d, const uint8_t *restrict s, int64_t stride, size_t n)
+static size_t line_gather(uint8_t *restrict d, const uint8_t *restrict s, int64_t stride,
+			  size_t n)
 {
 	for (size_t i = 0; i < n; i++, s += stride, d += 64)
 		_mm512_storeu_si512(d, _mm512_loadu_si512(s));
 	return n;
 }
 
-static size_t line_scatter(uint8_t *restrict d, int64_t stride, const uint8_t *restrict s, size_t n)
+static size_t line_scatter(uint8_t *restrict d, int64_t stride, const uint8_t *restrict s,
+			   size_t n)
 {
 	for (size_t i = 0; i < n; i++, d += stride, s += 64)
 		_mm512_storeu_si512(d, _mm512_loadu_si512(s));
