@@ -148,6 +148,12 @@ struct fi_ddtx_stats {
 	/* Peers taken as gone and started afresh for a new send (a server restarted on its
 	 * service, reached again through the same fi_addr: fi_ddtx(7), ADDRESSING). */
 	uint64_t peer_restarts;
+	/* Payload sent before a match is bounded per peer (fi_ddtx(7), "flow control"): the most
+	 * unexpected payload bytes this domain's endpoints held at once, and this domain's sends
+	 * that went as a rendezvous without payload because the receiver held the most it takes
+	 * from us (an FI_INJECT goes eagerly all the same). */
+	uint64_t unexp_bytes_max;
+	uint64_t credit_waits;
 };
 
 /*

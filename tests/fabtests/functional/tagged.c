@@ -874,6 +874,86 @@ static int t_flood(struct ft_ctx *ctx, void *arg)
 	return 0;
 }
 
+/*
+ * Flow control (proto/credit.c): 11000 messages of 1000 B (always eager by size: 10.5 MiB) sent
+ * while the receiver progresses without receives, then received in order.  The receiver held at
+ * most 8 MiB of them at once (DDTX_CREDIT_BYTES; it held all of them before), the rest went as
+ * rendezvous without payload; every byte arrives, in order.  Then, the credit given back once
+ * everything matched, 4000 more go eagerly without a wait.
+ */
+enum { CR_FIRST = 11000, CR_SECOND = 4000, CR_LEN = 1000, CR_WINDOW = 64 };
+#define CR_CREDIT (8u << 20)
+
+static void credit_round(struct ft_ctx *ctx, struct fx *fx, int n, uint64_t seed)
+{
+	if (ctx->rank == 0) {
+		uint8_t *b = fx_alloc((size_t)n * CR_LEN);
+		for (int i = 0; i < n; i++) {
+			fx_fill(b + (size_t)i * CR_LEN, CR_LEN, seed + (uint64_t)i, 0);
+			FX_OK(fx, fi_tsend(fx->ep, b + (size_t)i * CR_LEN, CR_LEN, NULL, fx->peers[1],
+					   (uint64_t)i, NULL));
+		}
+		fx_pbarrier(ctx, fx); /* everything posted; the receiver took it in unexpected */
+		fx_wait(fx, (size_t)n, NULL, 120000);
+		free(b);
+	} else {
+		fx_pbarrier(ctx, fx);
+		uint8_t *r = fx_alloc((size_t)CR_WINDOW * CR_LEN);
+		for (int base = 0; base < n; base += CR_WINDOW) {
+			int cnt = n - base < CR_WINDOW ? n - base : CR_WINDOW;
+			for (int k = 0; k < cnt; k++)
+				FX_OK(fx, fi_trecv(fx->ep, r + (size_t)k * CR_LEN, CR_LEN, NULL,
+						   FI_ADDR_UNSPEC, (uint64_t)(base + k), 0,
+						   r + (size_t)k * CR_LEN));
+			struct fx_comp c[CR_WINDOW];
+			fx_wait(fx, (size_t)cnt, c, 120000);
+			for (int k = 0; k < cnt; k++) {
+				int slot = (int)(((uint8_t *)c[k].op_context - r) / CR_LEN);
+				int i = base + slot;
+				FT_CHECK(c[k].tag == (uint64_t)i && c[k].len == CR_LEN,
+					 "credit: receive %d got tag %llu len %zu", i,
+					 (unsigned long long)c[k].tag, c[k].len);
+				FX_CHECK_PATTERN(r + (size_t)slot * CR_LEN, CR_LEN, seed + (uint64_t)i,
+						 0, "credit: message %d", i);
+			}
+		}
+		free(r);
+	}
+	fx_pbarrier(ctx, fx);
+}
+
+static int t_credit(struct ft_ctx *ctx, void *arg)
+{
+	(void)arg;
+	struct fx fx;
+	fx_open(ctx, &topts, &fx);
+	struct fi_ddtx_stats s0, s1, s2;
+	fx_stats(&fx, &s0);
+	credit_round(ctx, &fx, CR_FIRST, 70000);
+	fx_stats(&fx, &s1);
+	credit_round(ctx, &fx, CR_SECOND, 80000);
+	fx_stats(&fx, &s2);
+	unsigned long long waits1 = s1.credit_waits - s0.credit_waits,
+			   waits2 = s2.credit_waits - s1.credit_waits;
+	if (ctx->rank == 0) {
+		printf("  sender: %llu of %d sends waited for credit, then %llu of %d\n", waits1,
+		       CR_FIRST, waits2, CR_SECOND);
+		FT_CHECK(waits1 >= CR_FIRST - CR_CREDIT / CR_LEN,
+			 "%llu sends waited for credit, want at least %u", waits1,
+			 CR_FIRST - CR_CREDIT / CR_LEN);
+		FT_CHECK(waits2 == 0, "%llu sends waited once the credit came back", waits2);
+	} else {
+		printf("  receiver: at most %llu unexpected payload bytes held\n",
+		       (unsigned long long)s2.unexp_bytes_max);
+		FT_CHECK(s2.unexp_bytes_max <= CR_CREDIT, "held %llu unexpected bytes, want at "
+			 "most 8 MiB", (unsigned long long)s2.unexp_bytes_max);
+		FT_CHECK(s2.unexp_bytes_max >= CR_CREDIT - (1u << 20), "held only %llu unexpected "
+			 "bytes: the flood did not happen", (unsigned long long)s2.unexp_bytes_max);
+	}
+	fx_close(&fx);
+	return 0;
+}
+
 #define SZ(x) ((void *)(intptr_t)(x))
 static const struct fx_test tests[] = {
 	{"family", 2, 60, t_family, NULL},
@@ -884,6 +964,7 @@ static const struct fx_test tests[] = {
 	{"tag_bits", 2, 30, t_tag_bits, NULL},
 	{"flood_unexpected_eager", 2, 120, t_flood, NULL},
 	{"flood_rndv_sends", 2, 120, t_flood, SZ(1)},
+	{"credit", 2, 120, t_credit, NULL},
 	{"directed_eager", 4, 30, t_directed, SZ(1000)},
 	{"directed_rndv", 4, 30, t_directed, SZ(100000)},
 	{"peek_eager", 2, 30, t_peek, SZ(1000)},

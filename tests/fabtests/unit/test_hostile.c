@@ -1894,6 +1894,52 @@ static void t_ack_carried_forged(void)
 	CHECK(hostile_count(&H, &ctx_r, NULL) == 2 && big[0] == 0xf1, "the friend's EAGER was lost");
 }
 
+/*
+ * CREDIT (protocol 13) from a hostile peer: one giving back 1 GiB when the victim spent nothing
+ * on it is cut to what was spent, one of a broken length dropped.  The victim then sends the
+ * attacker, who never gives anything back, 10000 messages of 1000 B: at most 8 MiB of them go
+ * eagerly (DDTX_CREDIT_BYTES), the rest wait for credit as rendezvous without payload.  And the
+ * victim still serves the friend.
+ */
+static void t_credit_forged(void)
+{
+	struct {
+		struct ddtx_hdr_credit h;
+		uint64_t pad;
+	} m;
+	memset(&m, 0, sizeof(m));
+	hdr(&m.h.base, DDTX_MSG_CREDIT, 0);
+	m.h.bytes = (uint64_t)1 << 30;
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m.h)) == 0, "attacker send");
+	CHECK(hostile_send(&H, &H.attacker, &m, sizeof(m)) == 0, "attacker send");
+	progress_n(2);
+	enum { N = 10000, LEN = 1000 };
+	uint64_t waits0 = H.pd->stats.credit_waits;
+	int ctx;
+	for (int i = 0; i < N && !failures; i++) {
+		struct iovec iov = {big, LEN};
+		ssize_t ret;
+		for (;;) {
+			ddtx_rlock_lock(&H.lock);
+			ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, (uint64_t)i, 0, &ctx, 0,
+					      true);
+			ddtx_rlock_unlock(&H.lock);
+			if (ret != -FI_EAGAIN)
+				break;
+			hostile_peer_forget(&H.attacker); /* it reads its ring, and answers nothing */
+			progress_n(1);
+		}
+		CHECK(ret == 0, "send %d: %zd", i, ret);
+	}
+	unsigned long long waits = H.pd->stats.credit_waits - waits0;
+	printf("credit_forged: %llu of %d sends waited for credit\n", waits, N);
+	unsigned long long want = N - DDTX_CREDIT_BYTES / LEN;
+	CHECK(waits >= want, "%llu sends waited for credit, want at least %llu: the forged credit "
+	      "was taken", waits, want);
+	hostile_peer_forget(&H.attacker);
+	friend_delivers("after CREDIT from the attacker");
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1905,6 +1951,7 @@ int main(int argc, char **argv)
 		{"umr_chunk_zero", t_umr_chunk_zero, DDTX_SCHEME_SETTING_AUTO},
 		{"ack_status", t_ack_status, DDTX_SCHEME_SETTING_AUTO},
 		{"ack_carried_forged", t_ack_carried_forged, DDTX_SCHEME_SETTING_AUTO},
+		{"credit_forged", t_credit_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"done_status", t_done_status, DDTX_SCHEME_SETTING_SGL},
 		{"rts_summary", t_rts_summary, DDTX_SCHEME_SETTING_AUTO},
 		{"device_forged", t_device_forged, DDTX_SCHEME_SETTING_AUTO},

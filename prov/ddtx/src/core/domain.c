@@ -219,6 +219,8 @@ static void print_stats(struct ddtx_domain *domain)
 		U(s->acks_carried), U(s->acks_alone));
 	fprintf(stderr, "ddtx stats:   peers started afresh after they were gone %llu\n",
 		U(s->peer_restarts));
+	fprintf(stderr, "ddtx stats:   unexpected payload held at most %llu bytes; sends that "
+			"waited for credit %llu\n", U(s->unexp_bytes_max), U(s->credit_waits));
 #undef U
 }
 

@@ -27,8 +27,9 @@
  * on reverse traffic (ACKED with ddtx_hdr_base.ack_id on any message, ACK with a list of ids);
  * 9: the CUDA IPC offer lists its segments as runs (vectors and lists), not one by one;
  * 10: a pull of several blocks, through the sender's windows listed behind the RTS (WINDOWS);
- * 11: RTS with DEVICE; 12: STREAM, PACK chunks sent behind a PACK proposal before its CTS */
-#define DDTX_PROTO_VERSION 12
+ * 11: RTS with DEVICE; 12: STREAM, PACK chunks sent behind a PACK proposal before its CTS;
+ * 13: CREDIT, payload sent before a match is bounded per peer (DDTX_CREDIT_BYTES) */
+#define DDTX_PROTO_VERSION 13
 
 enum ddtx_msg_type {
 	DDTX_MSG_EAGER = 1,  /* header + the whole payload */
@@ -42,6 +43,7 @@ enum ddtx_msg_type {
 	DDTX_MSG_ATOMIC = 9, /* an atomic for the target to execute: op, segments, operands */
 	DDTX_MSG_ATOMIC_RESP = 10, /* the target's answer: status and, if fetching, old values */
 	DDTX_MSG_STREAM = 11, /* PACK: a chunk sent behind the RTS before the CTS (by tx_id) */
+	DDTX_MSG_CREDIT = 12, /* the receiver gives back credit for payload it no longer holds */
 	DDTX_MSG_TYPE_MAX,
 };
 
@@ -152,6 +154,26 @@ struct ddtx_hdr_stream {
 };
 
 #define DDTX_STREAM_MAX ((size_t)256 << 10)
+
+/*
+ * Credit: payload a sender may have sent to one peer before any receive matched it (the bytes
+ * of EAGER messages, of an RTS's first chunk, of STREAM chunks) and not yet given back.  Both
+ * sides count the same bytes: the sender spends credit on them and sends what it has none for
+ * as a rendezvous without payload (an FI_INJECT eagerly all the same); the receiver, once it
+ * no longer holds them (delivered, matched or dropped), gives them back with CREDIT as they
+ * reach DDTX_CREDIT_RETURN.  So the unexpected payload a receiver keeps from one peer is at
+ * most DDTX_CREDIT_BYTES (and what was injected), however far ahead of the receives the sender
+ * runs.  The same value on both sides: part of the protocol.  8 MiB, given back by the MiB: a
+ * window of 64 eager messages of 64 KiB (fabtests' bandwidth tests) always finds its 4 MiB,
+ * whatever is still on its way back.
+ */
+#define DDTX_CREDIT_BYTES ((uint64_t)8 << 20)
+#define DDTX_CREDIT_RETURN ((uint64_t)1 << 20)
+
+struct ddtx_hdr_credit {
+	struct ddtx_hdr_base base;
+	uint64_t bytes;      /* credit given back: at most what the sender spent and has not had */
+};
 
 struct ddtx_hdr_done {
 	struct ddtx_hdr_base base;
@@ -271,6 +293,7 @@ _Static_assert(sizeof(struct ddtx_hdr_rma_data) == 48, "hdr_rma_data layout");
 _Static_assert(sizeof(struct ddtx_atomic_seg) == 24, "atomic_seg layout");
 _Static_assert(sizeof(struct ddtx_hdr_atomic) == 32, "hdr_atomic layout");
 _Static_assert(sizeof(struct ddtx_hdr_atomic_resp) == 24, "hdr_atomic_resp layout");
+_Static_assert(sizeof(struct ddtx_hdr_credit) == 16, "hdr_credit layout");
 _Static_assert(offsetof(struct ddtx_hdr_cts, chunk) == 40, "hdr_cts.chunk offset");
 _Static_assert(sizeof(struct ddtx_ipc_offer) == 8, "ipc_offer layout");
 _Static_assert(sizeof(struct ddtx_ipc_alloc) == 88, "ipc_alloc layout");
@@ -290,6 +313,7 @@ static inline size_t ddtx_hdr_min_len(unsigned type)
 	case DDTX_MSG_LIST_REQ: return sizeof(struct ddtx_hdr_list_req);
 	case DDTX_MSG_ATOMIC: return sizeof(struct ddtx_hdr_atomic);
 	case DDTX_MSG_ATOMIC_RESP: return sizeof(struct ddtx_hdr_atomic_resp);
+	case DDTX_MSG_CREDIT: return sizeof(struct ddtx_hdr_credit);
 	default: return 0;
 	}
 }

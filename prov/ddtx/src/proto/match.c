@@ -72,6 +72,7 @@ struct ddtx_unexp *ddtx_unexp_new(struct ddtx_proto_ep *pep, ddtx_peer_t src, ui
 	u->claim_context = NULL;
 	u->inlined = 0;
 	u->stream = NULL;
+	u->charged = 0;
 	ddtx_list_push_back((hflags & DDTX_HDR_TAGGED) ? &pep->unexp_tag : &pep->unexp_msg,
 			    &u->entry);
 	return u;
@@ -136,6 +137,7 @@ ssize_t ddtx_proto_peek(struct ddtx_proto_ep *pep, fi_addr_t src, uint64_t tag, 
 							.data = u->data, .tag = u->tag,
 							.src_addr = from};
 		ddtx_report(pep, DDTX_PROTO_RX, &c);
+		ddtx_credit_unhold(pep, u);
 		ddtx_unexp_free(u);
 		goto out;
 	}

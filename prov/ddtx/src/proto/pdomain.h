@@ -58,6 +58,7 @@ struct ddtx_proto_domain {
 	uint64_t zcopy_not_ready;
 	uint64_t umr_fallbacks;
 	uint64_t rmkey_hits, rmkey_misses;   /* summed from closed endpoints */
+	uint64_t unexp_held;                /* credit.c: unexpected payload bytes held now */
 	/* ack.c: the ACK timer (started at the first ACK owed; under lock but its thread) */
 	pthread_t ack_timer;
 	struct ddtx_rlock_cond ack_wake;

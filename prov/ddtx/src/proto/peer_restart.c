@@ -75,6 +75,7 @@ bool ddtx_peer_restart(struct ddtx_proto_ep *pep, ddtx_peer_t peer)
 	}
 	ddtx_ctrl_drop_peer(pep, peer);
 	ddtx_ack_drop_peer(pep, peer);
+	ddtx_credit_drop_peer(pep, peer);
 	drop_unexpected_offers(pep, peer);
 	pep->pd->stats.peer_restarts++;
 	DDTX_INFO(FI_LOG_EP_DATA, "peer %u was gone: started afresh for a new send\n", peer);

@@ -59,6 +59,9 @@ static void on_recv(void *arg, ddtx_peer_t src, const void *buf, size_t len)
 	case DDTX_MSG_ATOMIC_RESP:
 		ddtx_atomic_on_resp(pep, src, buf, len);
 		break;
+	case DDTX_MSG_CREDIT:
+		ddtx_recv_on_credit(pep, src, buf, len);
+		break;
 	}
 }
 
@@ -182,9 +185,13 @@ void ddtx_proto_ep_close(struct ddtx_proto_ep *pep)
 	ddtx_ipc_drop(pep, true, 0); /* peers' allocations this endpoint mapped */
 	struct ddtx_list *unexp[] = {&pep->unexp_msg, &pep->unexp_tag};
 	for (size_t i = 0; i < 2; i++)
-		while ((it = ddtx_list_pop_front(unexp[i])))
-			ddtx_unexp_free(ddtx_container_of(it, struct ddtx_unexp, entry));
+		while ((it = ddtx_list_pop_front(unexp[i]))) {
+			struct ddtx_unexp *u = ddtx_container_of(it, struct ddtx_unexp, entry);
+			pep->pd->unexp_held -= u->charged;
+			ddtx_unexp_free(u);
+		}
 	free_list(&pep->ctrl, offsetof(struct ddtx_ctrl, entry));
+	free(pep->credits);
 	ddtx_optable_fini(&pep->txs);
 	ddtx_optable_fini(&pep->rxs);
 	ddtx_optable_fini(&pep->atomics);

@@ -221,6 +221,7 @@ struct ddtx_unexp {
 	size_t inlined;                  /* RTS: payload bytes it carried, in payload[], and the
 					  * STREAM chunks that followed it, in stream */
 	uint8_t *stream;                 /* RTS followed by STREAM chunks: all inlined bytes, or NULL */
+	size_t charged;                  /* bytes of the sender's credit it holds (credit.c) */
 	uint8_t payload[];               /* EAGER: len bytes */
 };
 
@@ -360,6 +361,11 @@ struct ddtx_proto_ep {
 	unsigned nacks;
 	uint64_t progress_calls;
 	uint32_t ack_epoch;                  /* bumped by each round of the ACK timer */
+	struct ddtx_credit {                 /* credit.c: per wire peer, grown on first use */
+		uint64_t spent;              /* sent to it, not yet given back */
+		uint64_t owed;               /* its payload no longer held here, not yet returned */
+	} *credits;
+	size_t ncredits;
 };
 
 /*
@@ -540,6 +546,24 @@ void ddtx_ack_flush_all(struct ddtx_proto_ep *pep);
 /* The ACKs owed to peer forgotten (its process is gone: peer_restart.c). */
 void ddtx_ack_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
 void ddtx_ack_timer_stop(struct ddtx_proto_domain *pd);
+
+/*
+ * credit.c: payload sent before a match, bounded per peer (hdr.h, DDTX_CREDIT_BYTES).
+ * ddtx_credit_left: what may still go to peer; ddtx_credit_spend: n bytes went.
+ * ddtx_credit_charge: the bytes of message b (body_len after its header) that spend credit;
+ * ddtx_credit_release: n of peer's bytes no longer held here (given back in batches);
+ * ddtx_credit_hold / ddtx_credit_unhold: the domain's count of unexpected payload held
+ * (FI_DDTX_STATS' high-water mark).  ddtx_credit_drop_peer: its process is gone.
+ */
+uint64_t ddtx_credit_left(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+void ddtx_credit_spend(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint64_t n);
+size_t ddtx_credit_charge(const struct ddtx_hdr_base *b, size_t body_len);
+void ddtx_credit_release(struct ddtx_proto_ep *pep, ddtx_peer_t peer, uint64_t n);
+void ddtx_credit_hold(struct ddtx_proto_ep *pep, struct ddtx_unexp *u, size_t n);
+void ddtx_credit_unhold(struct ddtx_proto_ep *pep, struct ddtx_unexp *u);
+void ddtx_credit_drop_peer(struct ddtx_proto_ep *pep, ddtx_peer_t peer);
+void ddtx_recv_on_credit(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf,
+			 size_t len);
 
 /* send.c */
 void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len);

@@ -62,6 +62,9 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 		if (u) {
 			memcpy(u->payload, h + 1, h->len);
 			u->ack_tx_id = h->tx_id;
+			ddtx_credit_hold(pep, u, h->len);
+		} else {
+			ddtx_credit_release(pep, src, h->len);
 		}
 		return;
 	}
@@ -69,6 +72,7 @@ void ddtx_recv_on_eager(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *
 	if (!multi)
 		ddtx_list_remove(&rx->entry);
 	deliver_eager(pep, rx, h + 1, h->len, h->tag, h->data, h->base.flags, from);
+	ddtx_credit_release(pep, src, h->len);
 	if (!multi)
 		ddtx_rx_free(pep, rx);
 	if (h->base.flags & DDTX_HDR_ACK_REQ)
@@ -97,6 +101,7 @@ bool ddtx_recv_take_unexp(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, struct 
 		ddtx_rndv_match_rts(pep, rx, u->peer, &u->rts, u->stream ? u->stream : u->payload,
 				    u->inlined);
 	}
+	ddtx_credit_unhold(pep, u);
 	ddtx_unexp_free(u);
 	return gone;
 }

@@ -656,6 +656,7 @@ void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping an RTS from peer %u: bad %s\n", src, bad);
 		return;
 	}
+	size_t charged = ddtx_credit_charge(&rts->base, len - sizeof(*rts));
 	struct ddtx_rx *rx = ddtx_posted_find(pep, tagged, rts->tag, ddtx_addr_of(pep, src));
 	if (!rx) {
 		size_t first_len = len - sizeof(*rts);
@@ -665,12 +666,16 @@ void ddtx_recv_on_rts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 			u->rts = *rts;
 			u->inlined = first_len;
 			memcpy(u->payload, rts + 1, first_len);
+			ddtx_credit_hold(pep, u, charged);
+		} else {
+			ddtx_credit_release(pep, src, charged);
 		}
 		return;
 	}
 	if (!(rx->flags & FI_MULTI_RECV))
 		ddtx_list_remove(&rx->entry);
 	ddtx_rndv_match_rts(pep, rx, src, rts, rts + 1, len - sizeof(*rts));
+	ddtx_credit_release(pep, src, charged);
 }
 
 static struct ddtx_rx *rndv_rx(struct ddtx_proto_ep *pep, ddtx_peer_t src, uint32_t rx_id)
@@ -758,29 +763,35 @@ static const char *stream_keep(struct ddtx_unexp *u, const struct ddtx_hdr_strea
 void ddtx_recv_on_stream(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *buf, size_t len)
 {
 	const struct ddtx_hdr_stream *h = buf;
-	const char *bad = NULL;
 	if (h->len != len - sizeof(*h) || !h->len || h->len > DDTX_STREAM_MAX ||
 	    h->offset > DDTX_STREAM_MAX - h->len) {
-		bad = "bad len or offset";
-	} else {
-		struct ddtx_rx *rx = stream_rx(pep, src, h->tx_id);
-		struct ddtx_unexp *u = rx ? NULL : stream_unexp(pep, src, h->tx_id);
-		if (rx && rx->scheme == FI_DDTX_SCHEME_PACK) {
-			if (h->offset != rx->received) {
-				bad = "bad offset";
-			} else {
-				/* The sender did not know how much the receive takes. */
-				size_t n = DDTX_MIN(h->len, rx->accepted - rx->received);
-				ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
-						  h->offset, h + 1, n);
-				rx->received += n;
-				if (rx->received == rx->accepted)
-					rx_finish(pep, rx);
-			}
-		} else if (u) {
-			bad = stream_keep(u, h);
-		}
+		DDTX_WARN(FI_LOG_EP_DATA, "dropping STREAM from peer %u for send %u: bad len or "
+			  "offset\n", src, h->tx_id);
+		return;
 	}
+	const char *bad = NULL;
+	struct ddtx_rx *rx = stream_rx(pep, src, h->tx_id);
+	struct ddtx_unexp *u = rx ? NULL : stream_unexp(pep, src, h->tx_id);
+	if (rx && rx->scheme == FI_DDTX_SCHEME_PACK) {
+		if (h->offset != rx->received) {
+			bad = "bad offset";
+		} else {
+			/* The sender did not know how much the receive takes. */
+			size_t n = DDTX_MIN(h->len, rx->accepted - rx->received);
+			ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
+					  h->offset, h + 1, n);
+			rx->received += n;
+			if (rx->received == rx->accepted)
+				rx_finish(pep, rx);
+		}
+	} else if (u) {
+		bad = stream_keep(u, h);
+	}
+	/* Its bytes spent the sender's credit: held with the RTS, or given back now. */
+	if (u && !bad)
+		ddtx_credit_hold(pep, u, h->len);
+	else
+		ddtx_credit_release(pep, src, h->len);
 	if (bad)
 		DDTX_WARN(FI_LOG_EP_DATA, "dropping STREAM from peer %u for send %u: %s\n", src,
 			  h->tx_id, bad);

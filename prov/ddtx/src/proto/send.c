@@ -467,6 +467,13 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
 		goto out;
 	}
+	/* Payload the peer may hold unmatched is bounded (credit.c): beyond it a rendezvous,
+	 * which brings none.  Not an FI_INJECT, which goes eagerly whatever it finds (credit.c
+	 * says why). */
+	if (eager && !(flags & FI_INJECT) && total > ddtx_credit_left(pep, peer)) {
+		st->credit_waits++;
+		eager = false;
+	}
 	/* Device memory that may go by CUDA IPC (hmem_ipc.c): a rendezvous offers it, anything
 	 * else (eager, or segments that cannot be offered) stages it now.  Many small device
 	 * blocks are offered even when small: staged, they would take a kernel on each side. */
@@ -494,6 +501,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0, hl, &vec);
 		if (ret == -FI_EAGAIN)
 			goto out;
+		if (!ret)
+			ddtx_credit_spend(pep, peer, total);
 		if (ret) {
 			ddtx_complete_tx_err(pep, context, cq_flags, 0, -ret, DDTX_CNTR_SEND);
 			ret = 0;
@@ -553,6 +562,8 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			ddtx_tx_free(pep, tx);
 			goto out;
 		}
+		if (!ret)
+			ddtx_credit_spend(pep, peer, total);
 		tx->state = DDTX_TX_WAIT_ACK;
 		ddtx_list_push_back(&pep->tx_active, &tx->entry);
 		if (ret) {
@@ -619,6 +630,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			       ? 0
 			       : ddtx_choose_first_chunk(pep, rts.scheme, tx->layout, &ls,
 							 pep->caps->max_send_size - sizeof(rts));
+	first = DDTX_MIN(first, ddtx_credit_left(pep, peer));
 	if (ipc || nwin) {
 		/* The offer, or the windows, in place of a first chunk; the scheme proposed is
 		 * for a decline. */
@@ -634,6 +646,7 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	} else if (first) {
 		ssize_t n = send_rts_first(pep, tx, &rts, first);
 		tx->inlined = tx->streamed = n > 0 ? (size_t)n : 0;
+		ddtx_credit_spend(pep, peer, tx->inlined);
 		ret = n < 0 ? (int)n : 0;
 	} else {
 		ddtx_ack_carry(pep, peer, &rts.base);
@@ -1028,11 +1041,17 @@ static int stream_more(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
 	size_t end = DDTX_MIN(tx->total, DDTX_STREAM_MAX);
 	while (tx->streaming && tx->streamed < end) {
-		ssize_t n = chunk_one(pep, tx, DDTX_MSG_STREAM, tx->id, tx->streamed, end);
+		/* Chunks ahead of the CTS spend credit (credit.c); without it, DATA after. */
+		uint64_t left = ddtx_credit_left(pep, tx->peer);
+		if (!left)
+			return 0;
+		size_t stop = (size_t)DDTX_MIN((uint64_t)end, tx->streamed + left);
+		ssize_t n = chunk_one(pep, tx, DDTX_MSG_STREAM, tx->id, tx->streamed, stop);
 		if (n == -FI_EAGAIN)
 			return 0;
 		if (n < 0)
 			return (int)n;
+		ddtx_credit_spend(pep, tx->peer, (uint64_t)n);
 		tx->streamed += (size_t)n;
 		pep->pd->stats.stream_bytes += (size_t)n;
 	}
