@@ -12,7 +12,7 @@
  *              the plain check does, and takes a list for a vector only when it is one; the
  *              vector kernels (ddtx_vec_gather/scatter) give the iov walk's bytes for random
  *              vectors (any block size, strides up and down, misaligned) and segments;
- *   half       rows of 2-16 B blocks at twice their size apart (AVX-512's permute kernels),
+ *   half       rows of 2-16 and 64 B blocks at twice their size apart (AVX-512's kernels),
  *              ending before an unreadable page, with the widest and the baseline kernels;
  *   built      the forms built from a description (handles) agree with the compiled lists;
  *   cache      the layout cache compiles once and keeps the form with the layout; a vector
@@ -790,9 +790,10 @@ static void test_cache(void)
 /* ---- half-stride rows: the permute kernels (engine/pack_rows_avx512.c) ---- */
 
 /*
- * Rows of blocks of 2, 4, 8 or 16 bytes at twice their size apart (the first three AVX-512
- * moves 64 bytes of payload at a time by permutes and masked loads and stores): random counts (whole groups and
- * tails), one or two levels, misaligned bases, and half of the layouts ending on the last byte
+ * Rows of blocks of 2, 4, 8, 16 or 64 bytes at twice their size apart (AVX-512 moves the first
+ * three 64 bytes of payload at a time by permutes and masked loads and stores, and the 64-byte
+ * ones with a prefetch of the line between): random counts (whole groups and tails), one or
+ * two levels, misaligned bases, and half of the layouts ending on the last byte
  * before a page that may not be read (a kernel that loads past the last block faults), against
  * the iov walk, byte for byte, scatter included (the gaps between blocks stay as they were).
  * With the CPU's widest kernels and again with the baseline ones.
@@ -816,7 +817,8 @@ static void test_half(void)
 	for (int wide = 1; wide >= 0 && !failures; wide--) {
 		ddtx_dl_wide_kernels(wide);
 		for (int iter = 0; iter < 600 && !failures; iter++) {
-			size_t block = (size_t)2 << pick(0, 3), stride = 2 * block;
+			size_t block = rnd() % 5 ? (size_t)2 << pick(0, 3) : 64;
+			size_t stride = 2 * block;
 			size_t n0 = rnd() % 4 ? pick(1, 8192 / 4) : pick(1, 16);
 			size_t n1 = rnd() % 3 ? 1 : pick(2, 4);
 			size_t row = n0 * stride + pick(0, 3) * 8 + (rnd() % 2 ? 0 : pick(1, 7));
