@@ -89,11 +89,11 @@ HALF_KERNELS(8, epi64, __mmask8, 0x55u, g64, lo64, hi64)
  * Blocks of 64 bytes: one move each way instead of four 16-byte ones.  Blocks every other line
  * (stride 128) also prefetch the line between two blocks: the hardware then sees a stream of
  * consecutive lines and fetches ahead, where every other line alone it served more slowly.
- * test_dataloop bench, the AMD EPYC host, against memcpy of the same bytes: 256 KiB in cache,
- * gather 0.61-0.67x -> 0.70-0.89x, scatter 0.65-0.67x -> 0.68-0.95x (seven runs); from
- * memory (32 MiB) 0.46-0.52x -> 0.58-0.68x and 0.53-0.60x -> 0.61-0.69x.  In a loop of its own
- * at stride 192 the same prefetch helped in cache and cost from memory (0.60x -> 0.49x); at 256
- * it cost in both.
+ * test_dataloop bench, the AMD EPYC host, against memcpy of the same bytes (four runs before,
+ * nine after): 256 KiB in cache, gather 0.61-0.67x -> 0.70-0.89x, scatter 0.65-0.69x ->
+ * 0.68-0.95x; from memory (32 MiB) gather 0.46-0.56x -> 0.58-0.68x, scatter within the runs'
+ * spread (0.53-0.65x, 0.58-0.69x).  In a loop of its own at stride 192 the same prefetch
+ * helped in cache and cost from memory (0.60x -> 0.49x); at 256 it cost in both.
  */
 static size_t line_gather(uint8_t *restrict d, const uint8_t *restrict s, int64_t stride,
 			  size_t n)
