@@ -790,10 +790,10 @@ static void test_cache(void)
 /* ---- half-stride rows: the permute kernels (engine/pack_rows_avx512.c) ---- */
 
 /*
- * Rows of blocks of 2, 4, 8, 16 or 64 bytes at twice their size apart (AVX-512 moves the first
- * three 64 bytes of payload at a time by permutes and masked loads and stores, and the 64-byte
- * ones with a prefetch of the line between): random counts (whole groups and tails), one or
- * two levels, misaligned bases, and half of the layouts ending on the last byte
+ * Rows of blocks of 2, 4, 8, 16 or 64 bytes at twice their size apart (AVX-512 moves rows of
+ * 2, 4 and 8-byte blocks 64 bytes of payload at a time by permutes and masked loads and stores,
+ * and 64-byte blocks with a prefetch of the line between): random counts (whole groups and
+ * tails), one or two levels, misaligned bases, and half of the layouts ending on the last byte
  * before a page that may not be read (a kernel that loads past the last block faults), against
  * the iov walk, byte for byte, scatter included (the gaps between blocks stay as they were).
  * With the CPU's widest kernels and again with the baseline ones.

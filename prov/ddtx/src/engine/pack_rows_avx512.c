@@ -10,7 +10,7 @@
  * loads are masked).  Blocks of 64 bytes go by one move instead of four 16-byte ones.
  * test_dataloop bench, the AMD EPYC host, 256 KiB in cache (against the baseline kernels):
  * 8 B blocks gather 1.5x, scatter 1.6x; 4 B 2.2-2.7x and 2.9-3.3x; 2 B 5.8-6.5x and 4.7x;
- * 64 B at 128 1.1-1.15x (1.35-1.6x with the gap prefetch below); from memory (32 MiB) 64 B
+ * 64 B at 128 1.1-1.15x (1.3-1.6x with the gap prefetch below); from memory (32 MiB) 64 B
  * 1.4-1.6x, the others as fast as before.
  * What did not pay: 16-byte blocks the same way (1.0x), masked loads throughout (from memory
  * 0.65x of the baseline), masked stores without a prefetch for writing ahead (0.55x), 32, 48
