@@ -1165,6 +1165,72 @@ static void t_zcopy_choice(void)
 }
 
 /*
+ * Issue 12: a contiguous size's tries (from 1 MiB, or a stream) are counted in flight as well as
+ * timed.  A window of RTSs is decided before any try finishes, and PACK's 8 tries took every one
+ * of a window (fabtests' tagged bw at 96 KiB: 64 of 2010 messages).  The attacker sends RTSs of
+ * 1 MiB offering a pull by a key it never registered (each read is refused and the receive asks
+ * for SGL writes instead, or fails where it split the pull) and answers none, where the pull's
+ * tries are done and the lines favour it: at most 8 go PACK.  Once those receives end, PACK is
+ * tried again.
+ */
+static void t_contig_tries(void)
+{
+	enum { LEN = 1 << 20, N = 24, CLASS = 20 /* 1 MiB's power of two */ };
+	static uint8_t rbuf[LEN];
+	struct ddtx_hdr_cts got[N + 1];
+	int ctx[N + 1], err;
+	ddtx_rlock_lock(&H.lock);
+	H.pd->contig_timed[0][CLASS] = UINT8_MAX;
+	for (int i = 0; i < 40; i++) {
+		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_SGL, LEN, 2, 50000);
+		ddtx_cost_observe(&H.pd->cost, FI_DDTX_SCHEME_PACK, LEN, 2, 500000);
+	}
+	ddtx_rlock_unlock(&H.lock);
+	unsigned pack = 0, answered = 0;
+	for (int k = 0; k <= N; k++) {
+		if (k == N) { /* the tries' receives all failed: PACK's are open again */
+			for (int j = 0; j < N; j++)
+				attacker_gives_up(&got[j]);
+			for (int j = 0; j < N; j++)
+				CHECK(hostile_count(&H, &ctx[j], &err) == 1 && err != 0,
+				      "receive %d did not fail", j);
+		}
+		struct iovec iov = {rbuf, LEN};
+		ddtx_rlock_lock(&H.lock);
+		ssize_t ret = ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &ctx[k], 0,
+					      false);
+		ddtx_rlock_unlock(&H.lock);
+		CHECK(ret == 0, "recv: %zd", ret);
+		struct ddtx_hdr_rts rts;
+		memset(&rts, 0, sizeof(rts));
+		hdr(&rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
+		rts.tx_id = 300 + (uint32_t)k;
+		rts.total_len = LEN;
+		rts.scheme = FI_DDTX_SCHEME_SGL;
+		rts.nblocks = 1;
+		rts.min_block = rts.avg_block = LEN;
+		rts.pull_key = 0xdead0100 + (uint64_t)k;
+		hostile_peer_forget(&H.attacker);
+		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+		progress_n(3);
+		const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
+		CHECK(cts && cts->tx_id == rts.tx_id, "RTS %d: no CTS", k);
+		if (!cts)
+			return;
+		got[k] = *cts;
+		answered++;
+		if (k < N)
+			pack += cts->scheme == FI_DDTX_SCHEME_PACK;
+	}
+	printf("  %d RTSs of 1 MiB in flight, the pull's tries done: %u PACK; after they failed, "
+	       "the next by %s\n", N, pack, ddtx_scheme_name(got[N].scheme));
+	CHECK(answered == N + 1 && pack >= 1 && pack <= 8, "%u of %d in flight went PACK", pack, N);
+	CHECK(got[N].scheme == FI_DDTX_SCHEME_PACK, "no PACK try after the tries ended");
+	attacker_gives_up(&got[N]);
+	CHECK(hostile_count(&H, &ctx[N], &err) == 1 && err == FI_EIO, "last receive: error %d", err);
+}
+
+/*
  * A layout's own correction of the lines (engine/cost_bias.h).  128 x 256 B is proposed PACK
  * where the lines say UMR takes 3x PACK (t_zcopy_choice); once this shape's UMR transfers were
  * timed, as a receiver times them, at an eighth of the line, its sends propose zero copy with
@@ -1964,6 +2030,7 @@ int main(int argc, char **argv)
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
+		{"contig_tries", t_contig_tries, DDTX_SCHEME_SETTING_AUTO},
 		{"shape_correction", t_shape_correction, DDTX_SCHEME_SETTING_AUTO},
 		{"rts_first_chunk_forged", t_rts_first_chunk_forged, DDTX_SCHEME_SETTING_AUTO},
 		{"stream", t_stream, DDTX_SCHEME_SETTING_AUTO},

@@ -93,8 +93,8 @@ static enum fi_ddtx_scheme line_scheme(enum fi_ddtx_scheme line)
  * size overlap (a stream: engine/contig_choice.h says why): the lines choose then.
  *
  * The tries: in each size class (the bytes' power of two) a contiguous rendezvous first takes
- * SGL until it has CONTIG_TRIES timings there, then PACK until it has CONTIG_PACK_TRIES, and
- * then the least predicted (an optimistic start per size: the lines are fitted where they are
+ * SGL until it has CONTIG_TRIES timings there, then PACK until it has CONTIG_PACK_TRIES (tries
+ * in flight counted: try_start), and then the least predicted (an optimistic start per size: the lines are fitted where they are
  * used; while SGL and PACK were only their priors, PACK's kept every contiguous message on the
  * pull on a host where PACK was 1.4x faster).  PACK's first timings are its ring's first pass,
  * cold in the caches, hence more tries.
@@ -136,6 +136,35 @@ static unsigned contig_ways(struct ddtx_proto_ep *pep, bool pull, size_t bytes)
 	if (!pull || pep->caps->kind != DDTX_WIRE_KIND_OFI)
 		ways |= 1u << DDTX_CONTIG_PACK;
 	return ways;
+}
+
+/*
+ * A try starts only while its scheme's tries timed and in flight are fewer than it needs.  In a
+ * stream every RTS of a window is decided before the first try finishes: PACK's tries took a
+ * whole window of 64 (fabtests' tagged bw at 96 KiB, each by the ring's cold first pass), and
+ * its 2010 messages moved at 0.87x shm's bandwidth against 0.94x without those tries (medians
+ * of 4 rounds' ratios in `-S all`, 2026-11-30).
+ */
+static bool try_start(struct ddtx_proto_domain *pd, enum fi_ddtx_scheme s, size_t bytes,
+		      struct ddtx_rx *rx)
+{
+	unsigned c = size_class(bytes);
+	unsigned i = s == FI_DDTX_SCHEME_PACK;
+	unsigned need = i ? CONTIG_PACK_TRIES : CONTIG_TRIES;
+	if (pd->contig_timed[i][c] + pd->contig_trying[i][c] >= need)
+		return false;
+	pd->contig_trying[i][c]++;
+	rx->contig_try = (uint8_t)(1 + i);
+	rx->contig_try_class = (uint8_t)c;
+	return true;
+}
+
+void ddtx_choose_try_end(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
+{
+	if (!rx->contig_try)
+		return;
+	pep->pd->contig_trying[rx->contig_try - 1][rx->contig_try_class]--;
+	rx->contig_try = 0;
 }
 
 /* A timed contiguous rendezvous (one block on each side) counts towards its scheme's tries. */
@@ -505,7 +534,7 @@ size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme pr
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored,
-				       enum ddtx_contig_way *way)
+				       enum ddtx_contig_way *way, struct ddtx_rx *rx)
 {
 	struct ddtx_proto_domain *pd = pep->pd;
 	const struct ddtx_wire_caps *caps = pep->caps;
@@ -570,7 +599,7 @@ enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_s
 								: FI_DDTX_SCHEME_SGL;
 		}
 		enum fi_ddtx_scheme t = contig_try(pd, bytes);
-		if (t != FI_DDTX_SCHEME_COUNT)
+		if (t != FI_DDTX_SCHEME_COUNT && try_start(pd, t, bytes, rx))
 			return t;
 		return ddtx_cost_best(&pd->cost, possible & ~(1u << FI_DDTX_SCHEME_UMR), bytes,
 				      blocks);

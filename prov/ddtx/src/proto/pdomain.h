@@ -50,8 +50,10 @@ struct ddtx_proto_domain {
 	struct ddtx_cost_model cost;
 	struct ddtx_cost_bias cost_bias;    /* the lines' corrections per layout shape */
 	struct ddtx_contig_choice contig;   /* how contiguous rendezvous move below 1 MiB (choose.c) */
-	/* contiguous rendezvous from 1 MiB timed, by the pull (SGL) and by PACK, per size class */
+	/* contiguous rendezvous tried by the pull (SGL) and by PACK, per size class (choose.c):
+	 * timed, and decided and not yet finished */
 	uint8_t contig_timed[2][64];
+	uint8_t contig_trying[2][64];
 	struct ddtx_store_choice stores;    /* PACK's stores per layout shape (pack_stores.c) */
 	/* how device memory is copied (IPC receives, host staging), learned per kind of copy */
 	struct ddtx_hmem_way_cost hmem_way[DDTX_HMEM_WAY_KINDS];

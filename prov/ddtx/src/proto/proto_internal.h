@@ -201,6 +201,8 @@ struct ddtx_rx {
 	struct ddtx_pull *pull;          /* reads in flight of a pulled rendezvous, or NULL */
 	size_t split;                    /* split pull: bytes read here, the rest written; or 0 */
 	enum ddtx_contig_way contig_way; /* how a contiguous one was chosen to move, or NONE */
+	uint8_t contig_try;              /* one of its size's tries: 1 + its scheme's index, or 0 */
+	uint8_t contig_try_class;        /* ... and that size class (ddtx_choose_try_end) */
 	bool pulled_windows;             /* read through the sender's windows (timed as such) */
 	uint8_t pack_stores;             /* PACK: enum ddtx_pack_stores asked of the sender */
 	bool stores_learned;             /* ... chosen by what was measured: timed for it */
@@ -676,11 +678,14 @@ size_t ddtx_choose_pull_head(struct ddtx_proto_ep *pep, enum ddtx_contig_way way
 			     bool contiguous);
 /* Is a transfer from or into this layout worth timing for the cost model?  (NULL: unknown.) */
 bool ddtx_choose_warm(const struct ddtx_layout *l);
-/* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL). */
+/* The receiver's scheme for an RTS proposing `proposed` (pull_offered: with DDTX_HDR_PULL);
+ * rx is marked when it is one of its size's tries. */
 enum fi_ddtx_scheme ddtx_choose_decide(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,
 				       bool pull_offered, const struct ddtx_layout_stats *sender,
 				       struct ddtx_layout *receiver, size_t bytes, bool *explored,
-				       enum ddtx_contig_way *way);
+				       enum ddtx_contig_way *way, struct ddtx_rx *rx);
+/* A receive that was one of its size's tries is over (ddtx_rx_free): another may start. */
+void ddtx_choose_try_end(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
 /* The same where device memory is on either side (hmem_direct.c): a zero-copy scheme, the
  * receiver's layout registered now; PACK when zero copy is impossible (the sender's layout
  * not registered and no pull offered, or the receiver's registration refused). */

@@ -567,7 +567,8 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 									 rx->accepted, &rx->explored)
 					     : ddtx_choose_decide(pep, proposed, pull_offered, &sender,
 								  rx->cached, rx->accepted,
-								  &rx->explored, &rx->contig_way);
+								  &rx->explored, &rx->contig_way,
+								  rx);
 		}
 		if (rx->scheme == FI_DDTX_SCHEME_PACK && sender_device) {
 			DDTX_WARN(FI_LOG_EP_DATA, "receive %u: no zero copy possible from peer %u's "
@@ -584,7 +585,7 @@ static void start_rndv(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, ddtx_peer_
 		}
 	} else {
 		rx->scheme = ddtx_choose_decide(pep, proposed, pull_offered, &sender, rx->cached,
-						rx->accepted, &rx->explored, &rx->contig_way);
+						rx->accepted, &rx->explored, &rx->contig_way, rx);
 	}
 	/*
 	 * The RTS brought the first chunk.  Under PACK it is scattered after the CTS has gone

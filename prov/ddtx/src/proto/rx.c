@@ -60,6 +60,7 @@ void ddtx_rx_free(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 {
 	struct ddtx_layout_cache *lc = pep->pd->layouts;
 	struct ddtx_list_entry *it;
+	ddtx_choose_try_end(pep, rx);
 	if (rx->pull)
 		rx->pull->rx = NULL; /* its reads still hold it: the last completion frees it */
 	while ((it = ddtx_list_pop_front(&rx->rbatches)))
