@@ -14,6 +14,7 @@
  *              vectors (any block size, strides up and down, misaligned) and segments;
  *   half       rows of 2-16 and 64 B blocks at twice their size apart (AVX-512's kernels),
  *              ending before an unreadable page, with the widest and the baseline kernels;
+ *              64 B blocks every other line in layouts spanning more than 8 MiB;
  *   built      the forms built from a description (handles) agree with the compiled lists;
  *   cache      the layout cache compiles once and keeps the form with the layout; a vector
  *              list is found by its shape (ddtx_layout_get_vec) as by its entries;
@@ -790,6 +791,62 @@ static void test_cache(void)
 /* ---- half-stride rows: the permute kernels (engine/pack_rows_avx512.c) ---- */
 
 /*
+ * Rows of 64-byte blocks every other line in a layout spanning more than the caches hold
+ * (pack_kernels.c's FAR_SPAN, 8 MiB: two blocks an iteration, loads of the lines between):
+ * odd and even counts, one row or several, misaligned, ending on the last byte before an
+ * unreadable page or not; gathered whole and in segments (PACK's chunks start anywhere)
+ * against the iov walk, nothing written past a segment.
+ */
+static void half_far(void)
+{
+	const size_t page = 4096, span = 12u << 20, block = 64, stride = 128;
+	uint8_t *arena = mmap(NULL, span + page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(arena != MAP_FAILED, "mmap");
+	if (arena == MAP_FAILED)
+		return;
+	CHECK(!mprotect(arena + span, page, PROT_NONE), "mprotect of the guard page");
+	for (size_t i = 0; i < span; i++)
+		arena[i] = (uint8_t)(i * 131 + (i >> 12));
+	size_t cap = span / stride;
+	struct iovec *iov = malloc(cap * sizeof(*iov));
+	uint8_t *a = malloc(cap * block + 64), *b = malloc(cap * block + 64);
+	size_t segments = 0;
+	for (int iter = 0; iter < 8 && !failures; iter++) {
+		size_t rows = iter % 4 < 2 ? 1 : pick(2, 5);
+		size_t n0 = (11u << 20) / stride / rows - pick(0, 9);
+		size_t row = n0 * stride + (iter % 3) * 8;
+		size_t extent = (rows - 1) * row + (n0 - 1) * stride + block;
+		size_t first = iter % 2 ? span - extent : pick(0, 63);
+		for (size_t j = 0; j < rows; j++)
+			for (size_t i = 0; i < n0; i++)
+				iov[j * n0 + i] = (struct iovec){arena + first + j * row +
+								 i * stride, block};
+		size_t count = rows * n0, total = count * block;
+		struct ddtx_dataloop *dl = ddtx_dl_compile(iov, count, 0);
+		CHECK(dl, "a far vector of %zu blocks did not compile", count);
+		if (!dl)
+			continue;
+		for (int sgi = 0; sgi < 12 && !failures; sgi++, segments++) {
+			size_t off = sgi == 0 ? 0 : pick(0, total - 1);
+			size_t len = sgi == 0 ? total : sgi % 2 ? pick(1, 65536) : pick(0, total - off);
+			size_t want = ddtx_iov_gather(iov, count, off, a, len);
+			memset(b, 0xa5, want + 16);
+			size_t got = ddtx_dl_gather(dl, arena + first, off, b, len);
+			CHECK(got == want && !memcmp(a, b, want) && b[want] == 0xa5,
+			      "far gather [%zu, +%zu) of %zu, %zu rows: %zu bytes of %zu, or wrong",
+			      off, len, total, rows, got, want);
+		}
+		ddtx_dl_put(dl);
+	}
+	printf("half: far rows, %zu segments compared\n", segments);
+	munmap(arena, span + page);
+	free(iov);
+	free(a);
+	free(b);
+}
+
+/*
  * Rows of blocks of 2, 4, 8, 16 or 64 bytes at twice their size apart (AVX-512 moves rows of
  * 2, 4 and 8-byte blocks 64 bytes of payload at a time by permutes and masked loads and stores,
  * and 64-byte blocks with a prefetch of the line between): random counts (whole groups and
@@ -845,6 +902,7 @@ static void test_half(void)
 	free(canary);
 	free(a);
 	free(b);
+	half_far();
 }
 
 /* ---- micro-benchmark (printed, not asserted) ---- */

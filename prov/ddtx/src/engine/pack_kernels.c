@@ -256,9 +256,9 @@ bool ddtx_dl_wide_kernels(bool allow)
 	return w;
 }
 
-/* One row of a vector: n whole blocks. */
+/* One row of a vector: n whole blocks; far: its node spans more than the caches hold. */
 static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, size_t n,
-		     bool scatter)
+		     bool scatter, bool far)
 {
 #ifdef DDTX_HAVE_AVX512_ROWS
 	int w = atomic_load_explicit(&wide, memory_order_relaxed);
@@ -267,7 +267,7 @@ static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, s
 		atomic_store_explicit(&wide, w, memory_order_relaxed);
 	}
 	if (w && stride != (int64_t)block) {
-		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter);
+		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter, far);
 		lay += (int64_t)done * stride;
 		buf += done * block;
 		n -= done;
@@ -301,14 +301,14 @@ static void tile_copy(uint8_t *lay, int64_t stride, int64_t row, uint8_t *buf, s
 #define TS(B) tile_scatter_##B(lay, stride, row, buf, n, g)
 		DISPATCH(TS, for (size_t r = 0; r < g; r++) row_copy(lay + (int64_t)r * row,
 								     stride, buf + r * n * block,
-								     block, n, true),
+								     block, n, true, false),
 			 block)
 #undef TS
 	} else {
 #define TG(B) tile_gather_##B(buf, lay, stride, row, n, g)
 		DISPATCH(TG, for (size_t r = 0; r < g; r++) row_copy(lay + (int64_t)r * row,
 								     stride, buf + r * n * block,
-								     block, n, false),
+								     block, n, false, false),
 			 block)
 #undef TG
 	}
@@ -335,6 +335,23 @@ static inline void part_copy(uint8_t *lay, uint8_t *buf, size_t n, bool scatter)
 		memcpy(lay, buf, n);
 	else
 		memcpy(buf, lay, n);
+}
+
+/*
+ * A vector node whose outermost loop spans more than FAR_SPAN bytes is read mostly from memory
+ * whatever part of it a segment copies (its rows are copied in PACK's chunks, 64 KiB at a time):
+ * pack_rows_avx512.c reads such rows differently.  8 MiB is where the two ways crossed on the
+ * AMD EPYC host (64-byte blocks at stride 128, a loop of its own: 4 MiB of payload 0.74x and
+ * 0.77x memcpy, 8 MiB 0.52x and 0.61x).
+ */
+#define FAR_SPAN ((uint64_t)8 << 20)
+
+static bool node_far(const struct ddtx_dl_node *nd)
+{
+	unsigned top = nd->depth - 1;
+	int64_t st = nd->stride[top];
+	uint64_t step = st < 0 ? (uint64_t)-st : (uint64_t)st;
+	return (double)step * (double)nd->count[top] > (double)FAR_SPAN;
 }
 
 /* Bytes [in, in + len) of a vector node. */
@@ -374,7 +391,8 @@ static void vector_copy(const struct ddtx_dl_node *nd, uint8_t *origin, size_t i
 		} else {
 			size_t left = nd->count[0] - idx[0], whole = (len - done) / block;
 			n = left < whole ? left : whole;
-			row_copy(origin + a, nd->stride[0], buf + done, block, n, scatter);
+			row_copy(origin + a, nd->stride[0], buf + done, block, n, scatter,
+				 node_far(nd));
 			done += n * block;
 		}
 		if (done == len)
