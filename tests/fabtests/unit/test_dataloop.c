@@ -790,6 +790,28 @@ static void test_cache(void)
 
 /* ---- half-stride rows: the permute kernels (engine/pack_rows_avx512.c) ---- */
 
+/* size bytes followed by a page that may not be read or written (unmap size + 4096); NULL if
+ * the mapping failed. */
+static uint8_t *guarded_arena(size_t size)
+{
+	uint8_t *arena = mmap(NULL, size + 4096, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(arena != MAP_FAILED, "mmap");
+	if (arena == MAP_FAILED)
+		return NULL;
+	CHECK(!mprotect(arena + size, 4096, PROT_NONE), "mprotect of the guard page");
+	return arena;
+}
+
+/* rows rows, row bytes apart from base, of n0 blocks of block bytes, stride apart. */
+static void rows_of_blocks(struct iovec *iov, uint8_t *base, size_t rows, size_t row, size_t n0,
+			   size_t stride, size_t block)
+{
+	for (size_t j = 0; j < rows; j++)
+		for (size_t i = 0; i < n0; i++)
+			iov[j * n0 + i] = (struct iovec){base + j * row + i * stride, block};
+}
+
 /*
  * Rows of 64-byte blocks every other line in a layout spanning more than the caches hold
  * (pack_kernels.c's FAR_SPAN, 8 MiB: two blocks an iteration, loads of the lines between):
@@ -800,12 +822,9 @@ static void test_cache(void)
 static void half_far(void)
 {
 	const size_t page = 4096, span = 12u << 20, block = 64, stride = 128;
-	uint8_t *arena = mmap(NULL, span + page, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(arena != MAP_FAILED, "mmap");
-	if (arena == MAP_FAILED)
+	uint8_t *arena = guarded_arena(span);
+	if (!arena)
 		return;
-	CHECK(!mprotect(arena + span, page, PROT_NONE), "mprotect of the guard page");
 	for (size_t i = 0; i < span; i++)
 		arena[i] = (uint8_t)(i * 131 + (i >> 12));
 	size_t cap = span / stride;
@@ -818,10 +837,7 @@ static void half_far(void)
 		size_t row = n0 * stride + (iter % 3) * 8;
 		size_t extent = (rows - 1) * row + (n0 - 1) * stride + block;
 		size_t first = iter % 2 ? span - extent : pick(0, 63);
-		for (size_t j = 0; j < rows; j++)
-			for (size_t i = 0; i < n0; i++)
-				iov[j * n0 + i] = (struct iovec){arena + first + j * row +
-								 i * stride, block};
+		rows_of_blocks(iov, arena + first, rows, row, n0, stride, block);
 		size_t count = rows * n0, total = count * block;
 		struct ddtx_dataloop *dl = ddtx_dl_compile(iov, count, 0);
 		CHECK(dl, "a far vector of %zu blocks did not compile", count);
@@ -858,12 +874,9 @@ static void half_far(void)
 static void test_half(void)
 {
 	size_t page = 4096;
-	uint8_t *arena = mmap(NULL, ARENA + page, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(arena != MAP_FAILED, "mmap");
-	if (arena == MAP_FAILED)
+	uint8_t *arena = guarded_arena(ARENA);
+	if (!arena)
 		return;
-	CHECK(!mprotect(arena + ARENA, page, PROT_NONE), "mprotect of the guard page");
 	uint8_t *canary = malloc(ARENA);
 	for (size_t i = 0; i < ARENA; i++)
 		canary[i] = (uint8_t)rnd();
@@ -881,10 +894,7 @@ static void test_half(void)
 			size_t row = n0 * stride + pick(0, 3) * 8 + (rnd() % 2 ? 0 : pick(1, 7));
 			size_t extent = (n1 - 1) * row + (n0 - 1) * stride + block;
 			size_t first = iter % 2 ? ARENA - extent : pick(0, 63);
-			for (size_t j = 0; j < n1; j++)
-				for (size_t i = 0; i < n0; i++)
-					iov[j * n0 + i] = (struct iovec){arena + first + j * row +
-									 i * stride, block};
+			rows_of_blocks(iov, arena + first, n1, row, n0, stride, block);
 			size_t count = n0 * n1, total = count * block;
 			struct ddtx_dataloop *dl = ddtx_dl_compile(iov, count, 0);
 			if (!dl) /* too few blocks to be worth compiling */

@@ -231,6 +231,25 @@ static void attacker_gives_up(const struct ddtx_hdr_cts *cts)
 	progress_n(2);
 }
 
+/* The attacker offers len contiguous bytes to be read by `key` (an RTS with PULL); the victim
+ * has had its progress calls to answer.  Returns the RTS sent. */
+static struct ddtx_hdr_rts attacker_offers_pull(uint32_t tx_id, uint64_t len, uint64_t key)
+{
+	struct ddtx_hdr_rts rts;
+	memset(&rts, 0, sizeof(rts));
+	hdr(&rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
+	rts.tx_id = tx_id;
+	rts.total_len = len;
+	rts.scheme = FI_DDTX_SCHEME_SGL;
+	rts.nblocks = 1;
+	rts.min_block = rts.avg_block = len;
+	rts.pull_key = key;
+	hostile_peer_forget(&H.attacker);
+	CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
+	progress_n(3);
+	return rts;
+}
+
 /*
  * Pull (issue 12): a receiver that decides SGL reads the block an RTS offers (PULL).  The wire
  * checks the read against the offering peer's own key table: a forged key or one shorter than
@@ -264,18 +283,7 @@ static void t_pull(void)
 					      false);
 		ddtx_rlock_unlock(&H.lock);
 		CHECK(ret == 0, "recv: %zd", ret);
-		struct ddtx_hdr_rts rts;
-		memset(&rts, 0, sizeof(rts));
-		hdr(&rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
-		rts.tx_id = 20 + (uint32_t)k;
-		rts.total_len = LEN;
-		rts.scheme = FI_DDTX_SCHEME_SGL;
-		rts.nblocks = 1;
-		rts.min_block = rts.avg_block = LEN;
-		rts.pull_key = keys[k];
-		hostile_peer_forget(&H.attacker);
-		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
-		progress_n(3);
+		struct ddtx_hdr_rts rts = attacker_offers_pull(20 + (uint32_t)k, LEN, keys[k]);
 		const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
 		if (k + 1 == sizeof(keys) / sizeof(keys[0])) {
 			CHECK(cts && (cts->base.flags & DDTX_HDR_PULLED) && !cts->ndesc &&
@@ -1201,18 +1209,8 @@ static void t_contig_tries(void)
 					      false);
 		ddtx_rlock_unlock(&H.lock);
 		CHECK(ret == 0, "recv: %zd", ret);
-		struct ddtx_hdr_rts rts;
-		memset(&rts, 0, sizeof(rts));
-		hdr(&rts.base, DDTX_MSG_RTS, DDTX_HDR_PULL);
-		rts.tx_id = 300 + (uint32_t)k;
-		rts.total_len = LEN;
-		rts.scheme = FI_DDTX_SCHEME_SGL;
-		rts.nblocks = 1;
-		rts.min_block = rts.avg_block = LEN;
-		rts.pull_key = 0xdead0100 + (uint64_t)k;
-		hostile_peer_forget(&H.attacker);
-		CHECK(hostile_send(&H, &H.attacker, &rts, sizeof(rts)) == 0, "attacker send");
-		progress_n(3);
+		struct ddtx_hdr_rts rts = attacker_offers_pull(300 + (uint32_t)k, LEN,
+							       0xdead0100 + (uint64_t)k);
 		const struct ddtx_hdr_cts *cts = hostile_peer_last(&H.attacker, DDTX_MSG_CTS, NULL);
 		CHECK(cts && cts->tx_id == rts.tx_id, "RTS %d: no CTS", k);
 		if (!cts)
