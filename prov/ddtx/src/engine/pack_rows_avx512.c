@@ -11,7 +11,7 @@
  * test_dataloop bench, the AMD EPYC host, 256 KiB in cache (against the baseline kernels):
  * 8 B blocks gather 1.5x, scatter 1.6x; 4 B 2.2-2.7x and 2.9-3.3x; 2 B 5.8-6.5x and 4.7x;
  * 64 B at 128 1.1-1.15x (1.3-1.6x with the gap prefetch below); from memory (32 MiB) 64 B
- * 1.4-1.6x (1.8x in two runs with the far loop below), the others as fast as before.
+ * 1.4-1.6x (1.8-2.1x in four runs with the far loop below), the others as fast as before.
  * What did not pay: 16-byte blocks the same way (1.0x), masked loads throughout (from memory
  * 0.65x of the baseline), masked stores without a prefetch for writing ahead (0.55x), 32, 48
  * and 256-byte blocks by wide moves (1.0x).
@@ -103,9 +103,10 @@ static size_t line_gather(uint8_t *restrict d, const uint8_t *restrict s, int64_
 		 * From memory a load of the line between, not a prefetch: the hardware's stream
 		 * prefetcher follows loads.  A loop of its own, 32 MiB of payload, against
 		 * memcpy: prefetch 0.59-0.62x, a one-byte load 0.67-0.71x, that load with two
-		 * blocks an iteration 0.76-0.82x (in PACK's chunks of 1024 blocks too); in the
-		 * caches (256 KiB-2 MiB) that loop lost to the prefetch (0.46x against 0.61x at
-		 * 256 KiB, 0.76x against 0.89x at 2 MiB).
+		 * blocks an iteration 0.76x (0.81x in PACK's chunks of 1024 blocks; in later
+		 * runs 0.60-0.69x against the prefetch's 0.53-0.61x); in the caches (256 KiB-2
+		 * MiB) that loop lost to the prefetch (0.46x against 0.61x at 256 KiB, 0.76x
+		 * against 0.89x at 2 MiB).
 		 */
 		size_t i = 0;
 		for (; i + 2 < n; i += 2, s += 256, d += 128) { /* never past the last block */
