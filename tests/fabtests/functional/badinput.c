@@ -443,8 +443,8 @@ static int t_inject_and_addr(struct ft_ctx *ctx, void *arg)
 	fx_open(ctx, &o, &fx);
 	if (ctx->rank == 0) {
 		size_t big = fx.info->tx_attr->inject_size + 1;
-		uint8_t *b = fx_alloc(big + 100000);
-		fx_fill(b, big + 100000, 1, 0);
+		uint8_t *b = fx_alloc(big + 200000);
+		fx_fill(b, big + 200000, 1, 0);
 		fi_addr_t p = fx.peers[1];
 		EXPECT_EINVAL(fi_inject(fx.ep, b, big, p));
 		EXPECT_EINVAL(fi_tinject(fx.ep, b, big, p, 1));
@@ -464,7 +464,7 @@ static int t_inject_and_addr(struct ft_ctx *ctx, void *arg)
 			expect_op_error(&fx, fi_tsend(fx.ep, b, 100, NULL, bad[i], 1, b), b, what);
 			snprintf(what, sizeof(what), "100 KB fi_tsend to fi_addr 0x%llx",
 				 (unsigned long long)bad[i]);
-			expect_op_error(&fx, fi_tsend(fx.ep, b, 100000, NULL, bad[i], 1, b), b, what);
+			expect_op_error(&fx, fi_tsend(fx.ep, b, 200000, NULL, bad[i], 1, b), b, what);
 			snprintf(what, sizeof(what), "fi_write to fi_addr 0x%llx",
 				 (unsigned long long)bad[i]);
 			expect_op_error(&fx, fi_write(fx.ep, b, 100, NULL, bad[i], 0, 0, b), b, what);
@@ -1364,7 +1364,7 @@ static int t_bad_addr(struct ft_ctx *ctx, void *arg)
 			if (r != 1) {
 				printf("  address with %s: refused by fi_av_insert (%d)\n", name, r);
 			} else {
-				uint8_t *b = fx_alloc(100000);
+				uint8_t *b = fx_alloc(200000);
 				char what[128];
 				snprintf(what, sizeof(what), "eager send to an address with %s", name);
 				ssize_t pr = FX_POST(&fx, fi_tsend(fx.ep, b, 100, NULL, fa, 1, b));
@@ -1385,7 +1385,7 @@ static int t_bad_addr(struct ft_ctx *ctx, void *arg)
 				snprintf(what, sizeof(what), "rendezvous send to an address with %s",
 					 name);
 				expect_op_error(&fx,
-						FX_POST(&fx, fi_tsend(fx.ep, b, 100000, NULL, fa, 1, b)),
+						FX_POST(&fx, fi_tsend(fx.ep, b, 200000, NULL, fa, 1, b)),
 						b, what);
 				snprintf(what, sizeof(what), "write to an address with %s", name);
 				expect_op_error(&fx, FX_POST(&fx, fi_write(fx.ep, b, 100, NULL, fa, 0, 1, b)),

@@ -513,7 +513,7 @@ size_t fx_contig_eager_max(const struct fx *fx)
 		   !strchr(fx->info->fabric_attr->prov_name, ';');
 	if (!shm || getenv("FI_DDTX_EAGER_SIZE") || (scheme && strcmp(scheme, "auto")))
 		return fx_eager_size();
-	return (size_t)fx_env_long("FI_DDTX_SHM_SLOT_SIZE", 65536 + 4096);
+	return (size_t)fx_env_long("FI_DDTX_SHM_SLOT_SIZE", 131072 + 4096);
 }
 
 void fx_check_scheme(const struct fi_ddtx_stats *b, const struct fi_ddtx_stats *a, size_t size,

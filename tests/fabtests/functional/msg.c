@@ -172,7 +172,7 @@ struct vcase {
 };
 static const struct vcase vcases[] = {
 	{1, 1, 1},           {100, 3, 5},          {4096, 64, 7},       {16383, 30, 31},
-	{16384, 1024, 1},    {16385, 1, 1024},     {16385, 33, 29},     {100000, 1024, 1024},
+	{16384, 1024, 1},    {16385, 1, 1024},     {16385, 33, 29},     {200000, 1024, 1024},
 	{300000, 5, 300},    {1 << 20, 1024, 17},  {(1 << 20) + 3, 31, 1024},
 };
 #define NVCASES (sizeof(vcases) / sizeof(vcases[0]))
@@ -662,15 +662,16 @@ static int t_contig_sizes(struct ft_ctx *ctx, void *arg)
  * read by the receiver (SGL) from the first, without waiting for the registration thread
  * (before, the first messages of every new buffer went by PACK: 64 of 210 at 1 MiB), and
  * arrives intact; at this size (from FI_DDTX_PULL_SPLIT) each pull is split, the sender
- * writing the tail while the receiver reads the head.  Then one message under the split size:
- * the receive is reported by the very first fi_cq_read after its RTS is in the ring (the
+ * writing the tail while the receiver reads the head.  Then one message pulled whole (before,
+ * under the split size; now no contiguous size between the shm slot and the split is): the
+ * receive is reported by the very first fi_cq_read after its RTS is in the ring (the
  * read's completion is delivered in the same progress call, not one application poll later).
  * The barriers here do not progress the endpoints.
  */
 #define PULL_WINDOW 16
 #define PULL_SIZE (256 * 1024 + 5)
-#define PULL_ONE_SIZE (80 * 1024 + 3) /* over the shm wire's 68 KiB slot: not eager */
-#define PULL_STREAM_SIZE (128 * 1024 + 5)
+#define PULL_ONE_SIZE (160 * 1024 + 3) /* over the shm wire's 132 KiB slot: not eager */
+#define PULL_STREAM_SIZE (160 * 1024 + 5)
 #define PULL_STREAM_ROUNDS 3
 
 /* FI_DDTX_PULL_SPLIT as the provider reads it (default 96 KiB; 0: never split). */
@@ -735,6 +736,33 @@ static int t_pull_window(struct ft_ctx *ctx, void *arg)
 			 "%d and at most %llu", pulls, splits, PULL_WINDOW, most);
 	}
 
+	/* One receive, one fi_cq_read once the RTS is in the ring: the first message of its size
+	 * class, so a whole pull (engine/contig_choice.c, untried), before the stream below. */
+	fx_pbarrier(ctx, &fx);
+	if (ctx->rank == 1) {
+		memset(buf[0], 0xA5, PULL_ONE_SIZE);
+		FX_OK(&fx, fi_recv(fx.ep, buf[0], PULL_ONE_SIZE, NULL, FI_ADDR_UNSPEC, buf[0]));
+	}
+	fx_pbarrier(ctx, NULL);
+	if (ctx->rank == 0) {
+		fx_fill(buf[0], PULL_ONE_SIZE, 9200, 0);
+		FX_OK(&fx, fi_send(fx.ep, buf[0], PULL_ONE_SIZE, NULL, fx.peers[1], buf[0]));
+	}
+	fx_pbarrier(ctx, NULL); /* the sender's fi_send put its RTS in the receiver's ring */
+	if (ctx->rank == 0) {
+		fx_wait(&fx, 1, c, 30000);
+	} else {
+		int r = fx_read(&fx, c);
+		FT_CHECK(r == 1, "first fi_cq_read after the RTS returned %d (%s)", r,
+			 fi_strerror(-r));
+		FT_CHECK(c[0].op_context == buf[0] && c[0].len == PULL_ONE_SIZE, "completion of "
+			 "%zu bytes", c[0].len);
+		FX_CHECK_PATTERN(buf[0], PULL_ONE_SIZE, 9200, 0, "the single message");
+		fx_stats(&fx, &s1);
+		FT_CHECK(s1.last_scheme == FI_DDTX_SCHEME_SGL, "single message moved by %s",
+			 fx_scheme_name((int)s1.last_scheme));
+	}
+
 	/*
 	 * A stream under twice FI_DDTX_PULL_SPLIT: PULL_STREAM_ROUNDS windows whose RTS are all in
 	 * the ring before the receiver looks, so that their rendezvous overlap.  Pulled whole
@@ -777,31 +805,6 @@ static int t_pull_window(struct ft_ctx *ctx, void *arg)
 				 PULL_STREAM_SIZE, splits, pulls);
 	}
 
-	/* One receive, one fi_cq_read once the RTS is in the ring. */
-	fx_pbarrier(ctx, &fx);
-	if (ctx->rank == 1) {
-		memset(buf[0], 0xA5, PULL_ONE_SIZE);
-		FX_OK(&fx, fi_recv(fx.ep, buf[0], PULL_ONE_SIZE, NULL, FI_ADDR_UNSPEC, buf[0]));
-	}
-	fx_pbarrier(ctx, NULL);
-	if (ctx->rank == 0) {
-		fx_fill(buf[0], PULL_ONE_SIZE, 9200, 0);
-		FX_OK(&fx, fi_send(fx.ep, buf[0], PULL_ONE_SIZE, NULL, fx.peers[1], buf[0]));
-	}
-	fx_pbarrier(ctx, NULL); /* the sender's fi_send put its RTS in the receiver's ring */
-	if (ctx->rank == 0) {
-		fx_wait(&fx, 1, c, 30000);
-	} else {
-		int r = fx_read(&fx, c);
-		FT_CHECK(r == 1, "first fi_cq_read after the RTS returned %d (%s)", r,
-			 fi_strerror(-r));
-		FT_CHECK(c[0].op_context == buf[0] && c[0].len == PULL_ONE_SIZE, "completion of "
-			 "%zu bytes", c[0].len);
-		FX_CHECK_PATTERN(buf[0], PULL_ONE_SIZE, 9200, 0, "the last message");
-		fx_stats(&fx, &s1);
-		FT_CHECK(s1.last_scheme == FI_DDTX_SCHEME_SGL, "last message moved by %s",
-			 fx_scheme_name((int)s1.last_scheme));
-	}
 	fx_pbarrier(ctx, &fx);
 	for (int i = 0; i < PULL_WINDOW; i++)
 		free(buf[i]);
@@ -1744,7 +1747,7 @@ static int t_delivery(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
 	fx_open(ctx, &(struct fx_opts){.caps = FI_MSG | FI_TAGGED}, &fx);
-	static const size_t sizes[] = {1, 3000, 16384, 100000, 8u << 20};
+	static const size_t sizes[] = {1, 3000, 16384, 200000, 8u << 20};
 	static const uint64_t flags[] = {FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE,
 					 FI_INJECT_COMPLETE};
 	/* the receive buffer is memory shared by both ranks: the sender can look at it */
@@ -1891,8 +1894,8 @@ static int t_pack_fan_out(struct ft_ctx *ctx, void *arg)
  * receives were held for their CTS, 2026-11-28).
  */
 #define QUIET_MSGS 5
-#define QUIET_SIZE (96 * 1024)
-#define QUIET_BLOCKS 1536 /* 64-byte blocks: PACK, a rendezvous (over a 64 KiB slot) */
+#define QUIET_SIZE (192 * 1024)
+#define QUIET_BLOCKS 1536 /* 128-byte blocks: PACK, a rendezvous (over a 128 KiB slot) */
 
 static int t_stream_quiet_receiver(struct ft_ctx *ctx, void *arg)
 {
@@ -2307,7 +2310,7 @@ static int t_dc_then_close(struct ft_ctx *ctx, void *arg)
 
 /* ---- FI_DELIVERY_COMPLETE: ACKs carried on reverse traffic (protocol 8) ------------------ */
 
-static const size_t dc_sizes[] = {1, 3000, 12000, 100000}; /* eager (<= 16000), rendezvous */
+static const size_t dc_sizes[] = {1, 3000, 12000, 200000}; /* eager (<= 16000), rendezvous */
 #define DC_EAGER_SIZES 3 /* the ACK of a rendezvous leaves at once, alone */
 #define DC_ITERS 20
 #define DC_WINDOW 8

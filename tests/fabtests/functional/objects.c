@@ -1180,7 +1180,7 @@ static int t_two_domains(struct ft_ctx *ctx, void *arg)
 	bl = sizeof(blob);
 	FT_CHECK(fi_av_lookup(b.av, b.peers[next], blob, &bl) == 0, "lookup");
 	FT_CHECK(fi_av_insert(a.av, blob, 1, &next_b, 0, NULL) == 1, "insert next b");
-	const size_t n[2] = {5000, 100000}; /* eager to own b, rendezvous to next b */
+	const size_t n[2] = {5000, 200000}; /* eager to own b, rendezvous to next b */
 	uint8_t *m1 = fx_alloc(n[0]), *m2 = fx_alloc(n[1]);
 	fx_fill(m1, n[0], 10 + (uint64_t)ctx->rank, 0);
 	fx_fill(m2, n[1], 20 + (uint64_t)ctx->rank, 0);

@@ -43,7 +43,7 @@ static int t_family(struct ft_ctx *ctx, void *arg)
 {
 	struct fx fx;
 	fx_open(ctx, &topts, &fx);
-	static const size_t sizes[] = {0, 1, 4096, 16384, 16385, 100000, 1 << 20};
+	static const size_t sizes[] = {0, 1, 4096, 16384, 16385, 200000, 1 << 20};
 	uint64_t rng = 0x7a6;
 	int idx = 0;
 	for (int op = 0; op < OP_COUNT; op++) {
@@ -692,7 +692,7 @@ static int t_trunc(struct ft_ctx *ctx, void *arg)
 	};
 	static const struct tc cases[] = {
 		{100, 1, 1, 1},           {16384, 16383, 1, 1},   {16385, 16384, 1, 1},
-		{100000, 40000, 1, 1},    {100000, 40000, 64, 37}, {1 << 20, 12345, 1024, 3},
+		{200000, 40000, 1, 1},    {200000, 40000, 64, 37}, {1 << 20, 12345, 1024, 3},
 		{3 << 20, 2 << 20, 200, 900}, {50000, 0, 1, 1},
 	};
 	uint64_t rng = 99;
@@ -966,17 +966,17 @@ static const struct fx_test tests[] = {
 	{"flood_rndv_sends", 2, 120, t_flood, SZ(1)},
 	{"credit", 2, 120, t_credit, NULL},
 	{"directed_eager", 4, 30, t_directed, SZ(1000)},
-	{"directed_rndv", 4, 30, t_directed, SZ(100000)},
+	{"directed_rndv", 4, 30, t_directed, SZ(200000)},
 	{"peek_eager", 2, 30, t_peek, SZ(1000)},
-	{"peek_rndv", 2, 30, t_peek, SZ(100000)},
+	{"peek_rndv", 2, 30, t_peek, SZ(200000)},
 	{"claim_eager", 2, 30, t_claim, SZ(1000)},
-	{"claim_rndv", 2, 30, t_claim, SZ(100000)},
+	{"claim_rndv", 2, 30, t_claim, SZ(200000)},
 	{"claim_handle_eager", 2, 30, t_claim_handle, SZ(1000)},
-	{"claim_handle_rndv", 2, 30, t_claim_handle, SZ(100000)},
+	{"claim_handle_rndv", 2, 30, t_claim_handle, SZ(200000)},
 	{"discard_eager", 2, 30, t_discard, SZ(1000)},
-	{"discard_rndv", 2, 30, t_discard, SZ(100000)},
+	{"discard_rndv", 2, 30, t_discard, SZ(200000)},
 	{"cancel", 2, 30, t_cancel, SZ(1000)},
-	{"cancel_rndv_size", 2, 30, t_cancel, SZ(100000)},
+	{"cancel_rndv_size", 2, 30, t_cancel, SZ(200000)},
 	{"trunc", 2, 60, t_trunc, NULL},
 	{"trunc_pack", 2, 60, t_trunc, "pack"},
 	{"trunc_sgl", 2, 60, t_trunc, "sgl"},

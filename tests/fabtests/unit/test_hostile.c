@@ -617,13 +617,13 @@ static void t_device_forged(void)
 
 /*
  * Issue 12: a message of many small blocks starts moving with its RTS.  The victim sends 1024
- * blocks of 32 B (stride 64): its RTS carries the first bytes packed, before any CTS; after a
+ * blocks of 160 B (stride 240): its RTS carries the first bytes packed, before any CTS; after a
  * PACK CTS the DATA chunks continue at the RTS's end, and the send completes.  A contiguous
  * message (moved by one copy, never packed ahead) sends a bare RTS.
  */
 static void t_rts_first_chunk(void)
 {
-	enum { N = 1024, BLK = 80, STRIDE = 160 }; /* 80 KiB: above one message's room */
+	enum { N = 1024, BLK = 160, STRIDE = 240 }; /* 160 KiB: above one message's room */
 	static struct iovec iov[N];
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i * 7 + 3);
@@ -671,7 +671,7 @@ static void t_rts_first_chunk(void)
 
 	/* Contiguous, over the ring slot's room (the shm wire sends less eagerly): a bare RTS. */
 	int ctx2;
-	struct iovec one = {big, 131072};
+	struct iovec one = {big, 196608};
 	ddtx_rlock_lock(&H.lock);
 	ret = ddtx_proto_send(H.pep, &one, NULL, 1, 0, 0, 0, &ctx2, 0, false);
 	ddtx_rlock_unlock(&H.lock);
@@ -685,11 +685,12 @@ static void t_rts_first_chunk(void)
 /*
  * The stores a PACK CTS asks for (its chunk field; engine/store_choice.h).  A value that names
  * no kind fails the send, with no DATA; streaming stores write the bytes cached stores would,
- * and only when a CTS asked for them.  The victim sends 1024 blocks of 80 B each time.
+ * and only when a CTS asked for them.  The victim sends 1024 blocks of 160 B each time (160 KiB,
+ * above one message's room).
  */
 static void t_pack_stores(void)
 {
-	enum { N = 1024, BLK = 80, STRIDE = 160 };
+	enum { N = 1024, BLK = 160, STRIDE = 240 };
 	static struct iovec iov[N];
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i * 13 + 5);
@@ -1829,8 +1830,9 @@ static void t_ring_dead_claim(void)
 static void t_random(void)
 {
 	int sctx, rctx;
-	struct ddtx_hdr_rts rts = victim_rndv_send(&sctx, sizeof(big) / 2);
-	struct iovec iov = {big + sizeof(big) / 2, sizeof(big) / 4};
+	/* 160 KiB: above one message's room (128 KiB on the shm wire) */
+	struct ddtx_hdr_rts rts = victim_rndv_send(&sctx, sizeof(big) / 8 * 5);
+	struct iovec iov = {big + sizeof(big) / 8 * 5, sizeof(big) / 4};
 	ddtx_rlock_lock(&H.lock);
 	ddtx_proto_recv(H.pep, &iov, NULL, 1, FI_ADDR_UNSPEC, 0, 0, &rctx, 0, false);
 	ddtx_rlock_unlock(&H.lock);

@@ -307,7 +307,7 @@ static void test_basic(void)
 	CHECK(!strcmp(caps->name, "shm"), "name %s", caps->name);
 	CHECK(caps->max_sge == 30 && caps->max_mkey_entries == 32, "sge %zu mkey %zu",
 	      caps->max_sge, caps->max_mkey_entries);
-	CHECK(caps->max_send_size == 65536 + 4096 - DDTX_SHM_SLOT_HDR, "max_send %zu",
+	CHECK(caps->max_send_size == 131072 + 4096 - DDTX_SHM_SLOT_HDR, "max_send %zu",
 	      caps->max_send_size);
 	CHECK(caps->inline_size == caps->max_send_size, "inline %zu", caps->inline_size);
 	CHECK(caps->max_rma_size >= ((size_t)1 << 40), "max_rma %zu", caps->max_rma_size);

@@ -972,6 +972,9 @@ void ddtx_send_on_cts(struct ddtx_proto_ep *pep, ddtx_peer_t src, const void *bu
 #define PACK_MIN_CHUNK 8192
 #define PACK_MID_CHUNK 16384
 #define PACK_FINE 64
+/* Chunks stay within 64 KiB where the shm wire's slot holds 128 KiB (for eager messages,
+ * wire/shm/shm.h): 64 ring slots of 128 KiB chunks would cycle through twice the lines. */
+#define PACK_MAX_CHUNK 65536
 
 static size_t pack_part(size_t accepted)
 {
@@ -995,7 +998,9 @@ static ssize_t chunk_one(struct ddtx_proto_ep *pep, struct ddtx_tx *tx, uint8_t 
 	size_t room = buf.cap - sizeof(*h);
 	/* A wire whose message costs more than the overlap of smaller chunks buys (caps.pack_fill:
 	 * the ofi wire), or holds under two minimum chunks: fill each message. */
-	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK ? room : pack_part(end);
+	size_t part = pep->caps->pack_fill || room < 2 * PACK_MIN_CHUNK
+			      ? room
+			      : DDTX_MIN(pack_part(end), (size_t)PACK_MAX_CHUNK);
 	size_t len = DDTX_MIN(DDTX_MIN(end - offset, room), part);
 	ddtx_hdr_init(&h->base, type, 0);
 	ddtx_ack_carry(pep, tx->peer, &h->base);

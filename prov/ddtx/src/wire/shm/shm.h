@@ -56,10 +56,13 @@
  * handle of 65536 x 8 B 78-80 -> 69 us; contiguous latency unchanged; 32 slots lose 1-2 KiB
  * message bandwidth (docs/benchmark-results.md). */
 #define DDTX_SHM_DEF_RING_SLOTS 64
-/* 64 KiB of payload and the headers, in whole pages: with 64 KiB slots a 64 KiB message could
+/* 128 KiB of payload and the headers, in whole pages.  With 64 KiB slots a 64 KiB message could
  * not go eagerly, and its rendezvous moved 11.0-11.4 GB/s in fabtests' tagged_bw (0.94-0.97x
- * shm) where eager moves 32.5-47.7 (docs/benchmark-results.md, "Contiguous 16 KiB-8 MiB"). */
-#define DDTX_SHM_DEF_SLOT_SIZE (65536 + 4096)
+ * shm) where eager moves 32.5-47.7 (docs/benchmark-results.md, "Contiguous 16 KiB-8 MiB"); with
+ * 68 KiB slots 96 and 128 KiB went by pull at 0.80-0.86x shm, eagerly at 1.68-1.85x ("Eager up
+ * to 128 KiB").  Not more: 196 KiB slots sent 192 KiB eagerly, 0.91x where the pull is 1.1x,
+ * and its ping-pong 1.3x shm's latency. */
+#define DDTX_SHM_DEF_SLOT_SIZE (131072 + 4096)
 #define DDTX_SHM_DEF_KEY_SLOTS 16384
 #define DDTX_SHM_DEF_KEY_SEGS 262144
 #define DDTX_SHM_MAX_RING_SLOTS (1u << 16)
