@@ -340,6 +340,7 @@ struct ddtx_proto_ep {
 		bool warm, shaped, pending;
 	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
+	uint64_t last_big_send_ns;           /* the last contiguous send over 64 KiB (choose.c) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
 	struct ddtx_bounce {                 /* hmem_stage.c: host bounce buffers kept for reuse */
