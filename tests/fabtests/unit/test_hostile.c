@@ -8,6 +8,7 @@
  *
  * usage: test_hostile CASE     (exit 0 pass, 1 fail, 77 skip: no cross-memory attach here)
  */
+#include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1068,6 +1069,50 @@ static void t_eager_boundary(void)
 }
 
 /*
+ * Over 64 KiB a contiguous host message may fill the ring's room only in a stream (choose.c
+ * contig_eager_room): posted alone (the previous one long ago, as in a ping-pong) the limit
+ * stays 64 KiB and a 96 KiB send takes an RTS; posted right after another one over 64 KiB the
+ * whole room is offered.  64 KiB itself, device memory and a list of small blocks are not
+ * concerned.
+ */
+static void t_eager_stream(void)
+{
+	const size_t room = 131072, bytes = 98304;
+	int ctx;
+	ddtx_rlock_lock(&H.lock);
+	size_t alone = ddtx_choose_eager_limit(H.pep, room, bytes, 1, true);
+	/* Back to back: the two calls are nanoseconds apart unless this process was preempted
+	 * between them (a 2-core host under a parallel suite): a few tries. */
+	size_t streamed = 0;
+	for (int i = 0; i < 5 && streamed != room; i++) {
+		(void)ddtx_choose_eager_limit(H.pep, room, bytes, 1, true);
+		streamed = ddtx_choose_eager_limit(H.pep, room, bytes, 1, true);
+	}
+	usleep(1000);
+	size_t later = ddtx_choose_eager_limit(H.pep, room, bytes, 1, true);
+	size_t small = ddtx_choose_eager_limit(H.pep, room, 65536, 1, true);
+	size_t device = ddtx_choose_eager_limit(H.pep, room, bytes, 1, false);
+	size_t blocks = ddtx_choose_eager_limit(H.pep, room, bytes, 768, true);
+	ddtx_rlock_unlock(&H.lock);
+	printf("  96 KiB: alone %zu, in a stream %zu, 1 ms later %zu; 64 KiB %zu, device %zu, "
+	       "768 blocks %zu\n", alone, streamed, later, small, device, blocks);
+	CHECK(alone == 65536 && later == 65536, "alone: limit %zu and %zu, not 64 KiB", alone,
+	      later);
+	CHECK(streamed == room, "in a stream: limit %zu, not the room", streamed);
+	CHECK(small == room && blocks == room, "64 KiB %zu, 768 blocks %zu: not the room", small,
+	      blocks);
+	CHECK(device < bytes, "device memory: limit %zu lets 96 KiB go eagerly", device);
+
+	/* A real lone send of 96 KiB: an RTS, nothing eager. */
+	usleep(1000);
+	hostile_peer_forget(&H.attacker);
+	struct ddtx_hdr_rts rts = victim_rndv_send(&ctx, bytes);
+	CHECK(rts.total_len == bytes, "a lone 96 KiB send took no RTS (total %" PRIu64 ")",
+	      (uint64_t)rts.total_len);
+	CHECK(!hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "a lone 96 KiB went eagerly");
+}
+
+/*
  * A rendezvous's timing is learnt at the next progress call (off the receiver's path between
  * its last byte and its completion), with the clock read at the finish.
  */
@@ -2028,6 +2073,7 @@ int main(int argc, char **argv)
 		{"rts_first_chunk", t_rts_first_chunk, DDTX_SCHEME_SETTING_AUTO},
 		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
 		{"contig_tries", t_contig_tries, DDTX_SCHEME_SETTING_AUTO},
