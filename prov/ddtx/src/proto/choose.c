@@ -464,6 +464,15 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
  */
 #define EAGER_SMALL_BLOCK 512
 /*
+ * Not beyond 64 KiB, whatever the wire's room: with the shm wire's 128 KiB slots, nc_bw's 8-byte
+ * blocks (-b 8 -s 32M, lists of 16384 entries, 128 KiB messages) went eagerly at 0.09x shm's
+ * ping-pong and 0.28x its bandwidth, where PACK moves them at 2.3x and 1.8x: each of the
+ * receives posted for a transfer copies its 256 KiB list (eager delivery enters no layout to
+ * lend), and the larger ring let the sender run ahead into unexpected messages (7.5 MiB held,
+ * each copied twice).
+ */
+#define EAGER_LIST_MAX 65536
+/*
  * Over 64 KiB a contiguous message goes eagerly only in a stream: a send posted within
  * STREAM_GAP_NS of the last such send.  There the sender's copy into the ring overlaps the
  * receiver's copy out of it, and 96-128 KiB moved at 1.4-1.5x shm's bandwidth where the pull
@@ -490,7 +499,7 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 	bool learned = !ddtx_settings.eager_size_set &&
 		       forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT;
 	if (learned && blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
-		return room;
+		return DDTX_MIN(room, (size_t)EAGER_LIST_MAX);
 	if (learned && host && blocks <= 1 && pull_wire(pep))
 		return contig_eager_room(pep, room, bytes);
 	return DDTX_MIN(ddtx_settings.eager_size, room);
