@@ -93,8 +93,10 @@ void ddtx_cost_init(struct ddtx_cost_model *m, const struct ddtx_cost_line prior
 	}
 }
 
-void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
-		       size_t blocks, uint64_t ns)
+/* A timing of ns for the mean of `transfers` transfers (a group: one row of the fit, and as
+ * many transfers timed as it had, which is what the tries count: proto/choose.c). */
+static void observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+		    size_t blocks, uint64_t ns, unsigned transfers)
 {
 	if ((unsigned)s >= DDTX_COST_LINES)
 		return;
@@ -113,8 +115,14 @@ void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t 
 			f->ata[i][j] = FORGET * f->ata[i][j] + x[i] * x[j];
 		f->atb[i] = FORGET * f->atb[i] + x[i];
 	}
-	f->samples++;
+	f->samples += transfers;
 	refit(f);
+}
+
+void ddtx_cost_observe(struct ddtx_cost_model *m, enum fi_ddtx_scheme s, size_t bytes,
+		       size_t blocks, uint64_t ns)
+{
+	observe(m, s, bytes, blocks, ns, 1);
 }
 
 static double line_at(const struct ddtx_cost_line *e, size_t bytes, size_t blocks)
@@ -243,15 +251,23 @@ static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
 {
 	if (!t->n)
 		return;
+	enum fi_ddtx_scheme s = FI_DDTX_SCHEME_EAGER;
+	for (int l = 1; l < DDTX_COST_LINES; l++)
+		if (t->by[l] > t->by[s])
+			s = (enum fi_ddtx_scheme)l;
+	if ((double)t->by[s] < DDTX_COST_MAJORITY * t->n)
+		goto out; /* mixed: whose time is whose is not known */
 	/* The model is linear: the mean of the group's transfers costs their mean time. */
 	double n = (double)t->n;
 	size_t bytes = (size_t)(t->bytes / n), blocks = (size_t)(t->blocks / n);
 	double ns = (double)(t->to_ns - t->from_ns) / n;
 	/* The shape's correction is against the line as it was when the transfers were chosen. */
 	if (bias && t->shaped)
-		ddtx_cost_bias_observe(bias, t->shape, (unsigned)t->scheme, ns,
-				       ddtx_cost_predict(m, t->scheme, bytes, blocks));
-	ddtx_cost_observe(m, t->scheme, bytes, blocks, (uint64_t)ns);
+		ddtx_cost_bias_observe(bias, t->shape, (unsigned)s, ns,
+				       ddtx_cost_predict(m, s, bytes, blocks));
+	observe(m, s, bytes, blocks, (uint64_t)ns, t->n);
+out:
+	memset(t->by, 0, sizeof(t->by));
 	t->n = 0;
 	t->bytes = t->blocks = 0.0;
 }
@@ -262,15 +278,11 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 			    const uint64_t *shape)
 {
 	bool overlapped = start_ns < t->last_done_ns;
-	bool mixed = overlapped && s != t->scheme; /* served together with another scheme */
 	uint64_t from = overlapped ? t->last_done_ns : start_ns;
-	if (t->n && (!overlapped || mixed || !timed))
+	if (t->n && (!overlapped || !timed))
 		timer_flush(m, t, bias);
-	if (mixed)
-		timed = false;
 	t->last_done_ns = now_ns;
-	t->scheme = s;
-	if (!timed || now_ns < from)
+	if (!timed || now_ns < from || (unsigned)s >= DDTX_COST_LINES)
 		return;
 	if (!t->n) {
 		t->from_ns = from;
@@ -280,6 +292,7 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 		t->shaped = false; /* a group of several shapes corrects none */
 	}
 	t->to_ns = now_ns;
+	t->by[s]++;
 	t->bytes += (double)bytes;
 	t->blocks += (double)blocks;
 	if (++t->n >= DDTX_COST_GROUP)

@@ -83,19 +83,30 @@ size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
 
 /*
  * Service times of rendezvous that finish one after another.  Each is timed from its start or
- * the previous finish, whichever is later; those that overlap are timed as one group (up to
- * DDTX_COST_GROUP), whose mean is observed: two SGL transfers served at once over tcp finished
- * 9 ms and 0.3 ms apart, and the outlier filter kept only the 0.3 ms, so auto chose SGL where
- * it is 2.5x slower.  A transfer that overlapped one of another scheme is not timed.
+ * the previous finish, whichever is later; those that overlap are timed as one group, whose
+ * mean is observed when it ends: two SGL transfers served at once over tcp finished 9 ms and
+ * 0.3 ms apart, and the outlier filter kept only the 0.3 ms, so auto chose SGL where it is
+ * 2.5x slower.
+ *
+ * The whole burst, up to DDTX_COST_GROUP: each side of nc_bw -b 1K --iov-limit 64 posts 64
+ * receives at once, and 64 UMR transfers finished 2.4 ms after they started and then 3 us
+ * apart; groups of 8 observed 300 us (dropped as an outlier) and seven times 3-5 us where the
+ * burst took 40 us a transfer, and auto chose UMR at 4x PACK's time.  A group ending where
+ * another scheme's transfer came timed a PACK try that finished first in such a burst alone,
+ * with the whole wait (2.4 ms).  So a group takes in the tries among it and is learnt as the
+ * scheme of DDTX_COST_MAJORITY of its members (a few others' time counted as theirs); a group
+ * with none such teaches nothing.  A group ends at DDTX_COST_GROUP members all the same, so
+ * that a stream that never pauses keeps learning.
  */
-#define DDTX_COST_GROUP 8
+#define DDTX_COST_GROUP 256
+#define DDTX_COST_MAJORITY 0.75
 struct ddtx_cost_bias;
 struct ddtx_cost_timer {
 	uint64_t last_done_ns;
-	enum fi_ddtx_scheme scheme;      /* of the open group */
 	uint64_t from_ns, to_ns;
 	double bytes, blocks;
 	unsigned n;                      /* members of the open group; 0: none */
+	unsigned by[DDTX_COST_LINES];    /* its members by scheme */
 	uint64_t shape;                  /* its members' layout shape, if they share one */
 	bool shaped;
 };
