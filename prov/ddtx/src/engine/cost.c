@@ -265,7 +265,7 @@ static void timer_flush(struct ddtx_cost_model *m, struct ddtx_cost_timer *t,
 	if (bias && t->shaped)
 		ddtx_cost_bias_observe(bias, t->shape, (unsigned)s, ns,
 				       ddtx_cost_predict(m, s, bytes, blocks));
-	observe(m, s, bytes, blocks, (uint64_t)ns, t->n);
+	observe(m, s, bytes, blocks, (uint64_t)ns, t->by[s]);
 out:
 	memset(t->by, 0, sizeof(t->by));
 	t->n = 0;
@@ -279,10 +279,13 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 {
 	bool overlapped = start_ns < t->last_done_ns;
 	uint64_t from = overlapped ? t->last_done_ns : start_ns;
-	if (t->n && (!overlapped || !timed))
+	if (t->n && !overlapped)
 		timer_flush(m, t, bias);
 	t->last_done_ns = now_ns;
-	if (!timed || now_ns < from || (unsigned)s >= DDTX_COST_LINES)
+	/* One not to be learnt from joins an open group all the same (the group's time is partly
+	 * its own), counted apart; alone it teaches nothing. */
+	unsigned line = timed && (unsigned)s < DDTX_COST_LINES ? (unsigned)s : DDTX_COST_LINES;
+	if (now_ns < from || (line == DDTX_COST_LINES && !t->n))
 		return;
 	if (!t->n) {
 		t->from_ns = from;
@@ -292,7 +295,7 @@ void ddtx_cost_timer_finish(struct ddtx_cost_model *m, struct ddtx_cost_timer *t
 		t->shaped = false; /* a group of several shapes corrects none */
 	}
 	t->to_ns = now_ns;
-	t->by[s]++;
+	t->by[line]++;
 	t->bytes += (double)bytes;
 	t->blocks += (double)blocks;
 	if (++t->n >= DDTX_COST_GROUP)

@@ -92,10 +92,12 @@ size_t ddtx_cost_threshold(const struct ddtx_cost_model *m);
  * receives at once, and 64 UMR transfers finished 2.4 ms after they started and then 3 us
  * apart; groups of 8 observed 300 us (dropped as an outlier) and seven times 3-5 us where the
  * burst took 40 us a transfer, and auto chose UMR at 4x PACK's time.  A group ending where
- * another scheme's transfer came timed a PACK try that finished first in such a burst alone,
- * with the whole wait (2.4 ms).  So a group takes in the tries among it and is learnt as the
- * scheme of DDTX_COST_MAJORITY of its members (a few others' time counted as theirs); a group
- * with none such teaches nothing.  A group ends at DDTX_COST_GROUP members all the same, so
+ * another scheme's transfer came, or one not to be learnt from (a cold layout's), timed a PACK
+ * try that finished first in such a burst alone, with the whole wait (2.4 ms), and the first
+ * bursts in groups of 1-4 at 240-450 us a transfer, which set the layout's correction of PACK
+ * to 4x.  So a group takes in the others among it and is learnt as the scheme of
+ * DDTX_COST_MAJORITY of its members (a few others' time counted as theirs); a group with none
+ * such teaches nothing.  A group ends at DDTX_COST_GROUP members all the same, so
  * that a stream that never pauses keeps learning.
  */
 #define DDTX_COST_GROUP 256
@@ -106,7 +108,7 @@ struct ddtx_cost_timer {
 	uint64_t from_ns, to_ns;
 	double bytes, blocks;
 	unsigned n;                      /* members of the open group; 0: none */
-	unsigned by[DDTX_COST_LINES];    /* its members by scheme */
+	unsigned by[DDTX_COST_LINES + 1]; /* its members by scheme; [DDTX_COST_LINES]: untimed */
 	uint64_t shape;                  /* its members' layout shape, if they share one */
 	bool shaped;
 };
