@@ -467,9 +467,8 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
  * Not beyond 64 KiB, whatever the wire's room: with the shm wire's 128 KiB slots, nc_bw's 8-byte
  * blocks (-b 8 -s 32M, lists of 16384 entries, 128 KiB messages) went eagerly at 0.09x shm's
  * ping-pong and 0.28x its bandwidth, where PACK moves them at 2.3x and 1.8x: each of the
- * receives posted for a transfer copies its 256 KiB list (eager delivery enters no layout to
- * lend), and the larger ring let the sender run ahead into unexpected messages (7.5 MiB held,
- * each copied twice).
+ * receives posted for a transfer copies its 256 KiB list into pages the heap had just given
+ * back (eager delivery enters no layout to lend), where a rendezvous lends the cached one.
  */
 #define EAGER_LIST_MAX 65536
 /*
