@@ -1113,6 +1113,62 @@ static void t_eager_stream(void)
 }
 
 /*
+ * Copies of long iov lists are kept for the next operations (iov_spare.c): as many as an
+ * application posts at once (64 receives of 8192 entries, all taken back), but never more than
+ * DDTX_IOV_SPARES of them nor DDTX_IOV_SPARE_BYTES in all; short lists are not kept.
+ */
+static void t_iov_spares(void)
+{
+	enum { N = 64, LONG = 8192, HUGE = 1 << 16 };
+	static struct iovec *v[N];
+	size_t cap[N];
+	ddtx_rlock_lock(&H.lock);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < N; i++)
+			v[i] = ddtx_iov_take(H.pep, LONG, &cap[i]);
+		if (round == 1)
+			CHECK(H.pep->iov_spare_bytes == 0, "round 2: %zu bytes still kept after all "
+			      "were taken", H.pep->iov_spare_bytes);
+		for (int i = 0; i < N; i++) {
+			CHECK(v[i] && cap[i] >= LONG, "take %d: %p cap %zu", i, (void *)v[i], cap[i]);
+			if (v[i])
+				v[i][LONG - 1].iov_len = (size_t)i; /* the whole list is ours */
+			ddtx_iov_give(H.pep, v[i], cap[i]);
+		}
+		CHECK(H.pep->iov_spare_bytes == (size_t)N * LONG * sizeof(struct iovec),
+		      "round %d: %zu bytes kept, want %zu", round, H.pep->iov_spare_bytes,
+		      (size_t)N * LONG * sizeof(struct iovec));
+	}
+	/* 24 lists of 1 MiB at once, then back: they replace smaller ones, within the bytes. */
+	static struct iovec *h[24];
+	size_t hcap[24];
+	for (int i = 0; i < 24; i++) {
+		h[i] = ddtx_iov_take(H.pep, HUGE, &hcap[i]);
+		CHECK(h[i] && hcap[i] == HUGE, "huge take %d", i);
+	}
+	for (int i = 0; i < 24; i++) {
+		ddtx_iov_give(H.pep, h[i], hcap[i]);
+		CHECK(H.pep->iov_spare_bytes <= DDTX_IOV_SPARE_BYTES, "huge %d: %zu bytes kept", i,
+		      H.pep->iov_spare_bytes);
+	}
+	unsigned kept = 0, huge = 0;
+	for (int i = 0; i < DDTX_IOV_SPARES; i++) {
+		kept += H.pep->iov_spare[i].v != NULL;
+		huge += H.pep->iov_spare[i].v && H.pep->iov_spare[i].cap == HUGE;
+	}
+	CHECK(huge > 0 && huge < 24, "%u lists of 1 MiB kept", huge);
+	size_t c;
+	struct iovec *s = ddtx_iov_take(H.pep, 16, &c);
+	size_t before = H.pep->iov_spare_bytes;
+	ddtx_iov_give(H.pep, s, c);
+	ddtx_rlock_unlock(&H.lock);
+	printf("  %u lists kept (%u of 1 MiB), %zu bytes\n", kept, huge, before);
+	CHECK(kept <= DDTX_IOV_SPARES && before <= DDTX_IOV_SPARE_BYTES, "kept %u, %zu bytes", kept,
+	      before);
+	CHECK(s && c == 16 && H.pep->iov_spare_bytes == before, "a short list was kept or lent");
+}
+
+/*
  * A rendezvous's timing is learnt at the next progress call (off the receiver's path between
  * its last byte and its completion), with the clock read at the finish.
  */
@@ -2074,6 +2130,7 @@ int main(int argc, char **argv)
 		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
+		{"iov_spares", t_iov_spares, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},
 		{"contig_tries", t_contig_tries, DDTX_SCHEME_SETTING_AUTO},

@@ -280,8 +280,10 @@ struct ddtx_ack_owed {
 /* ACKs an endpoint owes at most; one more flushes them all first. */
 #define DDTX_ACKS_OWED_MAX 64
 
-/* Copies of long iov lists kept per endpoint for the next operation (iov_spare.c). */
-#define DDTX_IOV_SPARES 4
+/* Copies of long iov lists kept per endpoint for the next operation, at most this many and
+ * this many bytes of lists in all (iov_spare.c says why). */
+#define DDTX_IOV_SPARES 64
+#define DDTX_IOV_SPARE_BYTES ((size_t)16 << 20)
 
 /* A receive of a vector of at least this many blocks borrows the layout cache's list. */
 #define DDTX_LEND_MIN_ENTRIES 256
@@ -359,6 +361,7 @@ struct ddtx_proto_ep {
 		struct iovec *v;
 		size_t cap;
 	} iov_spare[DDTX_IOV_SPARES];
+	size_t iov_spare_bytes;              /* of the lists kept there */
 	struct ddtx_spares spare_rx, spare_tx, spare_pull; /* freed objects kept (spares.h) */
 	struct ddtx_ack_owed acks[DDTX_ACKS_OWED_MAX]; /* ack.c: owed, oldest first */
 	unsigned nacks;
