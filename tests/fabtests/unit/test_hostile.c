@@ -1069,6 +1069,63 @@ static void t_eager_boundary(void)
 }
 
 /*
+ * The sender times its eager sends (choose.c): an eager send of 8 KiB observes the eager line.
+ * Once eager is predicted slower, a size class still sends a burst of eager tries after 16
+ * rendezvous, then after 32 (the period doubles while they lose); other classes keep their own
+ * count.  Fast timings from a try bring the class back to eager, and its tries to the short
+ * period.  The copy out a receiver timed is what the sender adds to its own copy in.
+ */
+static void t_eager_tries(void)
+{
+	int ctx;
+	struct iovec iov = {big, 8192};
+	ddtx_rlock_lock(&H.lock);
+	uint64_t s0 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
+	int sent = 0;
+	for (int i = 0; i < 32; i++) /* one in 16 is timed */
+		sent += ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
+					DDTX_PROTO_NO_COMPLETION, false) == 0;
+	uint64_t s1 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
+	ddtx_rlock_unlock(&H.lock);
+	progress_n(4);
+	CHECK(sent == 32 && s1 == s0 + 2, "32 eager sends of 8 KiB: %d sent, %llu timed (want 2)",
+	      sent, (unsigned long long)(s1 - s0));
+
+	ddtx_rlock_lock(&H.lock);
+	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB into the ring: 10x the prior */
+		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
+	char seq[64] = {0};
+	for (int i = 0; i < 54; i++) { /* ending with the second try */
+		H.pep->last_eager_choice_ns = 0; /* each alone, as in a ping-pong: no stream */
+		seq[i] = ddtx_choose_eager(H.pep, 8192, 1) ? 'E' : '.';
+	}
+	H.pep->last_eager_choice_ns = 0;
+	bool other = ddtx_choose_eager(H.pep, 16384, 1);
+	ddtx_rlock_unlock(&H.lock);
+	printf("  8 KiB choices after slow timings: %s\n", seq);
+	const char *want = "...............EEEE...............................EEEE";
+	CHECK(!strcmp(seq, want), "tries: %s, want %s", seq, want);
+	CHECK(!other, "16 KiB tried with 8 KiB's count");
+
+	ddtx_rlock_lock(&H.lock);
+	H.pep->eager_out_ns_per_byte = 0.05f; /* a copy out of 8 KiB in 410 ns */
+	for (int i = 0; i < 4; i++) /* the try's timings */
+		ddtx_choose_observe_eager(H.pep, 8192, 1, 400);
+	double fast = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, 8192, 1);
+	memset(seq, 0, sizeof(seq));
+	for (int i = 0; i < 20; i++) {
+		H.pep->last_eager_choice_ns = 0;
+		bool e = ddtx_choose_eager(H.pep, 8192, 1);
+		seq[i] = e ? 'E' : '.';
+	}
+	ddtx_rlock_unlock(&H.lock);
+	printf("  after fast timings (eager 8 KiB predicted %.0f ns): %s\n", fast, seq);
+	CHECK(fast < 1500 && !strcmp(seq, "EEEEEEEEEEEEEEEEEEEE"),
+	      "after fast tries: eager predicted %.0f ns, choices %s", fast, seq);
+	CHECK(H.pep->eager_tries[3].every == 0, "the tries' period was not reset");
+}
+
+/*
  * Over 64 KiB a contiguous host message may fill the ring's room only in a stream (choose.c
  * contig_eager_room): posted alone (the previous one long ago, as in a ping-pong) the limit
  * stays 64 KiB and a 96 KiB send takes an RTS; posted right after another one over 64 KiB the
@@ -2130,6 +2187,7 @@ int main(int argc, char **argv)
 		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_tries", t_eager_tries, DDTX_SCHEME_SETTING_AUTO},
 		{"iov_spares", t_iov_spares, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},
 		{"zcopy_choice", t_zcopy_choice, DDTX_SCHEME_SETTING_AUTO},

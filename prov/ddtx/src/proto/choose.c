@@ -421,13 +421,34 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
 
 /*
  * The eager/rendezvous boundary, from measured costs (issue 12): eager costs two copies
- * through the ring (the EAGER line: the receiver times its copy out, a copy in is taken to cost
- * the same), a rendezvous its scheme's whole line (handshake included).  A message goes
- * eager when that is predicted no slower; below EAGER_ALWAYS no clock is read and nothing is
- * predicted (a rendezvous there costs several eager messages on every wire).
+ * through the ring (the EAGER line), a rendezvous its scheme's whole line (handshake
+ * included).  A message goes eager when that is predicted no slower; below EAGER_ALWAYS no
+ * clock is read and nothing is predicted (a rendezvous there costs several eager messages on
+ * every wire).
+ *
+ * The sender decides, so the sender times: its own copy into the ring, plus the copy out as
+ * the receiver side of this endpoint last timed it (per byte), or the copy in again if it
+ * never did.  The copy in is the one that changes: fabtests' tagged pingpong at 32 KiB,
+ * eager forced, the copy in took 0.9 us and the copy out 0.8 in the fast regime, 11-13 us and
+ * 2 us in the slow one (where the one-way time is 15-16 us, the pull's 5-7).  Timed by the
+ * receiver alone, eager looked 4 us there, and an endpoint whose sends went eager while its
+ * peer's went by rendezvous never timed an eager delivery again: half the messages eager,
+ * 8.9-16 us one-way against shm's 4.6-6.
  */
 #define EAGER_ALWAYS 1024
-#define EAGER_SAMPLE 16   /* one delivery in EAGER_SAMPLE is timed: two clock reads */
+#define EAGER_SAMPLE 16   /* one send (delivery) in EAGER_SAMPLE is timed: two clock reads */
+#define EAGER_OUT_WEIGHT 0.125f /* of a new copy-out timing in its running mean */
+/*
+ * A size class whose messages go by rendezvous still sends a burst of EAGER_TRY_BURST eagerly
+ * (timed) now and then: its eager line is learnt only from eager sends, and a change of regime
+ * (seconds) would otherwise leave it as it was.  A burst, since the first eager copy after a
+ * run of rendezvous goes into ring lines long out of cache (32 KiB, fast regime: 3.3 us against
+ * 0.9).  The period doubles while the tries lose, from EAGER_TRY_MIN to EAGER_TRY_MAX
+ * rendezvous: a lost try at 32 KiB costs about 10 us in the slow regime, 0.2% of 1024 pulls.
+ */
+#define EAGER_TRY_BURST 4
+#define EAGER_TRY_MIN 16
+#define EAGER_TRY_MAX 1024
 
 /*
  * A pull not yet timed, predicted from the eager timings once there are a few (issue 12): it
@@ -504,6 +525,34 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
 
+static struct ddtx_eager_try *eager_try_of(struct ddtx_proto_ep *pep, size_t bytes)
+{
+	unsigned c = size_class(bytes) - size_class(EAGER_ALWAYS);
+	return &pep->eager_tries[DDTX_MIN(c, (unsigned)DDTX_EAGER_TRY_CLASSES - 1)];
+}
+
+/* Rendezvous predicted: eager if this class's try has come or goes on (timed). */
+static bool eager_try(struct ddtx_proto_ep *pep, size_t bytes)
+{
+	struct ddtx_eager_try *t = eager_try_of(pep, bytes);
+	if (t->burst_left) {
+		t->burst_left--;
+		t->tried = !t->burst_left;
+		pep->eager_time_next = true;
+		return true;
+	}
+	if (!t->every)
+		t->every = EAGER_TRY_MIN;
+	t->tried = false;
+	if (++t->skipped < t->every)
+		return false;
+	t->skipped = 0;
+	t->every = (uint16_t)DDTX_MIN(2u * t->every, (unsigned)EAGER_TRY_MAX);
+	t->burst_left = EAGER_TRY_BURST - 1;
+	pep->eager_time_next = true;
+	return true;
+}
+
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 {
 	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)
@@ -516,18 +565,48 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 		rndv = DDTX_MIN(rndv, ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, bytes, 2));
 	if (blocks == 1 && pull_wire(pep))
 		rndv = DDTX_MIN(rndv, untimed_pull(m, eager));
-	return eager <= rndv;
+	/* In a stream the sender's copy in overlaps the receiver's copy out of the one before:
+	 * the EAGER line (the two copies of a message alone) counts them once. */
+	uint64_t now = ddtx_time_ns(), last = pep->last_eager_choice_ns;
+	pep->last_eager_choice_ns = now;
+	if (now - last < STREAM_GAP_NS)
+		eager /= 2;
+	if (eager > rndv)
+		return eager_try(pep, bytes);
+	struct ddtx_eager_try *t = eager_try_of(pep, bytes);
+	if (t->tried || t->burst_left)
+		*t = (struct ddtx_eager_try){0}; /* the try won: the next ones come soon again */
+	return true;
 }
 
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			       uint64_t ns)
 {
-	ddtx_cost_observe(&pep->pd->cost, FI_DDTX_SCHEME_EAGER, bytes, blocks, 2 * ns);
+	double out = pep->eager_out_ns_per_byte > 0 ? pep->eager_out_ns_per_byte * (double)bytes
+						    : (double)ns;
+	ddtx_cost_observe(&pep->pd->cost, FI_DDTX_SCHEME_EAGER, bytes, blocks,
+			  (uint64_t)((double)ns + out));
 }
 
 bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes)
 {
+	if (bytes < EAGER_ALWAYS)
+		return false;
+	bool now = pep->eager_time_next || ++pep->eager_sends % EAGER_SAMPLE == 0;
+	pep->eager_time_next = false;
+	return now;
+}
+
+bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes)
+{
 	return bytes >= EAGER_ALWAYS && ++pep->eager_deliveries % EAGER_SAMPLE == 0;
+}
+
+void ddtx_choose_observe_eager_out(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns)
+{
+	float per_byte = (float)ns / (float)bytes;
+	float *mean = &pep->eager_out_ns_per_byte;
+	*mean = *mean > 0 ? *mean + EAGER_OUT_WEIGHT * (per_byte - *mean) : per_byte;
 }
 
 /*

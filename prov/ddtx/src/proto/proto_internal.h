@@ -285,6 +285,9 @@ struct ddtx_ack_owed {
 #define DDTX_IOV_SPARES 64
 #define DDTX_IOV_SPARE_BYTES ((size_t)16 << 20)
 
+/* Size classes (powers of two from 1 KiB, the last one open) of the eager tries (choose.c). */
+#define DDTX_EAGER_TRY_CLASSES 8
+
 /* A receive of a vector of at least this many blocks borrows the layout cache's list. */
 #define DDTX_LEND_MIN_ENTRIES 256
 
@@ -341,7 +344,16 @@ struct ddtx_proto_ep {
 		uint64_t shape;                  /* the receiver's layout's (cost_bias.h) */
 		bool warm, shaped, pending;
 	} rndv_sample;
-	uint64_t eager_deliveries;           /* eager messages of timed sizes (sampling) */
+	uint64_t eager_deliveries;           /* eager messages of timed sizes received (sampling) */
+	uint64_t eager_sends;                /* and sent */
+	uint64_t last_eager_choice_ns;       /* the last send weighed eager (choose.c) */
+	float eager_out_ns_per_byte;         /* the copy out of the ring, running mean (choose.c) */
+	bool eager_time_next;                /* the next eager send is a try: timed */
+	struct ddtx_eager_try {              /* eager tries of a size class sent by rendezvous */
+		uint16_t skipped, every;     /* rendezvous since the last try; the period */
+		uint8_t burst_left;          /* eager sends of the try still to come */
+		bool tried;                  /* the last choice ended a try */
+	} eager_tries[DDTX_EAGER_TRY_CLASSES];
 	uint64_t last_big_send_ns;           /* the last contiguous send over 64 KiB (choose.c) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
@@ -657,11 +669,15 @@ enum fi_ddtx_scheme ddtx_choose_propose_device(struct ddtx_proto_ep *pep, struct
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
 			       size_t blocks, bool host);
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
-/* Should this eager delivery be timed?  (sampled, and only sizes the boundary is drawn among) */
+/* Should this eager send be timed?  (sampled or a try, and only sizes the boundary is drawn
+ * among) */
 bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
-/* An eager message of bytes in blocks was delivered; its copy out of the ring took ns. */
+/* An eager send of bytes in blocks: its copy into the wire took ns. */
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			       uint64_t ns);
+/* The same for an eager delivery's copy out of the ring. */
+bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes);
+void ddtx_choose_observe_eager_out(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);
 /* Payload bytes to send packed in the RTS itself (0: none), at most room; l: the send's
  * cached layout (NULL if none), st: its summary. */
 size_t ddtx_choose_first_chunk(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme proposed,

@@ -29,9 +29,9 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 		ddtx_rx_report(pep, &slice, len, got, tag, data, hflags, from, dst, mf);
 		return mf != 0;
 	}
-	/* A sample of deliveries is timed: the eager line of the cost model, which draws the
-	 * eager/rendezvous boundary (choose.c). */
-	bool timed = ddtx_choose_time_eager(pep, len);
+	/* A sample of deliveries is timed: the copy out, half of the eager line of the cost
+	 * model, which draws the eager/rendezvous boundary (choose.c). */
+	bool timed = ddtx_choose_time_eager_out(pep, len);
 	uint64_t t0 = timed ? ddtx_time_ns() : 0;
 	size_t want = DDTX_MIN(len, rx->capacity);
 	size_t got = rx->cached ? ddtx_pack_scatter(pep->pd->layouts, rx->cached, rx->iov, rx->count,
@@ -39,7 +39,7 @@ static bool deliver_eager(struct ddtx_proto_ep *pep, struct ddtx_rx *rx, const v
 		     : rx->vec.n ? ddtx_vec_scatter(&rx->vec, 0, payload, want)
 				 : ddtx_iov_scatter(rx->iov, rx->count, 0, payload, want);
 	if (timed)
-		ddtx_choose_observe_eager(pep, got, rx->count, ddtx_time_ns() - t0);
+		ddtx_choose_observe_eager_out(pep, got, ddtx_time_ns() - t0);
 	ddtx_count_scheme(pep, FI_DDTX_SCHEME_EAGER, got);
 	ddtx_rx_report(pep, rx, len, got, tag, data, hflags, from, NULL, 0);
 	return false;

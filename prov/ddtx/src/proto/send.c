@@ -65,7 +65,7 @@ static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr
 }
 
 /* l: the message's cached layout (a handle's) when known: its compiled kernels gather. */
-static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
+static int send_eager_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
 		      uint32_t tx_id, struct ddtx_layout *l, const struct ddtx_iov_vec *vec)
 {
@@ -101,6 +101,21 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 		ddtx_pack_gather(pep->pd->layouts, l, iov, count, 0, payload, total);
 	ddtx_wire_send_commit(pep->wire, &buf, sizeof(h) + total);
 	return 0;
+}
+
+/* A sample of the sends (and the tries) timed: the sender's half of the eager line of the cost
+ * model, which draws the eager/rendezvous boundary (choose.c). */
+static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
+		      size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
+		      uint32_t tx_id, struct ddtx_layout *l, const struct ddtx_iov_vec *vec)
+{
+	bool timed = ddtx_choose_time_eager(pep, total);
+	uint64_t t0 = timed ? ddtx_time_ns() : 0;
+	int ret = send_eager_now(pep, peer, iov, count, total, tag, data, hflags, tx_id, l, vec);
+	if (timed && !ret)
+		ddtx_choose_observe_eager(pep, total, l ? l->st.nblocks : count,
+					  ddtx_time_ns() - t0);
+	return ret;
 }
 
 /*
