@@ -1073,7 +1073,8 @@ static void t_eager_boundary(void)
  * Once eager is predicted slower, a size class still sends a burst of eager tries after 16
  * rendezvous, then after 32 (the period doubles while they lose); other classes keep their own
  * count.  Fast timings from a try bring the class back to eager, and its tries to the short
- * period.  The copy out a receiver timed is what the sender adds to its own copy in.
+ * period.  The copy out a receiver timed is what the sender adds to its own copy in.  Sends
+ * in a stream are not timed.
  */
 static void t_eager_tries(void)
 {
@@ -1082,24 +1083,36 @@ static void t_eager_tries(void)
 	ddtx_rlock_lock(&H.lock);
 	uint64_t s0 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
 	int sent = 0;
-	for (int i = 0; i < 32; i++) /* one in 16 is timed */
+	for (int i = 0; i < 32; i++) { /* one in 16 is timed */
+		H.pep->last_eager_choice_ns = 0; /* each alone, as in a ping-pong: no stream */
 		sent += ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
 					DDTX_PROTO_NO_COMPLETION, false) == 0;
+	}
 	uint64_t s1 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
 	ddtx_rlock_unlock(&H.lock);
 	progress_n(4);
 	CHECK(sent == 32 && s1 == s0 + 2, "32 eager sends of 8 KiB: %d sent, %llu timed (want 2)",
 	      sent, (unsigned long long)(s1 - s0));
+	/* Back to back they stream: not timed (their copies wait on the receiver's). */
+	ddtx_rlock_lock(&H.lock);
+	sent = 0;
+	for (int i = 0; i < 32; i++)
+		sent += ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
+					DDTX_PROTO_NO_COMPLETION, false) == 0;
+	uint64_t s2 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
+	ddtx_rlock_unlock(&H.lock);
+	progress_n(4);
+	CHECK(sent == 32 && s2 <= s1 + 1, "32 eager sends streaming: %d sent, %llu timed (want "
+	      "at most the first)", sent, (unsigned long long)(s2 - s1));
 
 	ddtx_rlock_lock(&H.lock);
 	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB into the ring: 10x the prior */
 		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
 	char seq[64] = {0};
 	for (int i = 0; i < 54; i++) { /* ending with the second try */
-		H.pep->last_eager_choice_ns = 0; /* each alone, as in a ping-pong: no stream */
+		H.pep->eager_streaming = false; /* each alone, as in a ping-pong */
 		seq[i] = ddtx_choose_eager(H.pep, 8192, 1) ? 'E' : '.';
 	}
-	H.pep->last_eager_choice_ns = 0;
 	bool other = ddtx_choose_eager(H.pep, 16384, 1);
 	ddtx_rlock_unlock(&H.lock);
 	printf("  8 KiB choices after slow timings: %s\n", seq);
@@ -1114,7 +1127,6 @@ static void t_eager_tries(void)
 	double fast = ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, 8192, 1);
 	memset(seq, 0, sizeof(seq));
 	for (int i = 0; i < 20; i++) {
-		H.pep->last_eager_choice_ns = 0;
 		bool e = ddtx_choose_eager(H.pep, 8192, 1);
 		seq[i] = e ? 'E' : '.';
 	}

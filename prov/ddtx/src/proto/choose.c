@@ -436,15 +436,23 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
  * 8.9-16 us one-way against shm's 4.6-6.
  */
 #define EAGER_ALWAYS 1024
-#define EAGER_SAMPLE 16   /* one send (delivery) in EAGER_SAMPLE is timed: two clock reads */
 #define EAGER_OUT_WEIGHT 0.125f /* of a new copy-out timing in its running mean */
+#define EAGER_SAMPLE 16   /* one send (delivery) in EAGER_SAMPLE is timed: two clock reads */
+/*
+ * Sends in a stream (each weighed within STREAM_GAP_NS of the one before) are not timed: their
+ * copies into the ring run beside the receiver's copies out and wait on its lines (fabtests'
+ * tagged bw, 24 KiB, fast regime: 4.2-10.3 us each where eager moved one every 1.1-2.2 us);
+ * timed, they sent part of the stream by rendezvous, and 64 KiB moved at 0.99x shm's
+ * bandwidth where eager moves 1.98x.
+ */
 /*
  * A size class whose messages go by rendezvous still sends a burst of EAGER_TRY_BURST eagerly
  * (timed) now and then: its eager line is learnt only from eager sends, and a change of regime
  * (seconds) would otherwise leave it as it was.  A burst, since the first eager copy after a
  * run of rendezvous goes into ring lines long out of cache (32 KiB, fast regime: 3.3 us against
  * 0.9).  The period doubles while the tries lose, from EAGER_TRY_MIN to EAGER_TRY_MAX
- * rendezvous: a lost try at 32 KiB costs about 10 us in the slow regime, 0.2% of 1024 pulls.
+ * rendezvous: a lost burst at 32 KiB costs about 40 us in the slow regime, under 1% of 1024
+ * pulls.  A stream tries nothing: its sends are not timed.
  */
 #define EAGER_TRY_BURST 4
 #define EAGER_TRY_MIN 16
@@ -504,13 +512,17 @@ static double untimed_pull(const struct ddtx_cost_model *m, double eager)
 #define EAGER_ALONE_MAX 65536
 #define STREAM_GAP_NS 2000
 
-static size_t contig_eager_room(struct ddtx_proto_ep *pep, size_t room, size_t bytes)
+static size_t contig_eager_room(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
+				uint64_t now)
 {
 	if (bytes <= EAGER_ALONE_MAX)
 		return room;
-	uint64_t now = ddtx_time_ns(), last = pep->last_big_send_ns;
+	uint64_t last = pep->last_big_send_ns;
 	pep->last_big_send_ns = now;
-	return now - last < STREAM_GAP_NS ? room : DDTX_MIN(room, (size_t)EAGER_ALONE_MAX);
+	if (now - last >= STREAM_GAP_NS)
+		return DDTX_MIN(room, (size_t)EAGER_ALONE_MAX);
+	pep->eager_streaming = true;
+	return room;
 }
 
 size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t bytes,
@@ -518,10 +530,15 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 {
 	bool learned = !ddtx_settings.eager_size_set &&
 		       forced_scheme(pep->caps) == FI_DDTX_SCHEME_COUNT;
+	/* A send within STREAM_GAP_NS of the one before streams (ddtx_choose_eager). */
+	uint64_t now = bytes >= EAGER_ALWAYS ? ddtx_time_ns() : 0;
+	pep->eager_streaming = now && now - pep->last_eager_choice_ns < STREAM_GAP_NS;
+	if (now)
+		pep->last_eager_choice_ns = now;
 	if (learned && blocks > 1 && bytes / blocks <= EAGER_SMALL_BLOCK)
 		return DDTX_MIN(room, (size_t)EAGER_LIST_MAX);
 	if (learned && host && blocks <= 1 && pull_wire(pep))
-		return contig_eager_room(pep, room, bytes);
+		return contig_eager_room(pep, room, bytes, now);
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
 
@@ -565,14 +582,13 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 		rndv = DDTX_MIN(rndv, ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, bytes, 2));
 	if (blocks == 1 && pull_wire(pep))
 		rndv = DDTX_MIN(rndv, untimed_pull(m, eager));
-	/* In a stream the sender's copy in overlaps the receiver's copy out of the one before:
-	 * the EAGER line (the two copies of a message alone) counts them once. */
-	uint64_t now = ddtx_time_ns(), last = pep->last_eager_choice_ns;
-	pep->last_eager_choice_ns = now;
-	if (now - last < STREAM_GAP_NS)
+	/* In a stream (ddtx_choose_eager_limit) the sender's copy in overlaps the receiver's copy
+	 * out of the message before: the EAGER line (the two copies of one alone) counts them
+	 * once. */
+	if (pep->eager_streaming)
 		eager /= 2;
 	if (eager > rndv)
-		return eager_try(pep, bytes);
+		return !pep->eager_streaming && eager_try(pep, bytes); /* untimed there: no tries */
 	struct ddtx_eager_try *t = eager_try_of(pep, bytes);
 	if (t->tried || t->burst_left)
 		*t = (struct ddtx_eager_try){0}; /* the try won: the next ones come soon again */
@@ -592,7 +608,8 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes)
 {
 	if (bytes < EAGER_ALWAYS)
 		return false;
-	bool now = pep->eager_time_next || ++pep->eager_sends % EAGER_SAMPLE == 0;
+	bool now = pep->eager_time_next ||
+		   (!pep->eager_streaming && ++pep->eager_sends % EAGER_SAMPLE == 0);
 	pep->eager_time_next = false;
 	return now;
 }

@@ -347,6 +347,7 @@ struct ddtx_proto_ep {
 	uint64_t eager_deliveries;           /* eager messages of timed sizes received (sampling) */
 	uint64_t eager_sends;                /* and sent */
 	uint64_t last_eager_choice_ns;       /* the last send weighed eager (choose.c) */
+	bool eager_streaming;                /* and it came within a stream */
 	float eager_out_ns_per_byte;         /* the copy out of the ring, running mean (choose.c) */
 	bool eager_time_next;                /* the next eager send is a try: timed */
 	struct ddtx_eager_try {              /* eager tries of a size class sent by rendezvous */
