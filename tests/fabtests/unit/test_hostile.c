@@ -1074,7 +1074,7 @@ static void t_eager_boundary(void)
  * rendezvous, then after 32 (the period doubles while they lose); other classes keep their own
  * count.  Fast timings from a try bring the class back to eager, and its tries to the short
  * period.  The copy out a receiver timed is what the sender adds to its own copy in.  Sends
- * in a stream are not timed.
+ * in a stream are not timed; a send after a receive completed is never in one.
  */
 static void t_eager_tries(void)
 {
@@ -1104,6 +1104,19 @@ static void t_eager_tries(void)
 	progress_n(4);
 	CHECK(sent == 32 && s2 <= s1 + 1, "32 eager sends streaming: %d sent, %llu timed (want "
 	      "at most the first)", sent, (unsigned long long)(s2 - s1));
+	/* Each after a receive completed (a ping-pong's): alone again, whatever the clock. */
+	ddtx_rlock_lock(&H.lock);
+	sent = 0;
+	for (int i = 0; i < 32; i++) {
+		H.pd->stats.rx_ops++;
+		sent += ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
+					DDTX_PROTO_NO_COMPLETION, false) == 0;
+	}
+	uint64_t s3 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
+	ddtx_rlock_unlock(&H.lock);
+	progress_n(4);
+	CHECK(sent == 32 && s3 == s2 + 2, "32 eager sends each after a receive: %d sent, %llu "
+	      "timed (want 2)", sent, (unsigned long long)(s3 - s2));
 
 	ddtx_rlock_lock(&H.lock);
 	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB into the ring: 10x the prior */

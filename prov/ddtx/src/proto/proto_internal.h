@@ -346,7 +346,9 @@ struct ddtx_proto_ep {
 	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes received (sampling) */
 	uint64_t eager_sends;                /* and sent */
-	uint64_t last_eager_choice_ns;       /* the last send weighed eager (choose.c) */
+	uint64_t last_eager_choice_ns;       /* the last send weighed eager (choose.c; 0: not
+						timed, it followed a receive) */
+	uint64_t rx_ops_at_send;             /* the domain's receives when it was weighed */
 	bool eager_streaming;                /* and it came within a stream */
 	float eager_out_ns_per_byte;         /* the copy out of the ring, running mean (choose.c) */
 	bool eager_time_next;                /* the next eager send is a try: timed */
@@ -676,6 +678,9 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
 /* An eager send of bytes in blocks: its copy into the wire took ns. */
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			       uint64_t ns);
+/* An eager send went out; copy_ns: its copy's time if it was timed (else NULL). */
+void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
+			    const uint64_t *copy_ns);
 /* The same for an eager delivery's copy out of the ring. */
 bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes);
 void ddtx_choose_observe_eager_out(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);

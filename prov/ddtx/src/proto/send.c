@@ -126,8 +126,8 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 	bool timed = ddtx_choose_time_eager(pep, total);
 	int ret = send_eager_now(pep, peer, iov, count, total, tag, data, hflags, tx_id, l, vec,
 				 timed ? &ns : NULL);
-	if (timed && !ret)
-		ddtx_choose_observe_eager(pep, total, l ? l->st.nblocks : count, ns);
+	if (!ret)
+		ddtx_choose_eager_sent(pep, total, l ? l->st.nblocks : count, timed ? &ns : NULL);
 	return ret;
 }
 
