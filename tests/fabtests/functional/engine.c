@@ -6,8 +6,9 @@
  *   reuse_after_free_*   free-then-reuse of an address: a cached (zero-copy) buffer is unmapped,
  *                        new memory with new contents is mapped at the same address, and the
  *                        next message carries the new contents (sender side and receiver side)
- *   pack_to_zcopy        a fresh large-block layout under auto goes PACK while the registration
- *                        thread works (zcopy_not_ready), then SGL/UMR (regthread_layouts)
+ *   pack_to_zcopy        a fresh large-block layout under auto (a fixed crossover,
+ *                        FI_DDTX_THRESHOLD) goes PACK while the registration thread works
+ *                        (zcopy_not_ready), then SGL/UMR (regthread_layouts)
  *   umr_caches           repeated sends of one layout under umr: local and remote mkey caches
  *                        hit after the first (the CTS omits the key list)
  *   umr_pool_pressure    more windows in flight than the mkey pool's stock: all complete, the
@@ -267,8 +268,16 @@ static int t_pack_to_zcopy(struct ft_ctx *ctx, void *varg)
 {
 	struct fx fx;
 	struct fx_opts o = {.scheme = "auto"};
+	/*
+	 * The switch is checked, not the learned crossover: where PACK measures faster at these
+	 * blocks (this 2-core host when both processes share one core's caches), auto rightly
+	 * comes back to PACK after the switch (2026-12-01: 28 of 44 messages by zero copy, the
+	 * test failing in 3-5 of 16 runs of dde5eba and later).  A fixed crossover keeps what is
+	 * checked: PACK while the registration thread works, zero copy once it is done.
+	 */
+	setenv("FI_DDTX_THRESHOLD", "4096", 1);
 	fx_open(ctx, &o, &fx);
-	/* 64 KiB blocks: far above any threshold, zero copy is what auto ends up with. */
+	/* 64 KiB blocks: far above the threshold, zero copy once registered. */
 	const size_t block = 65536, count = 16, stride = 2 * 65536;
 	const size_t span = (count - 1) * stride + block;
 	const int window = 4;
