@@ -312,6 +312,17 @@ static void test_cost(void)
 		ddtx_cost_observe(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 240000);
 	CHECK(ddtx_cost_predict(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100) > before,
 	      "three slow transfers in a row all ignored (pack predicted %.0f ns)", before);
+	/* A wire that became 8x slower is followed within a few timings, whatever its fast past
+	 * (the confirming timing restarts the fit; the ones after it count while over 3x). */
+	int slow = 0;
+	while (ddtx_cost_predict(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100) < 0.7 * 96000 &&
+	       slow < 100) {
+		ddtx_cost_observe(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100, 96000);
+		slow++;
+	}
+	printf("  8x slower: predicted %.0f ns after %d more timings\n",
+	       ddtx_cost_predict(&m2, FI_DDTX_SCHEME_PACK, 100 * 4096, 100), slow);
+	CHECK(slow <= 12, "a wire 8x slower: %d timings to predict 0.7x of it", slow);
 	int steps = 0;
 	while (ddtx_cost_choose(&m, both, 100 * 4096, 100, &ex) == FI_DDTX_SCHEME_PACK &&
 	       steps < 100) {
