@@ -9,6 +9,7 @@
  * usage: test_hostile CASE     (exit 0 pass, 1 fail, 77 skip: no cross-memory attach here)
  */
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1070,11 +1071,12 @@ static void t_eager_boundary(void)
 
 /*
  * The sender times its eager sends (choose.c): an eager send of 8 KiB observes the eager line.
- * Once eager is predicted slower, a size class still sends a burst of eager tries after 16
- * rendezvous, then after 32 (the period doubles while they lose); other classes keep their own
- * count.  Fast timings from a try bring the class back to eager, and its tries to the short
- * period.  The copy out a receiver timed is what the sender adds to its own copy in.  Sends
- * in a stream are not timed; a send after a receive completed is never in one.
+ * Once eager is predicted slower, a size class still sends a burst of 64 eager tries after 256
+ * rendezvous, then after 512 (the period doubles while they lose), and times only the last 4
+ * of each (the first go into ring lines out of cache); other classes keep their own count.
+ * Fast timings from a try bring the class back to eager, and its tries to the short period.
+ * The copy out a receiver timed is what the sender adds to its own copy in.  Sends in a
+ * stream are not timed; a send after a receive completed is never in one.
  */
 static void t_eager_tries(void)
 {
@@ -1121,15 +1123,24 @@ static void t_eager_tries(void)
 	ddtx_rlock_lock(&H.lock);
 	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB into the ring: 10x the prior */
 		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
-	char seq[64] = {0};
-	for (int i = 0; i < 54; i++) { /* ending with the second try */
+	/* '.' rendezvous, 'e' an untimed try, 'T' a timed one: two periods, ending with the
+	 * second try. */
+	char seq[1024] = {0}, want[1024] = {0};
+	size_t n = 0;
+	for (int period = 256; period <= 512; period *= 2) {
+		memset(want + n, '.', (size_t)period - 1);
+		memset(want + n + period - 1, 'e', 60);
+		memset(want + n + period - 1 + 60, 'T', 4);
+		n += (size_t)period - 1 + 64;
+	}
+	for (size_t i = 0; i < n; i++) {
 		H.pep->eager_streaming = false; /* each alone, as in a ping-pong */
-		seq[i] = ddtx_choose_eager(H.pep, 8192, 1) ? 'E' : '.';
+		bool e = ddtx_choose_eager(H.pep, 8192, 1);
+		seq[i] = !e ? '.' : ddtx_choose_time_eager(H.pep, 8192) ? 'T' : 'e';
 	}
 	bool other = ddtx_choose_eager(H.pep, 16384, 1);
 	ddtx_rlock_unlock(&H.lock);
-	printf("  8 KiB choices after slow timings: %s\n", seq);
-	const char *want = "...............EEEE...............................EEEE";
+	printf("  8 KiB choices after slow timings: 255 rendezvous, then %.*s\n", 64, seq + 255);
 	CHECK(!strcmp(seq, want), "tries: %s, want %s", seq, want);
 	CHECK(!other, "16 KiB tried with 8 KiB's count");
 
@@ -1148,6 +1159,42 @@ static void t_eager_tries(void)
 	CHECK(fast < 1500 && !strcmp(seq, "EEEEEEEEEEEEEEEEEEEE"),
 	      "after fast tries: eager predicted %.0f ns, choices %s", fast, seq);
 	CHECK(H.pep->eager_tries[3].every == 0, "the tries' period was not reset");
+}
+
+/*
+ * A contiguous message weighs eager against what its rendezvous took at its size where one was
+ * timed (choose.c), not against a pull predicted from the eager line: an eager line of 3 us
+ * at 24 KiB loses to the untimed pull (half of it plus a 1 us handshake), wins once pulls of
+ * 24 KiB are timed at 6 us, and loses again to pulls timed at 2 us.  Lists of blocks keep the
+ * lines.
+ */
+static void t_eager_timed_pull(void)
+{
+	const size_t bytes = 24576;
+	ddtx_rlock_lock(&H.lock);
+	for (int i = 0; i < 32; i++) /* copy in 1.5 us, the copy out taken as long */
+		ddtx_choose_observe_eager(H.pep, bytes, 1, 1500);
+	H.pep->eager_streaming = false;
+	bool untimed = ddtx_choose_eager(H.pep, bytes, 1);
+	double t0 = ddtx_contig_timed_ns(&H.pd->contig, bytes);
+	uint64_t now = ddtx_time_ns();
+	for (int i = 0; i < 4; i++, now += 100000) /* learnt when the next one starts */
+		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 6000, true);
+	double slow = ddtx_contig_timed_ns(&H.pd->contig, bytes);
+	bool vs_slow = ddtx_choose_eager(H.pep, bytes, 1);
+	for (int i = 0; i < 4; i++, now += 100000)
+		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 2000, true);
+	double fast = ddtx_contig_timed_ns(&H.pd->contig, bytes);
+	bool vs_fast = ddtx_choose_eager(H.pep, bytes, 1);
+	ddtx_rlock_unlock(&H.lock);
+	printf("  24 KiB: eager %.0f ns; untimed pull: eager %d; pulls timed %.0f ns: eager %d; "
+	       "%.0f ns: eager %d\n",
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, bytes, 1), untimed, slow,
+	       vs_slow, fast, vs_fast);
+	CHECK(!untimed && t0 == INFINITY, "untimed pull: eager %d (timed %.0f)", untimed, t0);
+	CHECK(slow > 5900 && slow < 6100 && vs_slow, "pulls of 6 us: %.0f, eager %d", slow, vs_slow);
+	CHECK(fast > 1900 && fast < 2100 && !vs_fast, "pulls of 2 us: %.0f, eager %d", fast,
+	      vs_fast);
 }
 
 /*
@@ -2212,6 +2259,7 @@ int main(int argc, char **argv)
 		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_timed_pull", t_eager_timed_pull, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_tries", t_eager_tries, DDTX_SCHEME_SETTING_AUTO},
 		{"iov_spares", t_iov_spares, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "engine/contig_choice.h"
 
+#include <math.h>
 #include <string.h>
 
 /*
@@ -112,6 +113,18 @@ static void seed(struct ddtx_contig_choice *c, unsigned idx)
 bool ddtx_contig_streaming(const struct ddtx_contig_choice *c, size_t bytes)
 {
 	return c->cls[class_index(bytes)].overlapping;
+}
+
+double ddtx_contig_timed_ns(const struct ddtx_contig_choice *c, size_t bytes)
+{
+	const struct ddtx_contig_class *k = &c->cls[class_index(bytes)];
+	double least = INFINITY;
+	if (k->overlapping)
+		return least;
+	for (int w = 0; w < DDTX_CONTIG_WAYS; w++)
+		if (k->n[w] && usable(k, w))
+			least = fmin(least, (double)figure(k, w) * (double)bytes);
+	return least;
 }
 
 bool ddtx_contig_trying(const struct ddtx_contig_choice *c, size_t bytes)

@@ -77,6 +77,12 @@ enum ddtx_contig_way ddtx_contig_choose(struct ddtx_contig_choice *c, size_t byt
 				       unsigned ways);
 /* The last rendezvous of this size overlapped another: its messages come as a stream. */
 bool ddtx_contig_streaming(const struct ddtx_contig_choice *c, size_t bytes);
+/*
+ * What a rendezvous of `bytes` took here by the way measured fastest in its class (ns: its
+ * least recent timing per byte, times bytes), or INFINITY where none was timed or the class's
+ * rendezvous overlap (a stream's timings are of busy periods, not of one transfer).
+ */
+double ddtx_contig_timed_ns(const struct ddtx_contig_choice *c, size_t bytes);
 /* Still in its first tries at this size (every way is then worth preparing for). */
 bool ddtx_contig_trying(const struct ddtx_contig_choice *c, size_t bytes);
 /*

@@ -447,16 +447,21 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
  */
 /*
  * A size class whose messages go by rendezvous still sends a burst of EAGER_TRY_BURST eagerly
- * (timed) now and then: its eager line is learnt only from eager sends, and a change of regime
- * (seconds) would otherwise leave it as it was.  A burst, since the first eager copy after a
- * run of rendezvous goes into ring lines long out of cache (32 KiB, fast regime: 3.3 us against
- * 0.9).  The period doubles while the tries lose, from EAGER_TRY_MIN to EAGER_TRY_MAX
- * rendezvous: a lost burst at 32 KiB costs about 40 us in the slow regime, under 1% of 1024
- * pulls.  A stream tries nothing: its sends are not timed.
+ * now and then, the last EAGER_TRY_TIMED of them timed: its eager line is learnt only from
+ * eager sends, and a change of regime (seconds) would otherwise leave it as it was.  A burst
+ * as long as the shm wire's ring (64 slots), timed at its end: each eager message takes the
+ * ring's next slot, so after a run of rendezvous every copy of a burst goes into lines long
+ * out of cache until the ring has gone round once (fabtests' tagged pingpong -S all, 48 KiB,
+ * fast regime: a burst of 4, all timed, copied in 2.5-6.3 us where eager sends in a row copy
+ * in 1.2-1.4 from their 64th on; 48 KiB never went back to eager).  The period doubles while
+ * the tries lose, from EAGER_TRY_MIN to EAGER_TRY_MAX rendezvous: a lost burst at 48 KiB
+ * costs about 150 us, 13% of the first period and under 0.5% of the last.  A stream tries
+ * nothing: its sends are not timed.
  */
-#define EAGER_TRY_BURST 4
-#define EAGER_TRY_MIN 16
-#define EAGER_TRY_MAX 1024
+#define EAGER_TRY_BURST 64
+#define EAGER_TRY_TIMED 4
+#define EAGER_TRY_MIN 256
+#define EAGER_TRY_MAX 8192
 
 /*
  * A pull not yet timed, predicted from the eager timings once there are a few (issue 12): it
@@ -563,7 +568,7 @@ static bool eager_try(struct ddtx_proto_ep *pep, size_t bytes)
 	if (t->burst_left) {
 		t->burst_left--;
 		t->tried = !t->burst_left;
-		pep->eager_time_next = true;
+		pep->eager_time_next = t->burst_left < EAGER_TRY_TIMED ? 1 : -1;
 		return true;
 	}
 	if (!t->every)
@@ -574,7 +579,7 @@ static bool eager_try(struct ddtx_proto_ep *pep, size_t bytes)
 	t->skipped = 0;
 	t->every = (uint16_t)DDTX_MIN(2u * t->every, (unsigned)EAGER_TRY_MAX);
 	t->burst_left = EAGER_TRY_BURST - 1;
-	pep->eager_time_next = true;
+	pep->eager_time_next = -1;
 	return true;
 }
 
@@ -586,10 +591,16 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 	blocks = DDTX_MAX(blocks, (size_t)1);
 	double eager = ddtx_cost_predict(m, FI_DDTX_SCHEME_EAGER, bytes, blocks);
 	double rndv = ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, bytes, 2 * blocks);
-	if (blocks == 1)
+	/* A contiguous one: what its rendezvous took here at this size, where timed (the lines
+	 * are fitted over every size and layout). */
+	double timed = blocks == 1 ? ddtx_contig_timed_ns(&pep->pd->contig, bytes) : INFINITY;
+	if (timed < INFINITY) {
+		rndv = timed;
+	} else if (blocks == 1) {
 		rndv = DDTX_MIN(rndv, ddtx_cost_predict(m, FI_DDTX_SCHEME_SGL, bytes, 2));
-	if (blocks == 1 && pull_wire(pep))
-		rndv = DDTX_MIN(rndv, untimed_pull(m, eager));
+		if (pull_wire(pep))
+			rndv = DDTX_MIN(rndv, untimed_pull(m, eager));
+	}
 	/* In a stream (ddtx_choose_eager_limit) the sender's copy in overlaps the receiver's copy
 	 * out of the message before: the EAGER line (the two copies of one alone) counts them
 	 * once. */
@@ -628,9 +639,10 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes)
 {
 	if (bytes < EAGER_ALWAYS)
 		return false;
-	bool now = pep->eager_time_next ||
-		   (!pep->eager_streaming && ++pep->eager_sends % EAGER_SAMPLE == 0);
-	pep->eager_time_next = false;
+	int8_t next = pep->eager_time_next;
+	bool now = next > 0 ||
+		   (!next && !pep->eager_streaming && ++pep->eager_sends % EAGER_SAMPLE == 0);
+	pep->eager_time_next = 0;
 	return now;
 }
 

@@ -351,7 +351,8 @@ struct ddtx_proto_ep {
 	uint64_t rx_ops_at_send;             /* the domain's receives when it was weighed */
 	bool eager_streaming;                /* and it came within a stream */
 	float eager_out_ns_per_byte;         /* the copy out of the ring, running mean (choose.c) */
-	bool eager_time_next;                /* the next eager send is a try: timed */
+	int8_t eager_time_next;              /* the next eager send is a try: 1 timed, -1 not
+						(the start of a burst), 0 not a try */
 	struct ddtx_eager_try {              /* eager tries of a size class sent by rendezvous */
 		uint16_t skipped, every;     /* rendezvous since the last try; the period */
 		uint8_t burst_left;          /* eager sends of the try still to come */
