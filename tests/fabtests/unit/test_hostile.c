@@ -1164,9 +1164,10 @@ static void t_eager_tries(void)
 /*
  * A contiguous message weighs eager against what its rendezvous took at its size where one was
  * timed (choose.c), not against a pull predicted from the eager line: an eager line of 3 us
- * at 24 KiB loses to the untimed pull (half of it plus a 1 us handshake), wins once pulls of
- * 24 KiB are timed at 6 us, and loses again to pulls timed at 2 us.  Lists of blocks keep the
- * lines.
+ * at 24 KiB loses to the untimed pull (half of it plus a 1 us handshake); it wins once this
+ * sender timed two of its own rendezvous of 24 KiB at 6 us (RTS to completion: one alone
+ * may have met a cold receiver), loses to this endpoint's timings as a receiver of 1.5 us
+ * (plus the handshake they leave out), which come first, and wins against those of 6 us.
  */
 static void t_eager_timed_pull(void)
 {
@@ -1176,25 +1177,31 @@ static void t_eager_timed_pull(void)
 		ddtx_choose_observe_eager(H.pep, bytes, 1, 1500);
 	H.pep->eager_streaming = false;
 	bool untimed = ddtx_choose_eager(H.pep, bytes, 1);
-	double t0 = ddtx_contig_timed_ns(&H.pd->contig, bytes);
+	ddtx_choose_rndv_done(H.pep, bytes, 6000);
+	bool one_sent = ddtx_choose_eager(H.pep, bytes, 1);
+	ddtx_choose_rndv_done(H.pep, bytes, 6500);
+	bool two_sent = ddtx_choose_eager(H.pep, bytes, 1);
 	uint64_t now = ddtx_time_ns();
 	for (int i = 0; i < 4; i++, now += 100000) /* learnt when the next one starts */
+		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 1500, true);
+	double fast = ddtx_contig_timed_ns(&H.pd->contig, bytes);
+	bool vs_fast = ddtx_choose_eager(H.pep, bytes, 1);
+	for (int i = 0; i < 4; i++, now += 100000)
 		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 6000, true);
 	double slow = ddtx_contig_timed_ns(&H.pd->contig, bytes);
 	bool vs_slow = ddtx_choose_eager(H.pep, bytes, 1);
-	for (int i = 0; i < 4; i++, now += 100000)
-		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 2000, true);
-	double fast = ddtx_contig_timed_ns(&H.pd->contig, bytes);
-	bool vs_fast = ddtx_choose_eager(H.pep, bytes, 1);
 	ddtx_rlock_unlock(&H.lock);
-	printf("  24 KiB: eager %.0f ns; untimed pull: eager %d; pulls timed %.0f ns: eager %d; "
-	       "%.0f ns: eager %d\n",
-	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, bytes, 1), untimed, slow,
-	       vs_slow, fast, vs_fast);
-	CHECK(!untimed && t0 == INFINITY, "untimed pull: eager %d (timed %.0f)", untimed, t0);
-	CHECK(slow > 5900 && slow < 6100 && vs_slow, "pulls of 6 us: %.0f, eager %d", slow, vs_slow);
-	CHECK(fast > 1900 && fast < 2100 && !vs_fast, "pulls of 2 us: %.0f, eager %d", fast,
+	printf("  24 KiB: eager %.0f ns; untimed pull: eager %d; sent 6 us once: %d, twice: %d; "
+	       "received %.0f ns: %d; %.0f ns: %d\n",
+	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, bytes, 1), untimed, one_sent,
+	       two_sent, fast, vs_fast, slow, vs_slow);
+	CHECK(!untimed && !one_sent, "untimed pull: eager %d, after one sent %d", untimed,
+	      one_sent);
+	CHECK(two_sent, "two rendezvous sent at 6 us: still not eager");
+	CHECK(fast > 1400 && fast < 1600 && !vs_fast, "received at 1.5 us: %.0f, eager %d", fast,
 	      vs_fast);
+	CHECK(slow > 5900 && slow < 6100 && vs_slow, "received at 6 us: %.0f, eager %d", slow,
+	      vs_slow);
 }
 
 /*

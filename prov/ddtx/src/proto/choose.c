@@ -555,10 +555,21 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 	return DDTX_MIN(ddtx_settings.eager_size, room);
 }
 
-static struct ddtx_eager_try *eager_try_of(struct ddtx_proto_ep *pep, size_t bytes)
+static unsigned eager_class(size_t bytes)
 {
 	unsigned c = size_class(bytes) - size_class(EAGER_ALWAYS);
-	return &pep->eager_tries[DDTX_MIN(c, (unsigned)DDTX_EAGER_TRY_CLASSES - 1)];
+	return DDTX_MIN(c, (unsigned)DDTX_EAGER_TRY_CLASSES - 1);
+}
+
+static struct ddtx_eager_try *eager_try_of(struct ddtx_proto_ep *pep, size_t bytes)
+{
+	return &pep->eager_tries[eager_class(bytes)];
+}
+
+static const struct ddtx_eager_try *eager_try_of_c(const struct ddtx_proto_ep *pep,
+						   size_t bytes)
+{
+	return &pep->eager_tries[eager_class(bytes)];
 }
 
 /* Rendezvous predicted: eager if this class's try has come or goes on (timed). */
@@ -583,6 +594,40 @@ static bool eager_try(struct ddtx_proto_ep *pep, size_t bytes)
 	return true;
 }
 
+/*
+ * What this sender's own rendezvous of the size class took, from its RTS to its completion
+ * (the least of the last three, per byte, times bytes; from two on), or INFINITY.  An
+ * endpoint whose peer sends eagerly times no rendezvous of that size as a receiver: there
+ * the pull predicted from the eager line (untimed_pull) stayed chosen, 64 KiB one-way
+ * 5.5-6.2 us where eager took 3.7-4.0 (its pulls took 7 us from the RTS's match to the
+ * read's end; fabtests' tagged pingpong -S all, fast regime).  Only where the receiver's
+ * timings are missing: the completion often comes with the peer's next message (a carried
+ * ACK, proto/ack.c), so in a ping-pong this is nearer a round trip than a transfer (64 KiB,
+ * slow regime: 27.8 us against eager's 23.9, and eager stayed at 24.9 us one-way where
+ * the pull took 11.3).
+ */
+static double sent_rndv(const struct ddtx_proto_ep *pep, size_t bytes)
+{
+	const struct ddtx_eager_try *t = eager_try_of_c(pep, bytes);
+	if (t->rndv_n < 2) /* the least of two at least: one may have met a cold receiver */
+		return INFINITY;
+	float least = t->rndv[0];
+	for (unsigned i = 1; i < t->rndv_n; i++)
+		least = fminf(least, t->rndv[i]);
+	return (double)least * (double)bytes;
+}
+
+void ddtx_choose_rndv_done(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns)
+{
+	if (bytes < EAGER_ALWAYS)
+		return;
+	struct ddtx_eager_try *t = eager_try_of(pep, bytes);
+	t->rndv[t->rndv_next] = (float)ns / (float)bytes;
+	t->rndv_next = (uint8_t)((t->rndv_next + 1) % 3);
+	if (t->rndv_n < 3)
+		t->rndv_n++;
+}
+
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 {
 	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)
@@ -591,9 +636,14 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 	blocks = DDTX_MAX(blocks, (size_t)1);
 	double eager = ddtx_cost_predict(m, FI_DDTX_SCHEME_EAGER, bytes, blocks);
 	double rndv = ddtx_cost_predict(m, FI_DDTX_SCHEME_PACK, bytes, 2 * blocks);
-	/* A contiguous one: what its rendezvous took here at this size, where timed (the lines
-	 * are fitted over every size and layout). */
-	double timed = blocks == 1 ? ddtx_contig_timed_ns(&pep->pd->contig, bytes) : INFINITY;
+	/* A contiguous one: what its rendezvous took where timed (the lines are fitted over
+	 * every size and layout): by this endpoint as a receiver, plus the handshake that timing
+	 * leaves out (it starts at the RTS's match), or else by this sender (sent_rndv). */
+	double timed = blocks == 1
+			       ? ddtx_contig_timed_ns(&pep->pd->contig, bytes) + PULL_HANDSHAKE_NS
+			       : INFINITY;
+	if (blocks == 1 && timed == INFINITY)
+		timed = sent_rndv(pep, bytes);
 	if (timed < INFINITY) {
 		rndv = timed;
 	} else if (blocks == 1) {
@@ -609,8 +659,11 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 	if (eager > rndv)
 		return !pep->eager_streaming && eager_try(pep, bytes); /* untimed there: no tries */
 	struct ddtx_eager_try *t = eager_try_of(pep, bytes);
-	if (t->tried || t->burst_left)
-		*t = (struct ddtx_eager_try){0}; /* the try won: the next ones come soon again */
+	if (t->tried || t->burst_left) { /* the try won: the next ones come soon again */
+		t->skipped = t->every = 0;
+		t->burst_left = 0;
+		t->tried = false;
+	}
 	return true;
 }
 

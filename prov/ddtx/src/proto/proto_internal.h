@@ -144,6 +144,8 @@ struct ddtx_tx {
 	struct ddtx_reg *pull_reg;       /* the registration offered in the RTS for a pull, or NULL */
 	struct ddtx_window_set *pull_ws; /* the windows offered in the RTS for a pull, or NULL */
 	bool split_pending;              /* split pull: the receiver's PULLED not in yet */
+	uint64_t t_rts;                  /* when the RTS of a send the eager boundary weighed went
+					  * (ddtx_choose_rndv_done), or 0 */
 };
 
 /* Receiver keys of one CTS batch (SGL/UMR), released when its DONE arrives. */
@@ -357,6 +359,9 @@ struct ddtx_proto_ep {
 		uint16_t skipped, every;     /* rendezvous since the last try; the period */
 		uint8_t burst_left;          /* eager sends of the try still to come */
 		bool tried;                  /* the last choice ended a try */
+		uint8_t rndv_n, rndv_next;   /* rendezvous of the class this sender timed (up to
+						3), and where the next one goes */
+		float rndv[3];               /* their last timings, ns per byte (RTS to completion) */
 	} eager_tries[DDTX_EAGER_TRY_CLASSES];
 	uint64_t last_big_send_ns;           /* the last contiguous send over 64 KiB (choose.c) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
@@ -684,6 +689,8 @@ void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t bloc
 			    const uint64_t *copy_ns);
 /* The same for an eager delivery's copy out of the ring. */
 bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes);
+/* A contiguous send the eager boundary sent by rendezvous completed ns after its RTS went. */
+void ddtx_choose_rndv_done(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);
 void ddtx_choose_observe_eager_out(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);
 /* Payload bytes to send packed in the RTS itself (0: none), at most room; l: the send's
  * cached layout (NULL if none), st: its summary. */

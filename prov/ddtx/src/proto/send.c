@@ -219,6 +219,8 @@ void ddtx_tx_free(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 
 static void tx_finish(struct ddtx_proto_ep *pep, struct ddtx_tx *tx)
 {
+	if (tx->t_rts)
+		ddtx_choose_rndv_done(pep, tx->total, ddtx_time_ns() - tx->t_rts);
 	pep->pd->stats.tx_ops++;
 	ddtx_complete_tx(pep, tx->context, tx->cq_flags, tx->report, DDTX_CNTR_SEND);
 	ddtx_list_remove(&tx->entry);
@@ -487,10 +489,16 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	 * its buffer (and its iov list) as soon as the call returns, and inject_size is within
 	 * one message's room (getinfo).
 	 */
-	bool eager = (flags & FI_INJECT)
-			     ? total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager)
-			     : total <= eager_limit(pep, peer, total, hl ? hl->st.nblocks : count, !stage) &&
-				       ddtx_choose_eager(pep, total, hl ? hl->st.nblocks : count);
+	size_t nblocks = hl ? hl->st.nblocks : count;
+	bool eager, weighed = false; /* weighed: the boundary chose between eager and not */
+	if (flags & FI_INJECT) {
+		eager = total <= pep->caps->max_send_size - sizeof(struct ddtx_hdr_eager);
+	} else if (total <= eager_limit(pep, peer, total, nblocks, !stage)) {
+		weighed = true;
+		eager = ddtx_choose_eager(pep, total, nblocks);
+	} else {
+		eager = false;
+	}
 	if ((flags & FI_INJECT) && !eager) {
 		ret = -FI_EMSGSIZE; /* beyond one message (a ring slot set smaller than inject_size) */
 		goto out;
@@ -630,6 +638,11 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 	}
 	if (ddtx_choose_warm(tx->layout))
 		rts.base.flags |= DDTX_HDR_WARM;
+	/* A contiguous host message the boundary sent by rendezvous: the sender times it, what
+	 * the next such choice weighs eager against (choose.c); from a warm layout only (a first
+	 * use took 72-290 us at 64 KiB, and kept the class eager in the slow regime). */
+	if (weighed && nblocks == 1 && !stage && (rts.base.flags & DDTX_HDR_WARM))
+		tx->t_rts = ddtx_time_ns();
 	rts.nblocks = ls.nblocks;
 	rts.min_block = ls.min_block;
 	rts.avg_block = ls.avg_block;
