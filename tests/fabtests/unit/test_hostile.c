@@ -1025,7 +1025,7 @@ static void t_ipc_forged(void)
  * The eager/rendezvous boundary comes from measured costs: with the priors an 8 KiB message
  * goes eager; after eager deliveries were timed far slower than a rendezvous is predicted
  * (a wire where copying through the ring is slow), the same message goes by RTS, while a
- * 512 B one stays eager (no prediction below 1 KiB) and FI_INJECT stays eager at any size.
+ * 4 KiB one stays eager (no prediction below 8 KiB) and FI_INJECT stays eager at any size.
  */
 static void t_eager_boundary(void)
 {
@@ -1047,26 +1047,25 @@ static void t_eager_boundary(void)
 	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_EAGER, 8192, 1),
 	       ddtx_cost_predict(&H.pd->cost, FI_DDTX_SCHEME_PACK, 8192, 2));
 	bool after = ddtx_choose_eager(H.pep, 8192, 1);
-	bool small = ddtx_choose_eager(H.pep, 512, 1);
+	bool small = ddtx_choose_eager(H.pep, 4096, 1);
 	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx, 0, false);
 	ddtx_rlock_unlock(&H.lock);
-	CHECK(!after && small && ret == 0, "after slow eager timings: 8 KiB eager %d, 512 B %d",
+	CHECK(!after && small && ret == 0, "after slow eager timings: 8 KiB eager %d, 4 KiB %d",
 	      after, small);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
 	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_RTS, NULL) &&
 	      !hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "8 KiB did not take an RTS");
-	iov.iov_len = 4096;
 	ddtx_rlock_lock(&H.lock);
-	H.pep->attr.inject_size = 4096; /* the harness's endpoint offers 64 */
-	CHECK(!ddtx_choose_eager(H.pep, 4096, 1), "4 KiB would go eager anyway");
+	H.pep->attr.inject_size = 8192; /* the harness's endpoint offers 64 */
+	CHECK(!ddtx_choose_eager(H.pep, 8192, 1), "8 KiB would go eager anyway");
 	ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, NULL,
 			      FI_INJECT | DDTX_PROTO_NO_COMPLETION, false);
 	ddtx_rlock_unlock(&H.lock);
 	CHECK(ret == 0, "inject: %zd", ret);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
-	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "FI_INJECT of 4 KiB not eager");
+	CHECK(hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, NULL), "FI_INJECT of 8 KiB not eager");
 }
 
 /*

@@ -423,8 +423,11 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
  * The eager/rendezvous boundary, from measured costs (issue 12): eager costs two copies
  * through the ring (the EAGER line), a rendezvous its scheme's whole line (handshake
  * included).  A message goes eager when that is predicted no slower; below EAGER_ALWAYS no
- * clock is read and nothing is predicted (a rendezvous there costs several eager messages on
- * every wire).
+ * clock is read and nothing is predicted: a rendezvous there costs several eager messages on
+ * every wire (shm wire, nc_overhead's one endpoint sending to itself, where a handshake costs
+ * least: 2-7 KiB 580-1100 ns by rendezvous against 200-380 eager), and from 1 KiB, where it
+ * began before, the prediction cost 194 instructions a message, 12-15 ns of a 1-4 KiB
+ * message's 180-280 (util/bench-instructions.sh).
  *
  * The sender decides, so the sender times: its own copy into the ring, plus the copy out as
  * the receiver side of this endpoint last timed it (per byte), or the copy in again if it
@@ -435,7 +438,7 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
  * peer's went by rendezvous never timed an eager delivery again: half the messages eager,
  * 8.9-16 us one-way against shm's 4.6-6.
  */
-#define EAGER_ALWAYS 1024
+#define EAGER_ALWAYS 8192
 #define EAGER_OUT_WEIGHT 0.125f /* of a new copy-out timing in its running mean */
 #define EAGER_SAMPLE 16   /* one send (delivery) in EAGER_SAMPLE is timed: two clock reads */
 /*

@@ -287,7 +287,7 @@ struct ddtx_ack_owed {
 #define DDTX_IOV_SPARES 64
 #define DDTX_IOV_SPARE_BYTES ((size_t)16 << 20)
 
-/* Size classes (powers of two from 1 KiB, the last one open) of the eager tries (choose.c). */
+/* Size classes (powers of two from 8 KiB, the last one open) of the eager tries (choose.c). */
 #define DDTX_EAGER_TRY_CLASSES 8
 
 /* A receive of a vector of at least this many blocks borrows the layout cache's list. */
