@@ -962,7 +962,7 @@ uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns)
  */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s,
 			 enum ddtx_contig_way way, uint64_t start_ns, size_t bytes, size_t blocks,
-			 bool warm, const struct ddtx_layout *receiver)
+			 bool warm, const struct ddtx_layout *receiver, bool model)
 {
 	ddtx_choose_learn(pep);
 	bool shaped = receiver && blocks > 2; /* several blocks on one side at least */
@@ -971,7 +971,8 @@ void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s,
 						     .done_ns = ddtx_time_ns(), .bytes = bytes,
 						     .blocks = blocks, .warm = warm,
 						     .shape = shaped ? receiver->hash : 0,
-						     .shaped = shaped, .pending = true};
+						     .shaped = shaped, .pending = true,
+						     .model = model};
 }
 
 void ddtx_choose_learn(struct ddtx_proto_ep *pep)
@@ -981,6 +982,8 @@ void ddtx_choose_learn(struct ddtx_proto_ep *pep)
 		return;
 	t->pending = false;
 	ddtx_contig_observe(&pep->pd->contig, t->bytes, t->way, t->start_ns, t->done_ns, t->warm);
+	if (!t->model)
+		return;
 	contig_timed(pep->pd, t->scheme, t->bytes, t->blocks, t->warm);
 	ddtx_cost_timer_finish(&pep->pd->cost, &pep->rndv_timer, t->scheme, t->start_ns,
 			       t->done_ns, t->bytes, t->blocks, t->warm, &pep->pd->cost_bias,

@@ -345,6 +345,7 @@ struct ddtx_proto_ep {
 		size_t bytes, blocks;
 		uint64_t shape;                  /* the receiver's layout's (cost_bias.h) */
 		bool warm, shaped, pending;
+		bool model;                      /* the cost model learns it (not only the way) */
 	} rndv_sample;
 	uint64_t eager_deliveries;           /* eager messages of timed sizes received (sampling) */
 	uint64_t eager_sends;                /* and sent */
@@ -731,16 +732,18 @@ enum fi_ddtx_scheme ddtx_choose_decide_device(struct ddtx_proto_ep *pep,
 /* When the cost model counts a rendezvous as started whose RTS came at rts_ns with a first
  * chunk that took scatter_ns to scatter (the sender's gather of that chunk included). */
 uint64_t ddtx_choose_sample_start(uint64_t rts_ns, uint64_t scatter_ns);
-/* A rendezvous by s, started at start_ns, finished now (warm: its timing may be learnt), into
- * the layout `receiver` (NULL: none cached), whose shape learns its own correction. */
 /* PACK's stores (pack_stores.c): rx->pack_stores for the CTS of a PACK receive, and at its
  * end what they cost; false when the cost model should not time the transfer as PACK. */
 void ddtx_pack_stores_choose(struct ddtx_proto_ep *pep, struct ddtx_rx *rx);
 bool ddtx_pack_stores_observe(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx);
 
+/* A rendezvous by s (a contiguous one: by `way`), started at start_ns, finished now (warm: its
+ * timing may be learnt), into the layout `receiver` (NULL: none cached), whose shape learns
+ * its own correction.  model: the cost model learns it too, not only the contiguous way's
+ * choice (false: PACK by streaming stores, ddtx_pack_stores_observe). */
 void ddtx_choose_observe(struct ddtx_proto_ep *pep, enum fi_ddtx_scheme s,
 			 enum ddtx_contig_way way, uint64_t start_ns, size_t bytes, size_t blocks,
-			 bool warm, const struct ddtx_layout *receiver);
+			 bool warm, const struct ddtx_layout *receiver, bool model);
 /* Teach the cost model the timing ddtx_choose_observe kept, if any (each progress call). */
 void ddtx_choose_learn(struct ddtx_proto_ep *pep);
 

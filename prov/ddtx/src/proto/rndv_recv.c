@@ -174,12 +174,17 @@ static void rx_finish(struct ddtx_proto_ep *pep, struct ddtx_rx *rx)
 	 * costs on this wire (PACK: by cached stores, pack_stores.c). */
 	bool warm = (rx->hdr_flags & DDTX_HDR_WARM) && ddtx_choose_warm(rx->cached);
 	bool pack_sample = ddtx_pack_stores_observe(pep, rx);
-	if (rx->t_start && rx->accepted && pack_sample) {
+	if (rx->t_start && rx->accepted) {
 		/* Service time, not latency: with several rendezvous in flight, one that waited
-		 * behind the others is timed from when the previous one finished (engine/cost.h). */
+		 * behind the others is timed from when the previous one finished (engine/cost.h).
+		 * A contiguous one's way learns it whatever PACK's stores were: left out with the
+		 * cost model's samples, a try of PACK by streaming stores was never judged and
+		 * lasted its 256 choices (fabtests' tagged pingpong, 32 KiB, slow regime: 1300-1900
+		 * of 5000 transfers by PACK, 15 us each, where the pull took 5). */
 		ddtx_choose_observe(pep, rx->pulled_windows ? DDTX_COST_PULL : rx->scheme,
 				    rx->contig_way, rx->t_start, rx->accepted,
-				    rx->sender_blocks + rx->layout.nblocks, warm, rx->cached);
+				    rx->sender_blocks + rx->layout.nblocks, warm, rx->cached,
+				    pack_sample);
 	}
 	ddtx_count_scheme(pep, rx->scheme, rx->accepted);
 	/* accepted == 0 was answered by an empty CTS, which completes the sender already. */
