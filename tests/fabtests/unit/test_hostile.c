@@ -1077,6 +1077,9 @@ static void t_eager_boundary(void)
  * The copy out a receiver timed is what the sender adds to its own copy in.  Sends in a
  * stream are not timed; a send after a receive completed is never in one.
  */
+/* 8 KiB's size class among the eager tries' (powers of two from 8 KiB, proto_internal.h). */
+#define EAGER_TRIES_8K 0
+
 static void t_eager_tries(void)
 {
 	int ctx;
@@ -1122,6 +1125,14 @@ static void t_eager_tries(void)
 	ddtx_rlock_lock(&H.lock);
 	for (int i = 0; i < 200; i++) /* 5 us per 4 KiB into the ring: 10x the prior */
 		ddtx_choose_observe_eager(H.pep, 4096 * (1 + i % 4), 1, 5000 * (1 + i % 4));
+	/* The sends above were timed for real: where they came slow (an ASan build on a loaded
+	 * host), one of them was already weighed a rendezvous and counted towards 8 KiB's first
+	 * try (254 rendezvous before it, not 255).  The periods below start from none. */
+	struct ddtx_eager_try *t8 = &H.pep->eager_tries[EAGER_TRIES_8K];
+	t8->skipped = t8->every = 0;
+	t8->burst_left = 0;
+	t8->tried = false;
+	H.pep->eager_time_next = 0;
 	/* '.' rendezvous, 'e' an untimed try, 'T' a timed one: two periods, ending with the
 	 * second try. */
 	char seq[1024] = {0}, want[1024] = {0};
@@ -1157,7 +1168,7 @@ static void t_eager_tries(void)
 	printf("  after fast timings (eager 8 KiB predicted %.0f ns): %s\n", fast, seq);
 	CHECK(fast < 1500 && !strcmp(seq, "EEEEEEEEEEEEEEEEEEEE"),
 	      "after fast tries: eager predicted %.0f ns, choices %s", fast, seq);
-	CHECK(H.pep->eager_tries[3].every == 0, "the tries' period was not reset");
+	CHECK(t8->every == 0 && t8->skipped == 0, "the tries' period was not reset");
 }
 
 /*
