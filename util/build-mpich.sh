@@ -117,7 +117,9 @@ mkdir -p "$SRC_ROOT"
 SRC=$(find "$SRC_ROOT" -maxdepth 1 -type d -name 'mpich-4.0.2*' | head -n1)
 if [ -z "$SRC" ] || [ ! -x "$SRC/configure" ]; then
   log "fetching Debian's mpich source package into $SRC_ROOT"
-  (cd "$SRC_ROOT" && apt-get source -qq mpich=4.0.2\* 2>&1 || apt-get source -qq mpich)
+  # (apt-get source takes an exact version only, and bookworm has 4.0.2 alone: the directory
+  # checked below says whether the archive still gives that one)
+  (cd "$SRC_ROOT" && apt-get source -qq mpich)
   SRC=$(find "$SRC_ROOT" -maxdepth 1 -type d -name 'mpich-4.0.2*' | head -n1)
   [ -n "$SRC" ] || { log "no mpich-4.0.2 directory after apt-get source"; exit 1; }
 fi
