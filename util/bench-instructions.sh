@@ -7,8 +7,10 @@
 # per-message path where a timing cannot; the time it saves still needs a benchmark.
 #   util/bench-instructions.sh [-c COLUMN]... [-s SIZES] [-b BLOCKS] [-n ITERATIONS]
 # COLUMN: shm (libfabric's), or ddtx:BUILD (the provider and nc_overhead built in BUILD, a path
-# relative to the repository root or absolute); default -c shm -c ddtx:build.  SIZES: contiguous
-# messages (default 8,2K); BLOCKS: lists of that many 64 B entries (default 32; "" for none).
+# relative to the repository root or absolute), or ddtx-handle:BUILD (the same, the lists sent as
+# one layout handle, as MPICH's --ddtx-layouts build sends); default -c shm -c ddtx:build.
+# SIZES: contiguous messages (default 8,2K); BLOCKS: lists of that many 64 B entries (default
+# 32; "" for none).
 # Needs valgrind (installed from Debian's archive when missing and root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +26,7 @@ while getopts "c:s:b:n:h" opt; do
     s) SIZES=$OPTARG ;;
     b) BLOCKS=$OPTARG ;;
     n) ITERS=$OPTARG ;;
-    *) sed -n '3,12p' "$0"; exit 2 ;;
+    *) sed -n '3,14p' "$0"; exit 2 ;;
   esac
 done
 [ ${#COLS[@]} -gt 0 ] || COLS=(shm ddtx:build)
@@ -44,7 +46,7 @@ trap 'rm -rf "$TMP"' EXIT
 # build_of COLUMN: the build whose nc_overhead (and provider, for ddtx) the column runs
 build_of() {
   local b=build
-  [[ $1 == ddtx:* ]] && b=${1#ddtx:}
+  [[ $1 == ddtx*:* ]] && b=${1#*:}
   [[ $b == /* ]] || b=$ROOT/$b
   echo "$b"
 }
@@ -54,6 +56,7 @@ count() {
   local col=$1 b prov=shm out
   b=$(build_of "$col")
   [[ $col == ddtx:* ]] && prov=ddtx
+  [[ $col == ddtx-handle:* ]] && prov=ddtx-handle
   [ -x "$b/tests/fabtests/benchmarks/nc_overhead" ] || {
     echo "bench-instructions.sh: no $b/tests/fabtests/benchmarks/nc_overhead" >&2; exit 1; }
   rm -f "$TMP"/cg.*

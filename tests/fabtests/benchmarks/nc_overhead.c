@@ -11,10 +11,12 @@
  *
  * Each provider runs in a child process of its own (FI_PROVIDER set there).  Rows: contiguous
  * messages of the given sizes, then lists of --blocks blocks of 64 B (iov entries of 64 B
- * at a stride of 128 B, received contiguously).  The last message of every row is checked byte
+ * at a stride of 128 B, received contiguously).  The column ddtx-handle is ddtx sending those
+ * blocks as one layout handle (fi_ddtx(3), the strided constructor), as MPICH's --ddtx-layouts
+ * build does; its contiguous rows are ddtx's.  The last message of every row is checked byte
  * for byte; a wrong byte fails the program, a figure never does.
  *
- *   nc_overhead [-p ddtx,shm] [-s 8,64,1K,4K] [-b 4,32] [-n ITERATIONS] [-r RUNS]
+ *   nc_overhead [-p ddtx,shm,ddtx-handle] [-s 8,64,1K,4K] [-b 4,32] [-n ITERATIONS] [-r RUNS]
  */
 #include "nc_common.h"
 
@@ -47,6 +49,7 @@ struct loop {
 	struct fid_mr *smr, *rmr;
 	uint8_t *sbuf, *rbuf;
 	size_t cap;
+	struct fi_ddtx_ops *dops;       /* ddtx-handle: the layout constructors */
 };
 
 static double now_ns(void)
@@ -128,12 +131,10 @@ static int loop_reap(struct loop *lp, int want)
 }
 
 /* One message to itself: the receive first (expected), then the send, then both completions. */
-static int loop_one(struct loop *lp, const struct iovec *siov, size_t scount, size_t bytes,
-		    uint64_t tag)
+static int loop_one(struct loop *lp, const struct iovec *siov, void **sdesc, size_t scount,
+		    size_t bytes, uint64_t tag)
 {
-	void *sdesc[MAX_BLOCKS], *rdesc = fi_mr_desc(lp->rmr);
-	for (size_t i = 0; i < scount; i++)
-		sdesc[i] = fi_mr_desc(lp->smr);
+	void *rdesc = fi_mr_desc(lp->rmr);
 	ssize_t r;
 	while ((r = fi_trecv(lp->ep, lp->rbuf, bytes, rdesc, lp->self, tag, 0, NULL)) == -FI_EAGAIN)
 		fi_cq_read(lp->cq, NULL, 0);
@@ -152,6 +153,7 @@ static int loop_one(struct loop *lp, const struct iovec *siov, size_t scount, si
 static double loop_row(struct loop *lp, const struct row *rw, long iters, int runs)
 {
 	struct iovec iov[MAX_BLOCKS];
+	void *desc[MAX_BLOCKS];
 	size_t count = 1, bytes = rw->bytes;
 	if (rw->blocks) {
 		count = rw->blocks;
@@ -161,18 +163,37 @@ static double loop_row(struct loop *lp, const struct row *rw, long iters, int ru
 	} else {
 		iov[0] = (struct iovec){lp->sbuf, bytes};
 	}
+	for (size_t i = 0; i < count; i++)
+		desc[i] = fi_mr_desc(lp->smr);
+	/* The same blocks as one layout handle: one entry spanning them, the handle its desc. */
+	struct fi_ddtx_layout *handle = NULL;
+	const struct iovec *siov = iov;
+	struct iovec span;
+	size_t scount = count;
+	if (lp->dops && rw->blocks) {
+		int ret = lp->dops->layout_create_strided(lp->dom, LIST_BLOCK, 2 * LIST_BLOCK,
+							  count, &handle);
+		if (ret) {
+			fprintf(stderr, "layout_create_strided: %s\n", fi_strerror(-ret));
+			return -1;
+		}
+		span = (struct iovec){lp->sbuf, lp->dops->layout_size(handle)};
+		siov = &span;
+		scount = 1;
+		desc[0] = handle;
+	}
 	for (size_t i = 0; i < lp->cap; i++)
 		lp->sbuf[i] = (uint8_t)(i * 7 + 3);
 	double best = -1;
 	for (int r = 0; r < runs; r++) {
 		for (long i = 0; i < iters / 10; i++) /* warm-up: caches, the cost model's samples */
-			if (loop_one(lp, iov, count, bytes, 5))
-				return -1;
+			if (loop_one(lp, siov, desc, scount, bytes, 5))
+				goto fail;
 		memset(lp->rbuf, 0, bytes);
 		double t0 = now_ns();
 		for (long i = 0; i < iters; i++)
-			if (loop_one(lp, iov, count, bytes, 5))
-				return -1;
+			if (loop_one(lp, siov, desc, scount, bytes, 5))
+				goto fail;
 		double ns = (now_ns() - t0) / (double)iters;
 		if (best < 0 || ns < best)
 			best = ns;
@@ -180,16 +201,26 @@ static double loop_row(struct loop *lp, const struct row *rw, long iters, int ru
 			if (memcmp(lp->rbuf + off, iov[i].iov_base, iov[i].iov_len)) {
 				fprintf(stderr, "row of %zu B x %zu: wrong bytes received\n",
 					iov[0].iov_len, count);
-				return -2;
+				best = -2;
+				goto out;
 			}
 	}
+out:
+	if (handle)
+		lp->dops->layout_free(handle);
 	return best;
+fail:
+	best = -1;
+	goto out;
 }
 
 /* Child: every row over one provider; figures go back through out[]. */
 static int run_prov(const char *prov, const struct row *rows, int nrows, long iters, int runs,
 		    double *out)
 {
+	bool handle = !strcmp(prov, "ddtx-handle");
+	if (handle)
+		prov = "ddtx";
 	setenv("FI_PROVIDER", prov, 1);
 	struct loop lp = {0};
 	size_t cap = 2 * LIST_BLOCK * MAX_BLOCKS;
@@ -198,6 +229,11 @@ static int run_prov(const char *prov, const struct row *rows, int nrows, long it
 			cap = rows[i].bytes;
 	if (loop_open(&lp, prov, cap))
 		return 1;
+	if (handle && (fi_open_ops(&lp.dom->fid, FI_DDTX_DOMAIN_OPS_1, 0, (void **)&lp.dops, NULL) ||
+		       !lp.dops->layout_create_strided)) {
+		fprintf(stderr, "ddtx-handle: no layout handles in this provider\n");
+		return 1;
+	}
 	for (int i = 0; i < nrows; i++) {
 		out[i] = loop_row(&lp, &rows[i], iters, runs);
 		if (out[i] == -2)
@@ -220,7 +256,7 @@ int main(int argc, char **argv)
 		case 'n': iters = atol(optarg); break;
 		case 'r': runs = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: nc_overhead [-p ddtx,shm] [-s 8,64,1K,4K] [-b 4,32] "
+			fprintf(stderr, "usage: nc_overhead [-p ddtx,shm,ddtx-handle] [-s 8,64,1K,4K] [-b 4,32] "
 				"[-n ITERATIONS] [-r RUNS]\n");
 			return opt == 'h' ? 0 : 2;
 		}
