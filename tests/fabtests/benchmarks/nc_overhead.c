@@ -256,8 +256,8 @@ int main(int argc, char **argv)
 		case 'n': iters = atol(optarg); break;
 		case 'r': runs = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: nc_overhead [-p ddtx,shm,ddtx-handle] [-s 8,64,1K,4K] [-b 4,32] "
-				"[-n ITERATIONS] [-r RUNS]\n");
+			fprintf(stderr, "usage: nc_overhead [-p ddtx,shm,ddtx-handle] [-s 8,64,1K,4K] "
+				"[-b 4,32] [-n ITERATIONS] [-r RUNS]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
