@@ -1172,6 +1172,85 @@ static void t_eager_tries(void)
 }
 
 /*
+ * An eager copy in that takes over three times the copy out (per byte; choose.c) turns the
+ * sends to streaming stores, whose bytes arrive as ever; every 64th send after goes by cached
+ * stores, timed, and a fast one turns them back.  Without a copy out timed, or below 8 KiB,
+ * nothing changes.
+ */
+static void t_eager_stores(void)
+{
+	const size_t bytes = 16384;
+	int ctx;
+	for (size_t i = 0; i < bytes; i++)
+		big[i] = (uint8_t)(i * 13 + 7);
+	struct iovec iov = {big, bytes};
+	/* A real send by streaming stores (eager by the priors): the bytes the peer gets are the
+	 * buffer's. */
+	ddtx_rlock_lock(&H.lock);
+	H.pep->eager_streaming_stores = true;
+	H.pep->eager_stores_since_try = 0;
+	H.pep->last_eager_choice_ns = 0;
+	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &ctx,
+				      DDTX_PROTO_NO_COMPLETION, false);
+	unsigned counted = H.pep->eager_stores_since_try;
+	H.pep->eager_streaming_stores = false;
+	ddtx_rlock_unlock(&H.lock);
+	hostile_peer_forget(&H.attacker);
+	progress_n(2);
+	size_t len = 0;
+	const uint8_t *m = hostile_peer_last(&H.attacker, DDTX_MSG_EAGER, &len);
+	bool same = m && len == sizeof(struct ddtx_hdr_eager) + bytes &&
+		    !memcmp(m + sizeof(struct ddtx_hdr_eager), big, bytes);
+	CHECK(ret == 0 && counted == 1 && same,
+	      "send by streaming stores: %zd, counted %u, %zu bytes, same %d", ret, counted, len,
+	      same);
+
+	ddtx_rlock_lock(&H.lock);
+	H.pep->eager_out_ns_per_byte = 0;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){100000});
+	bool untimed_out = H.pep->eager_streaming_stores;
+	H.pep->eager_out_ns_per_byte = 0.05f; /* 16 KiB out in 819 ns */
+	ddtx_choose_eager_sent(H.pep, 4096, 1, false, &(uint64_t){100000});
+	bool small = H.pep->eager_streaming_stores;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){2048}); /* 2.5x: cached */
+	bool near = H.pep->eager_streaming_stores;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){12000}); /* 14.6x */
+	bool slow = H.pep->eager_streaming_stores;
+	/* Streaming (none of them sampled: a stream): 63 sends, then one by cached stores, timed,
+	 * still slow. */
+	char seq[65] = {0};
+	H.pep->eager_streaming = true;
+	H.pep->eager_time_next = 0;
+	for (int i = 0; i < 64; i++) {
+		bool st = ddtx_choose_eager_stores(H.pep, bytes);
+		bool timed = ddtx_choose_time_eager(H.pep, bytes);
+		seq[i] = st ? (timed ? 'S' : 's') : (timed ? 'C' : 'c');
+		if (!st)
+			ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){12000});
+	}
+	bool still = H.pep->eager_streaming_stores;
+	/* The next try finds cached stores fast again. */
+	H.pep->eager_stores_since_try = 62;
+	bool last_streaming = ddtx_choose_eager_stores(H.pep, bytes);
+	bool tried = !ddtx_choose_eager_stores(H.pep, bytes) && H.pep->eager_time_next == 1;
+	ddtx_choose_time_eager(H.pep, bytes);
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){900});
+	bool back = !H.pep->eager_streaming_stores && !ddtx_choose_eager_stores(H.pep, bytes);
+	H.pep->eager_streaming = false;
+	ddtx_rlock_unlock(&H.lock);
+	printf("  16 KiB copy in against copy out: 2.5x cached %d, 14.6x streaming %d; then %s\n",
+	       !near, slow, seq);
+	CHECK(!untimed_out && !small && !near && slow,
+	      "no copy out timed %d, 4 KiB %d, 2.5x %d, 14.6x %d (want 0 0 0 1)", untimed_out,
+	      small, near, slow);
+	CHECK(!strncmp(seq, "sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssC", 64) &&
+	      still, "streaming sends then a timed cached one: %s, still streaming %d", seq, still);
+	CHECK(last_streaming && tried && back,
+	      "try of cached stores: 63rd streaming %d, 64th cached and timed %d, back %d",
+	      last_streaming, tried, back);
+}
+
+/*
  * A contiguous message weighs eager against what its rendezvous took at its size where one was
  * timed (choose.c), not against a pull predicted from the eager line: an eager line of 3 us
  * at 24 KiB loses to the untimed pull (half of it plus a 1 us handshake); it wins once this
@@ -2316,6 +2395,7 @@ int main(int argc, char **argv)
 		{"pack_stores", t_pack_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_boundary", t_eager_boundary, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
+		{"eager_stores", t_eager_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_timed_pull", t_eager_timed_pull, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_tries", t_eager_tries, DDTX_SCHEME_SETTING_AUTO},
 		{"iov_spares", t_iov_spares, DDTX_SCHEME_SETTING_AUTO},

@@ -49,6 +49,12 @@ static void copy_streaming(uint8_t *dst, const uint8_t *src, size_t len)
 	memcpy(dst + k, src + k, len - k);
 }
 
+void ddtx_copy_streaming(void *dst, const void *src, size_t len)
+{
+	copy_streaming(dst, src, len);
+	_mm_sfence();
+}
+
 size_t ddtx_pack_gather_streaming(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 				  const struct iovec *iov, size_t count, size_t offset, void *dst,
 				  size_t len)
@@ -68,6 +74,11 @@ size_t ddtx_pack_gather_streaming(struct ddtx_layout_cache *lc, struct ddtx_layo
 	return done;
 }
 #else
+void ddtx_copy_streaming(void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+}
+
 size_t ddtx_pack_gather_streaming(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 				  const struct iovec *iov, size_t count, size_t offset, void *dst,
 				  size_t len)

@@ -26,6 +26,9 @@ size_t ddtx_pack_gather(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 size_t ddtx_pack_gather_streaming(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 				  const struct iovec *iov, size_t count, size_t offset, void *dst,
 				  size_t len);
+/* len contiguous bytes from src to dst by streaming stores, fenced (an ordinary copy where the
+ * CPU has none). */
+void ddtx_copy_streaming(void *dst, const void *src, size_t len);
 size_t ddtx_pack_scatter(struct ddtx_layout_cache *lc, struct ddtx_layout *l,
 			 const struct iovec *iov, size_t count, size_t offset, const void *src,
 			 size_t len);

@@ -670,11 +670,51 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 	return true;
 }
 
+/*
+ * An eager copy in can take ten times its usual time: stores into ring lines the receiver's
+ * core last read, each line's ownership asked of that core.  fabtests' tagged pingpong at 32
+ * KiB (2026-12-01): in about one run in eight the sender's timed copies in took 11-13 us
+ * against the receiver's copies out's 2 (fast: 0.9 and 0.8) from the first to the last, so the
+ * pull was chosen, 6.9-7.9 us one-way against shm's 5-7 and eager's 2.0-2.9 in the other runs.
+ * Streaming stores ask for no line: eager by them took 3.1-5.4 us in every run, but 1.5-2x
+ * cached stores' time where those are fast (the receiver then reads memory, not the other
+ * core's cache).  So a timed copy in by cached stores over EAGER_RFO_RATIO times the copy out
+ * (per byte, as this endpoint's deliveries time it: 1.1x in the fast case, 5.5-6.5x in the
+ * slow one, less where the peer streams too and the copy out reads memory) turns the sends to
+ * streaming stores, and
+ * every EAGER_STORES_TRY-th send after goes by cached stores again, timed, to see whether they
+ * are back.  Wires whose sends are not memory another core reads keep cached stores.
+ */
+#define EAGER_RFO_RATIO 3.0f
+#define EAGER_STORES_TRY 64
+
+bool ddtx_choose_eager_stores(struct ddtx_proto_ep *pep, size_t bytes)
+{
+	if (!pep->eager_streaming_stores || bytes < EAGER_ALWAYS)
+		return false;
+	if (++pep->eager_stores_since_try < EAGER_STORES_TRY)
+		return true;
+	pep->eager_stores_since_try = 0;
+	pep->eager_time_next = 1;
+	return false;
+}
+
+static void eager_stores_judge(struct ddtx_proto_ep *pep, size_t bytes, uint64_t copy_ns)
+{
+	float out = pep->eager_out_ns_per_byte;
+	if (!pep->caps->pack_stores || !(out > 0) || bytes < EAGER_ALWAYS)
+		return;
+	pep->eager_streaming_stores = (float)copy_ns / (float)bytes > EAGER_RFO_RATIO * out;
+	pep->eager_stores_since_try = 0;
+}
+
 void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
-			    const uint64_t *copy_ns)
+			    bool streaming, const uint64_t *copy_ns)
 {
 	if (copy_ns)
 		ddtx_choose_observe_eager(pep, bytes, blocks, *copy_ns);
+	if (copy_ns && !streaming)
+		eager_stores_judge(pep, bytes, *copy_ns);
 	/* A stream's gap runs from the end of this copy: the copy itself (1-10 us at 24-32 KiB
 	 * in fabtests' tagged bw) took half of a stream's sends past STREAM_GAP_NS, which then
 	 * went by pull at 0.5x the bandwidth. */

@@ -356,6 +356,8 @@ struct ddtx_proto_ep {
 	float eager_out_ns_per_byte;         /* the copy out of the ring, running mean (choose.c) */
 	int8_t eager_time_next;              /* the next eager send is a try: 1 timed, -1 not
 						(the start of a burst), 0 not a try */
+	bool eager_streaming_stores;         /* eager copies in by streaming stores (choose.c) */
+	uint16_t eager_stores_since_try;     /* such sends since cached stores were last tried */
 	struct ddtx_eager_try {              /* eager tries of a size class sent by rendezvous */
 		uint16_t skipped, every;     /* rendezvous since the last try; the period */
 		uint8_t burst_left;          /* eager sends of the try still to come */
@@ -685,9 +687,13 @@ bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
 /* An eager send of bytes in blocks: its copy into the wire took ns. */
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			       uint64_t ns);
-/* An eager send went out; copy_ns: its copy's time if it was timed (else NULL). */
+/* Does this eager send of bytes copy in by streaming stores?  (before ddtx_choose_time_eager:
+ * a try of cached stores is timed) */
+bool ddtx_choose_eager_stores(struct ddtx_proto_ep *pep, size_t bytes);
+/* An eager send went out, by streaming stores or not; copy_ns: its copy's time if it was timed
+ * (else NULL). */
 void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
-			    const uint64_t *copy_ns);
+			    bool streaming, const uint64_t *copy_ns);
 /* The same for an eager delivery's copy out of the ring. */
 bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes);
 /* A contiguous send the eager boundary sent by rendezvous completed ns after its RTS went. */

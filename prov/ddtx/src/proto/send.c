@@ -77,7 +77,7 @@ static int send_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const void *hdr
 static int send_eager_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct iovec *iov,
 			  size_t count, size_t total, uint64_t tag, uint64_t data, uint16_t hflags,
 			  uint32_t tx_id, struct ddtx_layout *l, const struct ddtx_iov_vec *vec,
-			  uint64_t *copy_ns)
+			  bool streaming, uint64_t *copy_ns)
 {
 	struct ddtx_hdr_eager h;
 	ddtx_hdr_init(&h.base, DDTX_MSG_EAGER, hflags);
@@ -86,14 +86,15 @@ static int send_eager_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const str
 	h.len = total;
 	h.tx_id = tx_id;
 	h.reserved2 = 0;
-	if (count <= pep->caps->max_sge) {
+	if (count <= pep->caps->max_sge && !streaming) {
 		ddtx_ack_carry(pep, peer, &h.base);
 		int ret = send_now(pep, peer, &h, sizeof(h), iov, count, copy_ns);
 		if (ret)
 			ddtx_ack_uncarry(pep, peer, &h.base);
 		return ret;
 	}
-	/* More entries than one work request gathers: pack them in place behind the header. */
+	/* More entries than one work request gathers, or a copy by streaming stores: packed in
+	 * place behind the header. */
 	struct ddtx_wire_send_buf buf;
 	int ret = wire_claim(pep, peer, sizeof(h) + total, &buf);
 	if (ret == -FI_EAGAIN) {
@@ -106,7 +107,11 @@ static int send_eager_now(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const str
 	ddtx_ack_carry(pep, peer, &h.base);
 	memcpy(buf.data, &h, sizeof(h));
 	uint8_t *payload = (uint8_t *)buf.data + sizeof(h);
-	if (vec->n)
+	if (streaming && count == 1)
+		ddtx_copy_streaming(payload, iov[0].iov_base, total);
+	else if (streaming)
+		ddtx_pack_gather_streaming(pep->pd->layouts, l, iov, count, 0, payload, total);
+	else if (vec->n)
 		ddtx_vec_gather(vec, 0, payload, total);
 	else
 		ddtx_pack_gather(pep->pd->layouts, l, iov, count, 0, payload, total);
@@ -123,11 +128,13 @@ static int send_eager(struct ddtx_proto_ep *pep, ddtx_peer_t peer, const struct 
 		      uint32_t tx_id, struct ddtx_layout *l, const struct ddtx_iov_vec *vec)
 {
 	uint64_t ns = 0;
+	bool streaming = ddtx_choose_eager_stores(pep, total);
 	bool timed = ddtx_choose_time_eager(pep, total);
 	int ret = send_eager_now(pep, peer, iov, count, total, tag, data, hflags, tx_id, l, vec,
-				 timed ? &ns : NULL);
+				 streaming, timed ? &ns : NULL);
 	if (!ret)
-		ddtx_choose_eager_sent(pep, total, l ? l->st.nblocks : count, timed ? &ns : NULL);
+		ddtx_choose_eager_sent(pep, total, l ? l->st.nblocks : count, streaming,
+				       timed ? &ns : NULL);
 	return ret;
 }
 
