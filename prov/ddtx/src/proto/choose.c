@@ -681,9 +681,9 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
  * core's cache).  So a timed copy in by cached stores over EAGER_RFO_RATIO times the copy out
  * (per byte, as this endpoint's deliveries time it: 1.1x in the fast case, 5.5-6.5x in the
  * slow one, less where the peer streams too and the copy out reads memory) turns the sends to
- * streaming stores, and
- * every EAGER_STORES_TRY-th send after goes by cached stores again, timed, to see whether they
- * are back.  Wires whose sends are not memory another core reads keep cached stores.
+ * streaming stores, and every EAGER_STORES_TRY-th send after goes by cached stores again,
+ * timed, to see whether they are back.  Wires whose sends are not memory another core reads
+ * keep cached stores.
  */
 #define EAGER_RFO_RATIO 3.0f
 #define EAGER_STORES_TRY 64
