@@ -1085,6 +1085,11 @@ static void t_eager_tries(void)
 	int ctx;
 	struct iovec iov = {big, 8192};
 	ddtx_rlock_lock(&H.lock);
+	/* Streaming stores' copies in timed as slow as can be: no probe of them (t_eager_stores)
+	 * adds a timed send to the ones counted here. */
+	for (int i = 0; i < 3; i++)
+		H.pep->eager_stream_in[i] = 1e6f;
+	H.pep->eager_stream_in_n = 3;
 	uint64_t s0 = ddtx_cost_samples(&H.pd->cost, FI_DDTX_SCHEME_EAGER);
 	int sent = 0;
 	for (int i = 0; i < 32; i++) { /* one in 16 is timed */
@@ -1164,6 +1169,7 @@ static void t_eager_tries(void)
 		bool e = ddtx_choose_eager(H.pep, 8192, 1);
 		seq[i] = e ? 'E' : '.';
 	}
+	H.pep->eager_stream_in_n = 0;
 	ddtx_rlock_unlock(&H.lock);
 	printf("  after fast timings (eager 8 KiB predicted %.0f ns): %s\n", fast, seq);
 	CHECK(fast < 1500 && !strcmp(seq, "EEEEEEEEEEEEEEEEEEEE"),
@@ -1172,10 +1178,15 @@ static void t_eager_tries(void)
 }
 
 /*
- * An eager copy in that takes over three times the copy out (per byte; choose.c) turns the
- * sends to streaming stores, whose bytes arrive as ever; every 64th send after goes by cached
- * stores, timed, and a fast one turns them back.  Without a copy out timed, or below 8 KiB,
- * nothing changes.
+ * Eager's stores (choose.c).  A send by streaming stores delivers the buffer's bytes.  With no
+ * copy by streaming stores timed, a copy in by cached stores over three times the copy out
+ * (per byte) turns the sends to streaming stores, and one over 1.5x, or any while fewer than
+ * three are timed, has the next send go by streaming stores, timed, and weighed with it at once.
+ * Once those are timed, a cached copy is weighed against them (three times the least of the
+ * last three): a copy out slowed by a peer's streaming no longer hides a slow copy in.  Every
+ * 64th streaming send is a timed cached one, and a fast one turns them back.  A cached copy
+ * judged slow stays out of the eager line.  Without a timing to weigh against (but the
+ * probe), or below 8 KiB, nothing changes.
  */
 static void t_eager_stores(void)
 {
@@ -1194,6 +1205,7 @@ static void t_eager_stores(void)
 				      DDTX_PROTO_NO_COMPLETION, false);
 	unsigned counted = H.pep->eager_stores_since_try;
 	H.pep->eager_streaming_stores = false;
+	H.pep->eager_stream_in_n = H.pep->eager_stream_in_next = 0; /* its timing, if sampled */
 	ddtx_rlock_unlock(&H.lock);
 	hostile_peer_forget(&H.attacker);
 	progress_n(2);
@@ -1205,17 +1217,40 @@ static void t_eager_stores(void)
 	      "send by streaming stores: %zd, counted %u, %zu bytes, same %d", ret, counted, len,
 	      same);
 
+	struct ddtx_cost_fit *line = &H.pd->cost.fit[FI_DDTX_SCHEME_EAGER];
 	ddtx_rlock_lock(&H.lock);
 	H.pep->eager_out_ns_per_byte = 0;
 	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){100000});
-	bool untimed_out = H.pep->eager_streaming_stores;
+	bool untimed_out = H.pep->eager_streaming_stores, untimed_probe = H.pep->eager_stores_probe;
+	H.pep->eager_stores_probe = false;
 	H.pep->eager_out_ns_per_byte = 0.05f; /* 16 KiB out in 819 ns */
 	ddtx_choose_eager_sent(H.pep, 4096, 1, false, &(uint64_t){100000});
-	bool small = H.pep->eager_streaming_stores;
-	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){2048}); /* 2.5x: cached */
-	bool near = H.pep->eager_streaming_stores;
-	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){12000}); /* 14.6x */
-	bool slow = H.pep->eager_streaming_stores;
+	bool small = H.pep->eager_streaming_stores || H.pep->eager_stores_probe;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){2048}); /* 2.5x out: cached */
+	bool near = H.pep->eager_streaming_stores, probe = H.pep->eager_stores_probe;
+	/* The probe: the next send by streaming stores, timed (500 ns: 0.03 ns/B), weighed at
+	 * once with the cached copy that called it (4.1x): streaming from the next send. */
+	H.pep->eager_time_next = 0;
+	bool probe_st = ddtx_choose_eager_stores(H.pep, bytes);
+	bool probe_timed = ddtx_choose_time_eager(H.pep, bytes);
+	uint64_t samples = line->samples;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){500});
+	bool probe_seen = line->samples == samples + 1;
+	bool probe_on = H.pep->eager_streaming_stores && ddtx_choose_eager_stores(H.pep, bytes);
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){520}); /* two sampled */
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){510});
+	/* A cached try of 900 ns (1.8x streaming's copy in) turns them back; one of 1300 (2.6x,
+	 * but 1.6x the copy out) calls a probe that finds them within 3x: cached. */
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){900});
+	bool probe_off = !H.pep->eager_streaming_stores && !H.pep->eager_stores_probe;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){1300});
+	bool probe2 = ddtx_choose_eager_stores(H.pep, bytes);
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){500});
+	bool probe2_off = !H.pep->eager_streaming_stores && !ddtx_choose_eager_stores(H.pep, bytes);
+	/* 2000 ns: 2.4x the copy out, 4x streaming's copy in: streaming, out of the eager line. */
+	samples = line->samples;
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){2000});
+	bool slow = H.pep->eager_streaming_stores, kept_out = line->samples == samples;
 	/* Streaming (none of them sampled: a stream): 63 sends, then one by cached stores, timed,
 	 * still slow. */
 	char seq[65] = {0};
@@ -1229,7 +1264,12 @@ static void t_eager_stores(void)
 			ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){12000});
 	}
 	bool still = H.pep->eager_streaming_stores;
-	/* The next try finds cached stores fast again. */
+	/* A streaming copy preempted (100 us) does not make them look slow: the least of three. */
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){100000});
+	ddtx_choose_eager_sent(H.pep, bytes, 1, true, &(uint64_t){520});
+	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){2000});
+	bool not_stuck = H.pep->eager_streaming_stores;
+	/* The next try finds cached stores fast again (900 ns: 1.8x streaming's). */
 	H.pep->eager_stores_since_try = 62;
 	bool last_streaming = ddtx_choose_eager_stores(H.pep, bytes);
 	bool tried = !ddtx_choose_eager_stores(H.pep, bytes) && H.pep->eager_time_next == 1;
@@ -1237,14 +1277,24 @@ static void t_eager_stores(void)
 	ddtx_choose_eager_sent(H.pep, bytes, 1, false, &(uint64_t){900});
 	bool back = !H.pep->eager_streaming_stores && !ddtx_choose_eager_stores(H.pep, bytes);
 	H.pep->eager_streaming = false;
+	H.pep->eager_stream_in_n = H.pep->eager_stream_in_next = 0;
 	ddtx_rlock_unlock(&H.lock);
-	printf("  16 KiB copy in against copy out: 2.5x cached %d, 14.6x streaming %d; then %s\n",
-	       !near, slow, seq);
-	CHECK(!untimed_out && !small && !near && slow,
-	      "no copy out timed %d, 4 KiB %d, 2.5x %d, 14.6x %d (want 0 0 0 1)", untimed_out,
-	      small, near, slow);
+	printf("  16 KiB copy in: 2.5x the copy out cached %d, probe %d; 4x streaming's copy in "
+	       "streaming %d; then %s\n", !near, probe, slow, seq);
+	CHECK(!untimed_out && untimed_probe && !small && !near && probe,
+	      "nothing timed: streaming %d probe %d; 4 KiB %d; 2.5x out: streaming %d probe %d "
+	      "(want 0 1 0 0 1)", untimed_out, untimed_probe, small, near, probe);
+	CHECK(probe_st && probe_timed && probe_seen && probe_on,
+	      "probe: streaming %d timed %d in the eager line %d, turned them on %d", probe_st,
+	      probe_timed, probe_seen, probe_on);
+	CHECK(probe_off && probe2 && probe2_off,
+	      "1.8x: back to cached %d; 2.6x: probe %d, cached after it %d", probe_off, probe2,
+	      probe2_off);
+	CHECK(slow && kept_out, "4x streaming's copy in: streaming %d, kept out of the line %d",
+	      slow, kept_out);
 	CHECK(!strncmp(seq, "sssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssssC", 64) &&
 	      still, "streaming sends then a timed cached one: %s, still streaming %d", seq, still);
+	CHECK(not_stuck, "a streaming copy of 100 us made 2000 ns cached look fast");
 	CHECK(last_streaming && tried && back,
 	      "try of cached stores: 63rd streaming %d, 64th cached and timed %d, back %d",
 	      last_streaming, tried, back);

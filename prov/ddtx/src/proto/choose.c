@@ -678,19 +678,41 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
  * pull was chosen, 6.9-7.9 us one-way against shm's 5-7 and eager's 2.0-2.9 in the other runs.
  * Streaming stores ask for no line: eager by them took 3.1-5.4 us in every run, but 1.5-2x
  * cached stores' time where those are fast (the receiver then reads memory, not the other
- * core's cache).  So a timed copy in by cached stores over EAGER_RFO_RATIO times the copy out
- * (per byte, as this endpoint's deliveries time it: 1.1x in the fast case, 5.5-6.5x in the
- * slow one, less where the peer streams too and the copy out reads memory) turns the sends to
- * streaming stores, and every EAGER_STORES_TRY-th send after goes by cached stores again,
- * timed, to see whether they are back.  Wires whose sends are not memory another core reads
- * keep cached stores.
+ * core's cache).
+ *
+ * So a timed copy in by cached stores is weighed against this sender's own timed copies in by
+ * streaming stores (per byte): over EAGER_STREAM_RATIO times theirs, the sends turn to
+ * streaming stores; every EAGER_STORES_TRY-th send after goes by cached stores again, timed,
+ * to see whether they are back.  Until a copy by streaming stores is timed, the copy out (as
+ * this endpoint's deliveries time it) stands in, at EAGER_RFO_RATIO.  A copy in by cached
+ * stores kept has the next send go by streaming stores, timed, to compare: while fewer than
+ * three of those are timed (a sender that receives nothing eagerly had no copy out to weigh
+ * against: fabtests' tagged bw at 32 KiB, 2.2 GB/s by cached copies of 0.4 ns/B), or when it
+ * is over EAGER_PROBE_RATIO times the copy out (or else streaming's copy in: theirs may be
+ * old, or one preempted, 1.1 ns/B).
+ *
+ * The copy out alone misjudged (32 KiB ping-pong, 14 runs, 2026-12-01): where the peer
+ * streams, it reads memory and slows to 0.07-0.11 ns/B, so slow cached copies in of 0.15-0.2
+ * ns/B stayed under 3x it: 2 runs sent by cached stores half the time, turning on and off 40
+ * times (8.0 us, 1.20x shm), 1 went by pull (8.1 us, 1.16x).  Streaming stores' own copies in
+ * took 0.03-0.05 ns/B in every run, cached ones 0.03 where fast.  Wires whose sends are not
+ * memory another core reads keep cached stores.
  */
+#define EAGER_STREAM_RATIO 3.0f
 #define EAGER_RFO_RATIO 3.0f
+#define EAGER_PROBE_RATIO 1.5f
 #define EAGER_STORES_TRY 64
 
 bool ddtx_choose_eager_stores(struct ddtx_proto_ep *pep, size_t bytes)
 {
-	if (!pep->eager_streaming_stores || bytes < EAGER_ALWAYS)
+	if (bytes < EAGER_ALWAYS)
+		return false;
+	if (pep->eager_stores_probe) {
+		pep->eager_stores_probe = false;
+		pep->eager_time_next = 1;
+		return true;
+	}
+	if (!pep->eager_streaming_stores)
 		return false;
 	if (++pep->eager_stores_since_try < EAGER_STORES_TRY)
 		return true;
@@ -699,22 +721,58 @@ bool ddtx_choose_eager_stores(struct ddtx_proto_ep *pep, size_t bytes)
 	return false;
 }
 
-static void eager_stores_judge(struct ddtx_proto_ep *pep, size_t bytes, uint64_t copy_ns)
+/* The least of the last timed copies in by streaming stores, ns a byte (0: none timed): one
+ * copy preempted must not make them look slow for ever, as no more of them would be timed. */
+static float stream_in(const struct ddtx_proto_ep *pep)
 {
-	float out = pep->eager_out_ns_per_byte;
-	if (!pep->caps->pack_stores || !(out > 0) || bytes < EAGER_ALWAYS)
+	float least = 0;
+	for (unsigned i = 0; i < pep->eager_stream_in_n; i++)
+		if (!i || pep->eager_stream_in[i] < least)
+			least = pep->eager_stream_in[i];
+	return least;
+}
+
+static void eager_stores_judge(struct ddtx_proto_ep *pep, size_t bytes, bool streaming,
+			       uint64_t copy_ns)
+{
+	if (!pep->caps->pack_stores || bytes < EAGER_ALWAYS)
 		return;
-	pep->eager_streaming_stores = (float)copy_ns / (float)bytes > EAGER_RFO_RATIO * out;
+	float per_byte = (float)copy_ns / (float)bytes;
+	if (streaming) {
+		pep->eager_stream_in[pep->eager_stream_in_next] = per_byte;
+		pep->eager_stream_in_next = (uint8_t)((pep->eager_stream_in_next + 1) % 3);
+		if (pep->eager_stream_in_n < 3)
+			pep->eager_stream_in_n++;
+		/* A probe is weighed with the cached copy that called it at once: in a stream
+		 * only tries are timed, and the next one came 900 sends later (tagged bw). */
+		if (!pep->eager_streaming_stores && pep->eager_cached_in > 0 &&
+		    pep->eager_cached_in > EAGER_STREAM_RATIO * stream_in(pep)) {
+			pep->eager_streaming_stores = true;
+			pep->eager_stores_since_try = 0;
+		}
+		return;
+	}
+	pep->eager_cached_in = per_byte;
+	float out = pep->eager_out_ns_per_byte, in = stream_in(pep);
+	bool slow = in > 0 ? per_byte > EAGER_STREAM_RATIO * in
+			   : out > 0 && per_byte > EAGER_RFO_RATIO * out;
+	pep->eager_stores_probe = !slow && (pep->eager_stream_in_n < 3 ||
+					    per_byte > EAGER_PROBE_RATIO * (out > 0 ? out : in));
+	pep->eager_streaming_stores = slow;
 	pep->eager_stores_since_try = 0;
 }
 
 void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
 			    bool streaming, const uint64_t *copy_ns)
 {
-	if (copy_ns)
-		ddtx_choose_observe_eager(pep, bytes, blocks, *copy_ns);
-	if (copy_ns && !streaming)
-		eager_stores_judge(pep, bytes, *copy_ns);
+	/* A copy by cached stores judged slow is not what the next sends will take (they stream):
+	 * kept out of the eager line, whose 11-16 us at 32 KiB drew the boundary below the size
+	 * while streaming stores took 1-2 us (ping-pong, slow regime: most sends by pull). */
+	if (copy_ns) {
+		eager_stores_judge(pep, bytes, streaming, *copy_ns);
+		if (streaming || !pep->eager_streaming_stores)
+			ddtx_choose_observe_eager(pep, bytes, blocks, *copy_ns);
+	}
 	/* A stream's gap runs from the end of this copy: the copy itself (1-10 us at 24-32 KiB
 	 * in fabtests' tagged bw) took half of a stream's sends past STREAM_GAP_NS, which then
 	 * went by pull at 0.5x the bandwidth. */

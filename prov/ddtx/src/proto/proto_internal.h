@@ -357,7 +357,11 @@ struct ddtx_proto_ep {
 	int8_t eager_time_next;              /* the next eager send is a try: 1 timed, -1 not
 						(the start of a burst), 0 not a try */
 	bool eager_streaming_stores;         /* eager copies in by streaming stores (choose.c) */
+	bool eager_stores_probe;             /* the next one by streaming stores, timed */
 	uint16_t eager_stores_since_try;     /* such sends since cached stores were last tried */
+	float eager_stream_in[3];            /* their last timed copies in, ns a byte */
+	float eager_cached_in;               /* the last timed one by cached stores, ns a byte */
+	uint8_t eager_stream_in_n, eager_stream_in_next;
 	struct ddtx_eager_try {              /* eager tries of a size class sent by rendezvous */
 		uint16_t skipped, every;     /* rendezvous since the last try; the period */
 		uint8_t burst_left;          /* eager sends of the try still to come */
