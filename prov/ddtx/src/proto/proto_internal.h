@@ -358,6 +358,7 @@ struct ddtx_proto_ep {
 						(the start of a burst), 0 not a try */
 	bool eager_streaming_stores;         /* eager copies in by streaming stores (choose.c) */
 	bool eager_stores_probe;             /* the next one by streaming stores, timed */
+	bool eager_timed_stores_only;        /* the send timed is a stream's: for its stores */
 	uint16_t eager_stores_since_try;     /* such sends since cached stores were last tried */
 	float eager_stream_in[3];            /* their last timed copies in, ns a byte */
 	float eager_cached_in;               /* the last timed one by cached stores, ns a byte */
