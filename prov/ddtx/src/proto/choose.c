@@ -738,6 +738,8 @@ static void eager_stores_judge(struct ddtx_proto_ep *pep, size_t bytes, bool str
 	if (!pep->caps->pack_stores || bytes < EAGER_ALWAYS)
 		return;
 	float per_byte = (float)copy_ns / (float)bytes;
+	if (!(per_byte > 0))
+		return; /* 0 stands for none timed */
 	if (streaming) {
 		pep->eager_stream_in[pep->eager_stream_in_next] = per_byte;
 		pep->eager_stream_in_next = (uint8_t)((pep->eager_stream_in_next + 1) % 3);

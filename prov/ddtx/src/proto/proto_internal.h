@@ -687,7 +687,7 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 			       size_t blocks, bool host);
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks);
 /* Should this eager send be timed?  (sampled or a try, and only sizes the boundary is drawn
- * among) */
+ * among; in a stream sampled for its stores alone) */
 bool ddtx_choose_time_eager(struct ddtx_proto_ep *pep, size_t bytes);
 /* An eager send of bytes in blocks: its copy into the wire took ns. */
 void ddtx_choose_observe_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks,
