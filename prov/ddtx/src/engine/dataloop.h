@@ -92,12 +92,16 @@ size_t ddtx_dl_scatter(const struct ddtx_dataloop *dl, void *origin, size_t offs
 		       const void *src, size_t len);
 
 /*
- * Which row kernels the copies above run: the CPU's widest (true, the default: AVX-512 where it
- * has F, BW and VL) or the baseline instruction set's (false); returns whether the wide ones
- * run now.  For tests and benchmarks that compare the two (a copy running at the time may take
- * either).
+ * Which row kernels the copies above run.  Beside the baseline instruction set's loops, on a CPU
+ * with AVX-512 F, BW and VL: DDTX_DL_ROWS_HALF (2, 4 and 8-byte blocks at twice their size
+ * apart) and DDTX_DL_ROWS_LINE (64-byte blocks).  DDTX_DL_KERNELS_CHOSEN (the default) runs
+ * those that measured faster on this CPU's kind, DDTX_DL_KERNELS_ALL every one it can run,
+ * DDTX_DL_KERNELS_BASELINE none; returns the DDTX_DL_ROWS_* that run now.  For tests and
+ * benchmarks that compare them (a copy running at the time may take either).
  */
-bool ddtx_dl_wide_kernels(bool allow);
+enum { DDTX_DL_ROWS_HALF = 1, DDTX_DL_ROWS_LINE = 2 };
+enum ddtx_dl_kernels { DDTX_DL_KERNELS_BASELINE, DDTX_DL_KERNELS_CHOSEN, DDTX_DL_KERNELS_ALL };
+unsigned ddtx_dl_row_kernels(enum ddtx_dl_kernels which);
 
 /*
  * The same kernels for a list that is one vector (ddtx_iov_scan found it so): the eager path

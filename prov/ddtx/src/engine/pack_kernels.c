@@ -16,6 +16,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
+#ifdef DDTX_HAVE_AVX512_ROWS
+#include <cpuid.h>
+#endif
 
 /* Blocks ahead to prefetch: far enough to cover a memory access at a few bytes per cycle. */
 #define PF_AHEAD 16
@@ -235,25 +238,48 @@ static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *rest
 	default: call_any; break;                                                              \
 	}
 
-/* Run pack_rows_avx512.c's kernels?  -1 until asked: the CPU's answer does not change (threads
- * that ask at once store the same value; atomic so that sanitizers see no race). */
-static _Atomic int wide = -1;
+/* pack_rows_avx512.c's kernels to run (DDTX_DL_ROWS_*); -1 until asked: the CPU's answer does
+ * not change (threads that ask at once store the same value; atomic so that sanitizers see no
+ * race). */
+static _Atomic int row_kinds = -1;
 
-static bool cpu_wide(void)
+/* Every kind of row kernel the CPU can run. */
+static unsigned cpu_rows(void)
 {
 #ifdef DDTX_HAVE_AVX512_ROWS
-	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vl");
-#else
-	return false;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl"))
+		return DDTX_DL_ROWS_HALF | DDTX_DL_ROWS_LINE;
 #endif
+	return 0;
 }
 
-bool ddtx_dl_wide_kernels(bool allow)
+/*
+ * Those that run by default.  AMD's family 25 (Zen 4) splits each 512-bit move in two: there
+ * the 64-byte blocks' one move lost to the baseline's four 16-byte ones (test_dataloop bench,
+ * stride 128, three runs, against the baseline: in cache gather 0.80-1.00x, scatter
+ * 0.73-0.94x; from memory 0.78-0.83x and 0.86-0.95x), where on family 26 it won (1.09-1.15x in
+ * cache, 1.4-2.1x from memory).
+ */
+static unsigned chosen_rows(void)
 {
-	int w = allow && cpu_wide();
-	atomic_store_explicit(&wide, w, memory_order_relaxed);
-	return w;
+	unsigned kinds = cpu_rows();
+#ifdef DDTX_HAVE_AVX512_ROWS
+	unsigned a, b, c, d;
+	if ((kinds & DDTX_DL_ROWS_LINE) && __get_cpuid(0, &a, &b, &c, &d) &&
+	    b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u && /* "AuthenticAMD" */
+	    __get_cpuid(1, &a, &b, &c, &d) && ((a >> 8) & 0xf) + ((a >> 20) & 0xff) == 25)
+		kinds &= ~(unsigned)DDTX_DL_ROWS_LINE;
+#endif
+	return kinds;
+}
+
+unsigned ddtx_dl_row_kernels(enum ddtx_dl_kernels which)
+{
+	unsigned kinds = which == DDTX_DL_KERNELS_ALL ? cpu_rows()
+			 : which == DDTX_DL_KERNELS_CHOSEN ? chosen_rows() : 0;
+	atomic_store_explicit(&row_kinds, (int)kinds, memory_order_relaxed);
+	return kinds;
 }
 
 /* One row of a vector: n whole blocks; far: its node spans more than the caches hold. */
@@ -261,13 +287,14 @@ static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, s
 		     bool scatter, bool far)
 {
 #ifdef DDTX_HAVE_AVX512_ROWS
-	int w = atomic_load_explicit(&wide, memory_order_relaxed);
-	if (w < 0) {
-		w = cpu_wide();
-		atomic_store_explicit(&wide, w, memory_order_relaxed);
+	int kinds = atomic_load_explicit(&row_kinds, memory_order_relaxed);
+	if (kinds < 0) {
+		kinds = (int)chosen_rows();
+		atomic_store_explicit(&row_kinds, kinds, memory_order_relaxed);
 	}
-	if (w && stride != (int64_t)block) {
-		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter, far);
+	if (kinds && stride != (int64_t)block) {
+		size_t done = ddtx_rows_copy_avx512(lay, stride, buf, block, n, scatter, far,
+						    (unsigned)kinds);
 		lay += (int64_t)done * stride;
 		buf += done * block;
 		n -= done;

@@ -14,9 +14,12 @@
  * 1.4-1.6x (1.8-2.1x in four runs with the far loop below), the others as fast as before.
  * What did not pay: 16-byte blocks the same way (1.0x), masked loads throughout (from memory
  * 0.65x of the baseline), masked stores without a prefetch for writing ahead (0.55x), 32, 48
- * and 256-byte blocks by wide moves (1.0x).
+ * and 256-byte blocks by wide moves (1.0x).  Those figures are from an AMD EPYC of family 26;
+ * on family 25, which splits 512-bit moves, the 64-byte kernels lose (pack_kernels.c does not
+ * run them there) and so do the 4 and 8-byte ones from memory (below).
  */
 #include "engine/pack_rows_avx512.h"
+#include "engine/dataloop.h"
 
 #include <immintrin.h>
 
@@ -148,12 +151,20 @@ static size_t line_scatter(uint8_t *restrict d, int64_t stride, const uint8_t *r
 }
 
 size_t ddtx_rows_copy_avx512(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, size_t n,
-			     bool scatter, bool far)
+			     bool scatter, bool far, unsigned kinds)
 {
 	if (block == 64 && stride > -LINE_MAX_STRIDE && stride < LINE_MAX_STRIDE)
-		return scatter ? line_scatter(lay, stride, buf, n)
-			       : line_gather(buf, lay, stride, n, far);
-	if (stride != 2 * (int64_t)block)
+		return !(kinds & DDTX_DL_ROWS_LINE) ? 0
+		       : scatter ? line_scatter(lay, stride, buf, n)
+				 : line_gather(buf, lay, stride, n, far);
+	/*
+	 * From memory the half-stride kernels of 4 and 8-byte blocks lose to the baseline loops
+	 * on the AMD EPYC of family 25 (test_dataloop bench, 32 MiB, three runs, against the
+	 * baseline: 4 B gather 0.79-0.87x, scatter 0.79-0.87x; 8 B 0.74-0.77x, 0.75-0.88x) and
+	 * only tie on family 26 (8 B 0.95x and 1.06x); in the caches they win on both (1.7-2.1x
+	 * and 1.0-1.5x on family 25).  2-byte blocks tie from memory and win 3.7-4.5x in cache.
+	 */
+	if (!(kinds & DDTX_DL_ROWS_HALF) || stride != 2 * (int64_t)block || (far && block != 2))
 		return 0;
 	switch (block) {
 	case 2: return scatter ? half_scatter_2(lay, buf, n) : half_gather_2(buf, lay, n);

@@ -14,9 +14,10 @@
  * The first blocks of a row of n blocks of `block` bytes `stride` apart (pack_kernels.c's
  * row_copy), gathered into buf or scattered from it, where these kernels are faster than the
  * baseline ones; returns how many (0: none), the caller copies the rest.  far: the row's layout
- * spans more than the caches hold (its bytes come from memory).
+ * spans more than the caches hold (its bytes come from memory).  kinds: the DDTX_DL_ROWS_* of
+ * dataloop.h that may run.
  */
 size_t ddtx_rows_copy_avx512(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, size_t n,
-			     bool scatter, bool far);
+			     bool scatter, bool far, unsigned kinds);
 
 #endif
