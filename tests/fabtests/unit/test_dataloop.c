@@ -15,7 +15,8 @@
  *   half       rows of 2-16 and 64 B blocks at twice their size apart (AVX-512's kernels),
  *              ending before an unreadable page, with every wide kernel the CPU can run
  *              and with the baseline ones;
- *              64 B blocks every other line in layouts spanning more than 8 MiB;
+ *              64 B blocks every other line in layouts spanning more than 8 MiB (both
+ *              kernel sets);
  *   built      the forms built from a description (handles) agree with the compiled lists;
  *   cache      the layout cache compiles once and keeps the form with the layout; a vector
  *              list is found by its shape (ddtx_layout_get_vec) as by its entries;
@@ -833,8 +834,9 @@ static void half_far(void)
 	struct iovec *iov = malloc(cap * sizeof(*iov));
 	uint8_t *a = malloc(cap * block + 64), *b = malloc(cap * block + 64);
 	size_t segments = 0;
-	ddtx_dl_row_kernels(DDTX_DL_KERNELS_ALL); /* the far loop, where this CPU has it */
-	for (int iter = 0; iter < 8 && !failures; iter++) {
+	/* The far loops: AVX-512's where this CPU has it, the baseline's */
+	for (int iter = 0; iter < 16 && !failures; iter++) {
+		ddtx_dl_row_kernels(iter < 8 ? DDTX_DL_KERNELS_ALL : DDTX_DL_KERNELS_BASELINE);
 		size_t rows = iter % 4 < 2 ? 1 : pick(2, 5);
 		size_t n0 = (11u << 20) / stride / rows - pick(0, 9);
 		size_t row = n0 * stride + (iter % 3) * 8;

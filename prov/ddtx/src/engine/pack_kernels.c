@@ -238,6 +238,34 @@ static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *rest
 	default: call_any; break;                                                              \
 	}
 
+/*
+ * 64-byte blocks every other line, read from memory (a far node, below): a one-byte load of the
+ * line between each two blocks as well, as pack_rows_avx512.c's far loop does, so that the
+ * hardware's stream prefetcher sees every line and fetches ahead.  On the AMD EPYC of family 25,
+ * a loop of its own timing both in alternate rounds (32 MiB of payload): faster in 9 runs of 9,
+ * by 3-32% (6.73-8.47 GB/s against 5.82-8.71 over the runs); gathered into one 64 KiB chunk
+ * after another (PACK's), faster by 12-34% in 6 runs of 8, the same in the other two.  In the
+ * caches the loads cost (pack_rows_avx512.c's far loop), hence far nodes only.
+ */
+static void gather_64_gaps(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
+{
+	size_t i = 0;
+	for (; i + 5 <= n; i += 4) { /* never a gap after the last block */
+		(void)*(volatile const uint8_t *)(s + 64);
+		(void)*(volatile const uint8_t *)(s + 192);
+		(void)*(volatile const uint8_t *)(s + 320);
+		(void)*(volatile const uint8_t *)(s + 448);
+		memcpy(d, s, 64);
+		memcpy(d + 64, s + 128, 64);
+		memcpy(d + 128, s + 256, 64);
+		memcpy(d + 192, s + 384, 64);
+		d += 256;
+		s += 512;
+	}
+	for (; i < n; i++, d += 64, s += 128)
+		memcpy(d, s, 64);
+}
+
 /* pack_rows_avx512.c's kernels to run (DDTX_DL_ROWS_*); -1 until asked: the CPU's answer does
  * not change (threads that ask at once store the same value; atomic so that sanitizers see no
  * race). */
@@ -313,6 +341,8 @@ static void row_copy(uint8_t *lay, int64_t stride, uint8_t *buf, size_t block, s
 #define SC(B) scatter_##B(lay, stride, buf, n)
 		DISPATCH(SC, scatter_any(lay, stride, buf, n, block), block)
 #undef SC
+	} else if (far && block == 64 && stride == 128) {
+		gather_64_gaps(buf, lay, n);
 	} else {
 #define GA(B) gather_##B(buf, lay, stride, n)
 		DISPATCH(GA, gather_any(buf, lay, stride, n, block), block)
