@@ -243,8 +243,8 @@ static void scatter_any(uint8_t *restrict d, int64_t stride, const uint8_t *rest
  * line between each two blocks as well, as pack_rows_avx512.c's far loop does, so that the
  * hardware's stream prefetcher sees every line and fetches ahead.  On the AMD EPYC of family 25,
  * a loop of its own timing both in alternate rounds (32 MiB of payload): faster in 9 runs of 9,
- * by 3-32% (6.73-8.47 GB/s against 5.82-8.71 over the runs); gathered into one 64 KiB chunk
- * after another (PACK's), faster by 12-34% in 6 runs of 8, the same in the other two.  In the
+ * by 3-32% (6.73-8.47 GB/s against 6.19-7.93 over the runs); gathered into one 64 KiB chunk
+ * after another (PACK's), faster by 12-34% in 6 runs of 8, within 2% in the other two.  In the
  * caches the loads cost (pack_rows_avx512.c's far loop), hence far nodes only.
  */
 static void gather_64_gaps(uint8_t *restrict d, const uint8_t *restrict s, size_t n)
