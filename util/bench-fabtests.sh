@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # One upstream fabtests client/server program over several providers (and ddtx builds), side by
 # side: a figure per transfer size for each, and each column's ratio to the first one.
-#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] [-m] [-H] PROGRAM [ARGS...]
+#   util/bench-fabtests.sh [-c COLUMN]... [-f usec|mbps] [-r RUNS] [-m] [-v] [-H] PROGRAM [ARGS...]
 # COLUMN is a provider name (shm, tcp, ...) or ddtx:BUILD (the provider built in BUILD, a path
 # relative to the repository root or absolute), optionally followed by ,VAR=VALUE... settings for
 # that column alone (ddtx:build,FI_DDTX_EAGER_SIZE=8192); default: -c shm -c ddtx:build.  Each run gets a
@@ -19,6 +19,10 @@
 # alone: util/bench-fabtests.sh -H -r 12 -m -c "tcp;ofi_rxm" -c ddtx:build fi_rdm_tagged_pingpong
 # Each round starts with a core_bounce line (util/lib.sh): this host's two regimes move every
 # figure by 2.5-5x, so read the table against them.
+# -v also prints every round's figures, and for a ddtx column run with FI_DDTX_STATS=1 how its
+# client's receives went (eager, PACK, SGL and the pulls among those): a size whose messages
+# take one way in some runs and another in others shows there, where the best and the median
+# mix them.
 # Each run is killed after DDTX_BENCH_TIMEOUT seconds (default 300).
 # Run it under `flock -x /tmp/ddtx-cpu.lock` on a shared host.
 set -uo pipefail
@@ -28,22 +32,24 @@ cd "$DDTX_ROOT"
 cols=()
 field=""
 median=0
+verbose=0
 runs=1
 tmo=${DDTX_BENCH_TIMEOUT:-300}
 hosts=0
 argv=("$@")
-while getopts "c:f:r:mHh" opt; do
+while getopts "c:f:r:mvHh" opt; do
   case $opt in
     H) hosts=1 ;;
     c) cols+=("$OPTARG") ;;
     f) field=$OPTARG ;;
     r) runs=$OPTARG ;;
     m) median=1 ;;
-    *) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    v) verbose=1 ;;
+    *) sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ $hosts = 1 ] && [ -z "${DDTX_HOSTS:-}" ] && exec util/hosts.sh run "$0" "${argv[@]}" 
 [ ${#cols[@]} -gt 0 ] || cols=(shm ddtx:build)
 prog=$1
@@ -111,10 +117,11 @@ for ((r = 1; r <= runs; r++)); do
   done
 done
 
-python3 - "$field" "$runs" "$median" "$tmp" "${cols[@]}" <<'PY'
+python3 - "$field" "$runs" "$median" "$tmp" "$verbose" "${cols[@]}" <<'PY'
 import sys, re
 field, runs, median, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
-cols = sys.argv[5:]
+verbose = sys.argv[5] == "1"
+cols = sys.argv[6:]
 # fabtests rows: bytes iters total time MB/sec usec/xfer Mxfers/sec
 def parse(path):
     rows = {}
@@ -163,6 +170,34 @@ def median_of(v):
     v = sorted(v)
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+# FI_DDTX_STATS=1's lines in a ddtx client's output: the receives of each way.
+WAYS = (("eager", r"^ddtx stats:\s+eager\s+ops (\d+)"), ("pack", r"^ddtx stats:\s+pack\s+ops (\d+)"),
+        ("sgl", r"^ddtx stats:\s+sgl\s+ops (\d+)"), ("of which pulls", r"^ddtx stats:\s+pulls (\d+)"))
+def ways(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return ""
+    got = []
+    for name, pat in WAYS:
+        m = re.search(pat, text, re.M)
+        if m:
+            got.append("%s %s" % (name, m.group(1)))
+    return " [" + ", ".join(got) + "]" if got else ""
+if verbose:
+    print("each round, %s" % unit)
+    for r in range(1, runs + 1):
+        figs = [parse("%s/%d.%d" % (tmp, i, r)) for i in range(len(cols))]
+        for k in order:
+            line = "round %d %8s" % (r, k)
+            for i, c in enumerate(cols):
+                line += "  %s %s" % (c, "%.2f" % figs[i][k] if k in figs[i] else "-")
+            print(line)
+        for i, c in enumerate(cols):
+            w_ = ways("%s/%d.%d" % (tmp, i, r))
+            if w_:
+                print("round %d %8s  %s client's receives:%s" % (r, "", c, w_))
 
 table("best", min if field == "usec" else max)
 if median:
