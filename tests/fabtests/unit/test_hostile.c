@@ -1344,96 +1344,6 @@ static void t_eager_timed_pull(void)
 	      vs_slow);
 }
 
-/* The round trip of a ping-pong's send timed for ns: from the send to the next receive. */
-static void round_trip(size_t bytes, bool eager, uint64_t ns)
-{
-	H.pep->eager_answered = true; /* a receive completed since the last send */
-	H.pep->eager_streaming = false;
-	ddtx_choose_rtt_start(H.pep, bytes, eager);
-	uint64_t t0 = ddtx_time_ns();
-	while (ddtx_time_ns() - t0 < ns)
-		;
-	ddtx_choose_rtt_end(H.pep);
-}
-
-/* 24 KiB's size class among the eager tries' (powers of two from 8 KiB, proto_internal.h). */
-#define EAGER_TRIES_24K 1
-
-/*
- * A ping-pong's round trips, by way, decide a contiguous message's way once both ways of its
- * size class have two, over the lines (choose.c): the least of each way's last three, unless
- * one is over 8 times the line's figure for that way (the reply waited on something else).
- * A send in a stream, or one that did not follow a receive, times no round trip; a send after
- * a receive does, ended by the next receive's completion.
- */
-static void t_eager_round_trips(void)
-{
-	const size_t bytes = 24576;
-	ddtx_rlock_lock(&H.lock);
-	for (int i = 0; i < 32; i++) /* copy in 15 us, the copy out taken as long */
-		ddtx_choose_observe_eager(H.pep, bytes, 1, 15000);
-	uint64_t now = ddtx_time_ns();
-	for (int i = 0; i < 4; i++, now += 100000) /* the pull read in 60 us */
-		ddtx_contig_observe(&H.pd->contig, bytes, DDTX_CONTIG_PULL, now, now + 60000, true);
-	H.pep->eager_streaming = false;
-	bool lines = ddtx_choose_eager(H.pep, bytes, 1);
-	round_trip(bytes, false, 60000);
-	round_trip(bytes, true, 120000);
-	bool one_each = ddtx_choose_eager(H.pep, bytes, 1);
-	round_trip(bytes, false, 60000);
-	round_trip(bytes, true, 120000);
-	bool two_each = ddtx_choose_eager(H.pep, bytes, 1);
-	for (int i = 0; i < 3; i++)
-		round_trip(bytes, true, 30000);
-	bool eager_faster = ddtx_choose_eager(H.pep, bytes, 1);
-	for (int i = 0; i < 3; i++) /* over 8x eager's 30 us line: a reply that waited */
-		round_trip(bytes, true, 400000);
-	bool implausible = ddtx_choose_eager(H.pep, bytes, 1);
-	const struct ddtx_eager_try *t = &H.pep->eager_tries[EAGER_TRIES_24K];
-	printf("  24 KiB: lines %d; round trips eager %.1f / rendezvous %.1f ns a byte: one each "
-	       "%d, two %d; eager at 30 us %d; at 400 us %d\n", lines, t->rtt[0][0], t->rtt[1][0],
-	       one_each, two_each, eager_faster, implausible);
-	CHECK(lines, "the lines: 24 KiB not eager");
-	CHECK(one_each && !two_each, "round trips eager 120 us, rendezvous 60: one each %d, two "
-	      "each %d", one_each, two_each);
-	CHECK(eager_faster, "eager's round trips down to 30 us: not eager");
-	CHECK(implausible, "round trips of 400 us weighed against the lines' 30 us");
-	CHECK(t->rtt_n[0] == 3 && t->rtt_n[1] == 2, "round trips kept: %u eager, %u rendezvous",
-	      t->rtt_n[0], t->rtt_n[1]);
-
-	/* Not timed: in a stream, or without a receive since the send before. */
-	H.pep->eager_answered = true;
-	H.pep->eager_streaming = true;
-	ddtx_choose_rtt_start(H.pep, bytes, true);
-	bool stream = H.pep->rtt.pending;
-	H.pep->eager_streaming = false;
-	H.pep->eager_answered = false;
-	ddtx_choose_rtt_start(H.pep, bytes, true);
-	bool unanswered = H.pep->rtt.pending;
-	H.pep->eager_answered = true;
-	ddtx_choose_rtt_start(H.pep, 4096, true);
-	bool small = H.pep->rtt.pending;
-	ddtx_rlock_unlock(&H.lock);
-	CHECK(!stream && !unanswered && !small, "timed: in a stream %d, unanswered %d, 4 KiB %d",
-	      stream, unanswered, small);
-
-	/* Through the provider: a send after a receive, then the next receive's completion. */
-	int rctx, sctx;
-	victim_posts_recv(16, &rctx);
-	struct iovec iov = {big, bytes};
-	ddtx_rlock_lock(&H.lock);
-	H.pd->stats.rx_ops++;
-	H.pep->last_eager_choice_ns = 0;
-	ssize_t ret = ddtx_proto_send(H.pep, &iov, NULL, 1, 0, 0, 0, &sctx, 0, false);
-	bool pending = H.pep->rtt.pending && H.pep->rtt.bytes == bytes;
-	unsigned way = H.pep->rtt.rndv, next = t->rtt_next[way];
-	ddtx_rlock_unlock(&H.lock);
-	CHECK(ret == 0 && pending, "a 24 KiB send after a receive: %zd, timed %d", ret, pending);
-	friend_completes(&rctx, 0x5a);
-	CHECK(!H.pep->rtt.pending && t->rtt_next[way] == (next + 1) % 3,
-	      "the receive did not end the round trip (%s)", way ? "rendezvous" : "eager");
-}
-
 /*
  * Over 64 KiB a contiguous host message may fill the ring's room only in a stream (choose.c
  * contig_eager_room): posted alone (the previous one long ago, as in a ping-pong) the limit
@@ -2538,7 +2448,6 @@ int main(int argc, char **argv)
 		{"eager_stream", t_eager_stream, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_stores", t_eager_stores, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_timed_pull", t_eager_timed_pull, DDTX_SCHEME_SETTING_AUTO},
-		{"eager_round_trips", t_eager_round_trips, DDTX_SCHEME_SETTING_AUTO},
 		{"eager_tries", t_eager_tries, DDTX_SCHEME_SETTING_AUTO},
 		{"iov_spares", t_iov_spares, DDTX_SCHEME_SETTING_AUTO},
 		{"learn_deferred", t_learn_deferred, DDTX_SCHEME_SETTING_AUTO},

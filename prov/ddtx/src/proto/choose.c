@@ -547,7 +547,6 @@ size_t ddtx_choose_eager_limit(struct ddtx_proto_ep *pep, size_t room, size_t by
 	uint64_t rx_ops = pep->pd->stats.rx_ops;
 	bool answered = rx_ops != pep->rx_ops_at_send;
 	pep->rx_ops_at_send = rx_ops;
-	pep->eager_answered = answered;
 	uint64_t now = bytes > EAGER_ALONE_MAX || (bytes >= EAGER_ALWAYS && !answered)
 			       ? ddtx_time_ns() : 0;
 	pep->eager_streaming = now && now - pep->last_eager_choice_ns < STREAM_GAP_NS;
@@ -632,62 +631,6 @@ void ddtx_choose_rndv_done(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns)
 		t->rndv_n++;
 }
 
-/*
- * A ping-pong's round trips, by the way its sends of a size class went (issue 12, 64 KiB): from
- * a send that followed a receive to the next receive's completion, everything both sides did
- * for the exchange.  The eager line adds up timed copies and the rendezvous its timed read plus
- * a handshake; at 64 KiB on the family 25 host the two disagreed with what the sends then
- * took: where the pull was chosen (10.8-12.6 us one-way, 0.92-1.59x shm), eager forced took
- * 4.6-10.2 in 8 rounds of 9 (docs/benchmark-results.md, "Issue 12's targets measured again"):
- * its line came from the try bursts' copies, up to 8x the copies of sends in a row, and a
- * pull's one-way time exceeded its timed read by 3 us there, where the line counts 1 (the
- * handshake).  Once both ways of a class have RTT_MIN round trips, the
- * least of each way's last three decides, while they are plausible (under RTT_PLAUSIBLE times
- * the line's one-way figure: a reply that waited on the application's own work says nothing of
- * the way).  A stream's sends are not answered and keep the lines.
- */
-#define RTT_MIN 2
-#define RTT_PLAUSIBLE 8.0
-
-static void rtt_add(struct ddtx_eager_try *t, unsigned way, float per_byte)
-{
-	t->rtt[way][t->rtt_next[way]] = per_byte;
-	t->rtt_next[way] = (uint8_t)((t->rtt_next[way] + 1) % 3);
-	if (t->rtt_n[way] < 3)
-		t->rtt_n[way]++;
-}
-
-/* The least of a way's last round trips in class t, ns per byte, or INFINITY. */
-static double rtt_least(const struct ddtx_eager_try *t, unsigned way)
-{
-	if (t->rtt_n[way] < RTT_MIN)
-		return INFINITY;
-	float least = t->rtt[way][0];
-	for (unsigned i = 1; i < t->rtt_n[way]; i++)
-		least = fminf(least, t->rtt[way][i]);
-	return (double)least;
-}
-
-void ddtx_choose_rtt_start(struct ddtx_proto_ep *pep, size_t bytes, bool eager)
-{
-	pep->rtt.pending = bytes >= EAGER_ALWAYS && pep->eager_answered && !pep->eager_streaming;
-	if (!pep->rtt.pending)
-		return;
-	pep->rtt.t0 = ddtx_time_ns();
-	pep->rtt.bytes = bytes;
-	pep->rtt.rndv = !eager;
-}
-
-void ddtx_choose_rtt_end(struct ddtx_proto_ep *pep)
-{
-	if (!pep->rtt.pending)
-		return;
-	pep->rtt.pending = false;
-	uint64_t ns = ddtx_time_ns() - pep->rtt.t0;
-	rtt_add(eager_try_of(pep, pep->rtt.bytes), pep->rtt.rndv,
-		(float)ns / (float)pep->rtt.bytes);
-}
-
 bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 {
 	if (bytes < EAGER_ALWAYS || forced_scheme(pep->caps) != FI_DDTX_SCHEME_COUNT)
@@ -716,14 +659,6 @@ bool ddtx_choose_eager(struct ddtx_proto_ep *pep, size_t bytes, size_t blocks)
 	 * once. */
 	if (pep->eager_streaming)
 		eager /= 2;
-	else if (blocks == 1) {
-		const struct ddtx_eager_try *c = eager_try_of_c(pep, bytes);
-		double e = rtt_least(c, 0) * (double)bytes, r = rtt_least(c, 1) * (double)bytes;
-		if (e < RTT_PLAUSIBLE * eager && r < RTT_PLAUSIBLE * rndv) {
-			eager = e;
-			rndv = r;
-		}
-	}
 	if (eager > rndv)
 		return !pep->eager_streaming && eager_try(pep, bytes); /* untimed there: no tries */
 	struct ddtx_eager_try *t = eager_try_of(pep, bytes);

@@ -370,16 +370,7 @@ struct ddtx_proto_ep {
 		uint8_t rndv_n, rndv_next;   /* rendezvous of the class this sender timed (up to
 						3), and where the next one goes */
 		float rndv[3];               /* their last timings, ns per byte (RTS to completion) */
-		float rtt[2][3];             /* a ping-pong's round trips (choose.c), eager [0] and
-						by rendezvous [1], ns per byte: the last three */
-		uint8_t rtt_n[2], rtt_next[2];
 	} eager_tries[DDTX_EAGER_TRY_CLASSES];
-	struct {                             /* the send whose round trip is being timed */
-		uint64_t t0;
-		size_t bytes;
-		bool rndv, pending;
-	} rtt;
-	bool eager_answered;                 /* the send weighed followed a receive */
 	uint64_t last_big_send_ns;           /* the last contiguous send over 64 KiB (choose.c) */
 	struct ddtx_rmkey_cache rmkeys;      /* peers' UMR key lists */
 	struct ddtx_list stages;             /* struct ddtx_stage: device memory in flight */
@@ -712,10 +703,6 @@ void ddtx_choose_eager_sent(struct ddtx_proto_ep *pep, size_t bytes, size_t bloc
 bool ddtx_choose_time_eager_out(struct ddtx_proto_ep *pep, size_t bytes);
 /* A contiguous send the eager boundary sent by rendezvous completed ns after its RTS went. */
 void ddtx_choose_rndv_done(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);
-/* A contiguous host send the eager boundary weighed went out, eagerly or not: in a ping-pong its
- * round trip is timed until the next receive completes (ddtx_choose_rtt_end). */
-void ddtx_choose_rtt_start(struct ddtx_proto_ep *pep, size_t bytes, bool eager);
-void ddtx_choose_rtt_end(struct ddtx_proto_ep *pep);
 void ddtx_choose_observe_eager_out(struct ddtx_proto_ep *pep, size_t bytes, uint64_t ns);
 /* Payload bytes to send packed in the RTS itself (0: none), at most room; l: the send's
  * cached layout (NULL if none), st: its summary. */

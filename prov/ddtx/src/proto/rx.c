@@ -106,7 +106,6 @@ void ddtx_rx_report(struct ddtx_proto_ep *pep, const struct ddtx_rx *rx, size_t 
 	if (!(hflags & DDTX_HDR_CQ_DATA))
 		data = 0;
 	pep->pd->stats.rx_ops++;
-	ddtx_choose_rtt_end(pep);
 	const struct ddtx_proto_completion c = {
 		.context = rx->context, .flags = flags, .len = got, .buf = buf, .data = data,
 		.tag = tag, .src_addr = from, .olen = offered > got ? offered - got : 0,

@@ -540,8 +540,6 @@ ssize_t ddtx_proto_send(struct ddtx_proto_ep *pep, const struct iovec *iov, void
 			goto out;
 	}
 
-	/* A contiguous host message the boundary weighed: its round trip, in a ping-pong. */
-	ddtx_choose_rtt_start(pep, weighed && nblocks == 1 && !stage ? total : 0, eager);
 	if (eager && !want_ack) {
 		ret = send_eager(pep, peer, iov, count, total, tag, data, hflags, 0, hl, &vec);
 		if (ret == -FI_EAGAIN)
