@@ -195,9 +195,9 @@ if verbose:
                 line += "  %s %s" % (c, "%.2f" % figs[i][k] if k in figs[i] else "-")
             print(line)
         for i, c in enumerate(cols):
-            w_ = ways("%s/%d.%d" % (tmp, i, r))
-            if w_:
-                print("round %d %8s  %s client's receives:%s" % (r, "", c, w_))
+            taken = ways("%s/%d.%d" % (tmp, i, r))
+            if taken:
+                print("round %d %8s  %s client's receives:%s" % (r, "", c, taken))
 
 table("best", min if field == "usec" else max)
 if median:
